@@ -1,0 +1,1 @@
+//! Benchmark measurement and report rendering (see issue: benchmark and roofline).

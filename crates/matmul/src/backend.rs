@@ -1,0 +1,65 @@
+//! The backend interface: one product, or a timed series of them, on the CPU or a CUDA device.
+
+use crate::error::{Error, Result};
+use crate::matrix::AnyMatrix;
+use crate::problem::Problem;
+use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
+
+/// Per-call knobs that are not part of the problem.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Overrides the tile / TPB of a `Tile2d` or `SingleBlock` kernel (the Mojo puzzles use 3).
+    pub tile: Option<u32>,
+}
+
+/// One input pair for a timed run.
+pub struct Inputs {
+    pub a: AnyMatrix,
+    pub b: AnyMatrix,
+}
+
+pub trait Backend {
+    fn kind(&self) -> BackendKind;
+
+    /// A one-line description: device name and what matters about it.
+    fn describe(&self) -> String;
+
+    /// What `can_run` needs to know (None for the CPU).
+    fn limits(&self) -> Option<DeviceLimits>;
+
+    /// Runs `kernel` on one input pair and returns C. The output is poisoned before the launch
+    /// (NaN / 0xDEADBEEF) unless the kernel accumulates into a zeroed C, so an element the kernel
+    /// did not write cannot pass verification.
+    fn run(&self, kernel: &KernelSpec, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix, opts: RunOptions) -> Result<AnyMatrix>;
+
+    /// Times `iters` launches after `warmup` untimed ones, rotating among `inputs` (so the caller
+    /// can defeat the cache by passing sets larger than it). Returns seconds per launch, one entry
+    /// per timed launch.
+    fn time(&self, kernel: &KernelSpec, problem: &Problem, inputs: &[Inputs], warmup: usize, iters: usize) -> Result<Vec<f64>>;
+
+    /// Checks that this backend can run `kernel` on `problem` at all (backend, dtype, shape rules).
+    fn check(&self, kernel: &KernelSpec, problem: &Problem, opts: RunOptions) -> Result<()> {
+        if kernel.backend != self.kind() {
+            return Err(Error::WrongBackend { kernel: kernel.name.to_string(), backend: self.kind().to_string() });
+        }
+        kernel.can_run(problem, self.limits().as_ref(), opts.tile)?;
+        Ok(())
+    }
+}
+
+/// Checks that `a` and `b` have the stored shapes and storage type that `problem` says.
+pub fn check_inputs(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<()> {
+    let storage = match problem.dtype {
+        crate::DType::Tf32 => crate::DType::F32,
+        d => d,
+    };
+    for (what, m, (r, c)) in [("A", a, problem.a_stored()), ("B", b, problem.b_stored())] {
+        if m.dtype() != storage {
+            return Err(Error::ShapeMismatch { what, expected: format!("{storage} elements"), found: format!("{} elements", m.dtype()) });
+        }
+        if (m.rows(), m.cols()) != (r, c) {
+            return Err(Error::ShapeMismatch { what, expected: format!("{r}x{c}"), found: format!("{}x{}", m.rows(), m.cols()) });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! Element types. `Tf32` is a compute mode on f32 storage (inputs rounded to 10 mantissa bits by the
+//! tensor cores); every other variant names its storage type.
+
+use std::fmt;
+use std::str::FromStr;
+
+use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// The element type of a problem's inputs. Floating inputs produce an `f32` output (accumulated in
+/// f32 or wider); `U32` produces `u32` with wrapping (mod 2^32) arithmetic, as the judge requires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    U32,
+    Tf32,
+    Bf16,
+    F16,
+}
+
+impl DType {
+    pub const ALL: [DType; 5] = [DType::F32, DType::U32, DType::Tf32, DType::Bf16, DType::F16];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::U32 => "u32",
+            DType::Tf32 => "tf32",
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+        }
+    }
+
+    /// Bytes of one stored input element.
+    pub fn input_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::U32 | DType::Tf32 => 4,
+            DType::Bf16 | DType::F16 => 2,
+        }
+    }
+
+    /// Bytes of one output element (f32 for every floating type, u32 for u32).
+    pub fn output_bytes(self) -> usize {
+        4
+    }
+
+    pub fn is_integer(self) -> bool {
+        self == DType::U32
+    }
+
+    /// "GFLOP/s" or "GOP/s": integer products are operations, not floating-point operations.
+    pub fn rate_unit(self) -> &'static str {
+        if self.is_integer() {
+            "OP"
+        } else {
+            "FLOP"
+        }
+    }
+
+    /// Unit roundoff of the inputs as the kernel sees them (2^-p for p mantissa bits incl. the
+    /// implicit one); 0 for exact integer arithmetic.
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            DType::U32 => 0.0,
+            DType::F32 => f32::EPSILON as f64 / 2.0,
+            DType::Tf32 => 2f64.powi(-11),
+            DType::F16 => 2f64.powi(-11),
+            DType::Bf16 => 2f64.powi(-8),
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| Error::UnknownDType(s.to_string()))
+    }
+}
+
+/// A scalar that a host matrix can hold.
+pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static {
+    /// The dtype whose storage this is (`Tf32` shares `f32`'s storage and is chosen by the problem).
+    const STORAGE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Element for f32 {
+    const STORAGE: DType = DType::F32;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+impl Element for u32 {
+    const STORAGE: DType = DType::U32;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    /// Wraps modulo 2^32, like every u32 operation in this crate.
+    fn from_f64(v: f64) -> Self {
+        (v as i64) as u32
+    }
+}
+
+impl Element for f16 {
+    const STORAGE: DType = DType::F16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        f16::from_f64(v)
+    }
+}
+
+impl Element for bf16 {
+    const STORAGE: DType = DType::Bf16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        bf16::from_f64(v)
+    }
+}

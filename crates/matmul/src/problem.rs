@@ -1,0 +1,189 @@
+//! The shape of one product: C (m×n) = op(A) (m×k) · op(B) (k×n), every matrix row-major.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::Error;
+
+/// Whether an operand is used as stored (`N`) or transposed (`T`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Op {
+    #[default]
+    N,
+    T,
+}
+
+impl Op {
+    pub fn from_flag(transposed: bool) -> Op {
+        if transposed {
+            Op::T
+        } else {
+            Op::N
+        }
+    }
+}
+
+/// One matrix product. `A` is stored m×k when `op_a` is `N` and k×m when it is `T`; `B` is stored
+/// k×n for `N` and n×k for `T`; `C` is always m×n. All three are dense and row-major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Problem {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub op_a: Op,
+    pub op_b: Op,
+    pub dtype: DType,
+}
+
+/// Row and column strides (in elements) of a logical matrix view over row-major storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strides {
+    pub row: usize,
+    pub col: usize,
+}
+
+impl Problem {
+    pub fn new(m: usize, n: usize, k: usize, dtype: DType) -> Problem {
+        Problem { m, n, k, op_a: Op::N, op_b: Op::N, dtype }
+    }
+
+    pub fn square(n: usize, dtype: DType) -> Problem {
+        Problem::new(n, n, n, dtype)
+    }
+
+    pub fn with_ops(mut self, op_a: Op, op_b: Op) -> Problem {
+        self.op_a = op_a;
+        self.op_b = op_b;
+        self
+    }
+
+    /// (rows, cols) of A as stored.
+    pub fn a_stored(&self) -> (usize, usize) {
+        match self.op_a {
+            Op::N => (self.m, self.k),
+            Op::T => (self.k, self.m),
+        }
+    }
+
+    /// (rows, cols) of B as stored.
+    pub fn b_stored(&self) -> (usize, usize) {
+        match self.op_b {
+            Op::N => (self.k, self.n),
+            Op::T => (self.n, self.k),
+        }
+    }
+
+    /// Strides that read op(A)[i][l] as `a[i * row + l * col]`.
+    pub fn a_strides(&self) -> Strides {
+        match self.op_a {
+            Op::N => Strides { row: self.k, col: 1 },
+            Op::T => Strides { row: 1, col: self.m },
+        }
+    }
+
+    /// Strides that read op(B)[l][j] as `b[l * row + j * col]`.
+    pub fn b_strides(&self) -> Strides {
+        match self.op_b {
+            Op::N => Strides { row: self.n, col: 1 },
+            Op::T => Strides { row: 1, col: self.k },
+        }
+    }
+
+    /// Floating-point (or integer) operations: one multiply and one add per term, 2·m·n·k.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// The fewest bytes any kernel must move: read A and B once, write C once.
+    pub fn min_bytes(&self) -> f64 {
+        let inputs = (self.m * self.k + self.k * self.n) as f64 * self.dtype.input_bytes() as f64;
+        inputs + (self.m * self.n) as f64 * self.dtype.output_bytes() as f64
+    }
+
+    /// Host bytes needed to hold A, B and C (checked, so absurd sizes become an error, not an abort).
+    pub fn host_bytes(&self) -> Result<usize, Error> {
+        let elems = |r: usize, c: usize| r.checked_mul(c);
+        let (ar, ac) = self.a_stored();
+        let (br, bc) = self.b_stored();
+        let a = elems(ar, ac).and_then(|e| e.checked_mul(self.dtype.input_bytes()));
+        let b = elems(br, bc).and_then(|e| e.checked_mul(self.dtype.input_bytes()));
+        let c = elems(self.m, self.n).and_then(|e| e.checked_mul(self.dtype.output_bytes()));
+        a.zip(b)
+            .and_then(|(a, b)| a.checked_add(b))
+            .zip(c)
+            .and_then(|(ab, c)| ab.checked_add(c))
+            .ok_or(Error::TooLarge { problem: *self, bytes: None })
+    }
+
+    /// "m×n×k" followed by the ops when they are not N·N.
+    pub fn shape_label(&self) -> String {
+        let mut s = format!("{}x{}x{}", self.m, self.n, self.k);
+        if self.op_a == Op::T || self.op_b == Op::T {
+            s.push_str(&format!(" ({:?}{:?})", self.op_a, self.op_b));
+        }
+        s
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.dtype, self.shape_label())
+    }
+}
+
+/// A shape written "MxNxK" (or a single "N" for a square product).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl FromStr for Shape {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Shape, Error> {
+        let bad = || Error::BadShape(s.to_string());
+        let parts: Vec<usize> = s
+            .split(['x', 'X', '*'])
+            .map(|p| p.trim().parse::<usize>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        match parts[..] {
+            [n] => Ok(Shape { m: n, n, k: n }),
+            [m, n, k] => Ok(Shape { m, n, k }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_strides() {
+        let p = Problem::new(2, 3, 4, DType::F32).with_ops(Op::T, Op::T);
+        assert_eq!(p.flops(), 48.0);
+        assert_eq!(p.min_bytes(), ((8 + 12) * 4 + 6 * 4) as f64);
+        assert_eq!(p.a_stored(), (4, 2));
+        assert_eq!(p.b_stored(), (3, 4));
+        assert_eq!(p.a_strides(), Strides { row: 1, col: 2 });
+        assert_eq!(p.b_strides(), Strides { row: 1, col: 4 });
+    }
+
+    #[test]
+    fn shapes_parse() {
+        assert_eq!("17x33x65".parse::<Shape>().unwrap(), Shape { m: 17, n: 33, k: 65 });
+        assert_eq!("64".parse::<Shape>().unwrap(), Shape { m: 64, n: 64, k: 64 });
+        assert!("1x2".parse::<Shape>().is_err());
+        assert!("axbxc".parse::<Shape>().is_err());
+    }
+
+    #[test]
+    fn huge_sizes_are_an_error_not_an_overflow() {
+        let p = Problem::square(usize::MAX / 2, DType::U32);
+        assert!(p.host_bytes().is_err());
+    }
+}
