@@ -30,17 +30,34 @@ pub trait Backend {
     /// Runs `kernel` on one input pair and returns C. The output is poisoned before the launch
     /// (NaN / 0xDEADBEEF) unless the kernel accumulates into a zeroed C, so an element the kernel
     /// did not write cannot pass verification.
-    fn run(&self, kernel: &KernelSpec, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix, opts: RunOptions) -> Result<AnyMatrix>;
+    fn run(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> Result<AnyMatrix>;
 
     /// Times `iters` launches after `warmup` untimed ones, rotating among `inputs` (so the caller
     /// can defeat the cache by passing sets larger than it). Returns seconds per launch, one entry
     /// per timed launch.
-    fn time(&self, kernel: &KernelSpec, problem: &Problem, inputs: &[Inputs], warmup: usize, iters: usize) -> Result<Vec<f64>>;
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>>;
 
     /// Checks that this backend can run `kernel` on `problem` at all (backend, dtype, shape rules).
     fn check(&self, kernel: &KernelSpec, problem: &Problem, opts: RunOptions) -> Result<()> {
         if kernel.backend != self.kind() {
-            return Err(Error::WrongBackend { kernel: kernel.name.to_string(), backend: self.kind().to_string() });
+            return Err(Error::WrongBackend {
+                kernel: kernel.name.to_string(),
+                backend: self.kind().to_string(),
+            });
         }
         kernel.can_run(problem, self.limits().as_ref(), opts.tile)?;
         Ok(())
@@ -55,10 +72,18 @@ pub fn check_inputs(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<(
     };
     for (what, m, (r, c)) in [("A", a, problem.a_stored()), ("B", b, problem.b_stored())] {
         if m.dtype() != storage {
-            return Err(Error::ShapeMismatch { what, expected: format!("{storage} elements"), found: format!("{} elements", m.dtype()) });
+            return Err(Error::ShapeMismatch {
+                what,
+                expected: format!("{storage} elements"),
+                found: format!("{} elements", m.dtype()),
+            });
         }
         if (m.rows(), m.cols()) != (r, c) {
-            return Err(Error::ShapeMismatch { what, expected: format!("{r}x{c}"), found: format!("{}x{}", m.rows(), m.cols()) });
+            return Err(Error::ShapeMismatch {
+                what,
+                expected: format!("{r}x{c}"),
+                found: format!("{}x{}", m.rows(), m.cols()),
+            });
         }
     }
     Ok(())

@@ -29,13 +29,20 @@ pub enum Error {
     BadShape(String),
 
     #[error("{what}: expected {expected}, found {found}")]
-    ShapeMismatch { what: &'static str, expected: String, found: String },
+    ShapeMismatch {
+        what: &'static str,
+        expected: String,
+        found: String,
+    },
 
     #[error("cannot allocate a {rows}x{cols} matrix on the host")]
     Allocation { rows: usize, cols: usize },
 
     #[error("{problem} is too large: {}", match .bytes { Some(b) => format!("needs {b} bytes"), None => "its size overflows".to_string() })]
-    TooLarge { problem: Problem, bytes: Option<u128> },
+    TooLarge {
+        problem: Problem,
+        bytes: Option<u128>,
+    },
 
     #[error("no CUDA device: {0}")]
     NoGpu(String),
@@ -44,7 +51,11 @@ pub enum Error {
     Cuda { context: String, message: String },
 
     #[error("NVRTC failed to compile `{kernel}` ({options}):\n{log}")]
-    Compile { kernel: String, options: String, log: String },
+    Compile {
+        kernel: String,
+        options: String,
+        log: String,
+    },
 
     #[error("kernel `{kernel}` is not available on the {backend} backend")]
     WrongBackend { kernel: String, backend: String },
@@ -53,7 +64,10 @@ pub enum Error {
     Invalid(String),
 
     #[error("I/O error on {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -29,7 +29,11 @@ pub fn rand_gen(c: u32, n: u32, generator: Generator) -> Result<Matrix<u32>, Err
     let mut x: u32 = 2;
     for i in 0..n {
         for j in 0..n {
-            let t = x.wrapping_mul(x).wrapping_add(c).wrapping_add(i).wrapping_add(j);
+            let t = x
+                .wrapping_mul(x)
+                .wrapping_add(c)
+                .wrapping_add(i)
+                .wrapping_add(j);
             x = match generator {
                 Generator::Judge => t % nn,
                 Generator::Mask => t & nn.wrapping_sub(1),
@@ -42,7 +46,8 @@ pub fn rand_gen(c: u32, n: u32, generator: Generator) -> Result<Matrix<u32>, Err
 
 /// signature: h = 0; for each v of C row-major: h = (h + v) · 2654435761 mod 2^32.
 pub fn signature(c: &[u32]) -> u32 {
-    c.iter().fold(0u32, |h, &v| h.wrapping_add(v).wrapping_mul(2_654_435_761))
+    c.iter()
+        .fold(0u32, |h, &v| h.wrapping_add(v).wrapping_mul(2_654_435_761))
 }
 
 /// One judge case: `N S1 S2`, with the line it started on.
@@ -101,7 +106,11 @@ pub fn parse_cases(text: &str) -> impl Iterator<Item = Result<Case, CaseError>> 
                     rule: format!(
                         "incomplete case: expected {} after `{}`, found the end of the input",
                         FIELDS[field],
-                        values[..field].iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
+                        values[..field]
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" ")
                     ),
                 }));
             };
@@ -112,21 +121,36 @@ pub fn parse_cases(text: &str) -> impl Iterator<Item = Result<Case, CaseError>> 
                 Ok(v) => *value = v,
                 Err(rule) => {
                     failed = true;
-                    return Some(Err(CaseError { line, token: Some(token.to_string()), rule }));
+                    return Some(Err(CaseError {
+                        line,
+                        token: Some(token.to_string()),
+                        rule,
+                    }));
                 }
             }
         }
         let [n, s1, s2] = values;
-        let err = |rule: String| CaseError { line: first_line, token: Some(n.to_string()), rule };
+        let err = |rule: String| CaseError {
+            line: first_line,
+            token: Some(n.to_string()),
+            rule,
+        };
         if n == 0 {
             failed = true;
             return Some(Err(err("N must be at least 1".into())));
         }
         if n > MAX_N {
             failed = true;
-            return Some(Err(err(format!("N must be at most {MAX_N} (N·N must fit in 32 bits)"))));
+            return Some(Err(err(format!(
+                "N must be at most {MAX_N} (N·N must fit in 32 bits)"
+            ))));
         }
-        Some(Ok(Case { line: first_line, n, s1, s2 }))
+        Some(Ok(Case {
+            line: first_line,
+            n,
+            s1,
+            s2,
+        }))
     })
 }
 
@@ -140,14 +164,20 @@ fn parse_field(token: &str, name: &str) -> Result<u32, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("{name} is not a non-negative integer"));
     }
-    digits
-        .parse::<u32>()
-        .map_err(|_| format!("{name} must be at most {} (it is a 32-bit unsigned value)", u32::MAX))
+    digits.parse::<u32>().map_err(|_| {
+        format!(
+            "{name} must be at most {} (it is a 32-bit unsigned value)",
+            u32::MAX
+        )
+    })
 }
 
 /// The judge's A and B for a case.
 pub fn inputs(case: &Case, generator: Generator) -> Result<(Matrix<u32>, Matrix<u32>), Error> {
-    Ok((rand_gen(case.s1, case.n, generator)?, rand_gen(case.s2, case.n, generator)?))
+    Ok((
+        rand_gen(case.s1, case.n, generator)?,
+        rand_gen(case.s2, case.n, generator)?,
+    ))
 }
 
 #[cfg(test)]
@@ -157,10 +187,19 @@ mod tests {
     #[test]
     fn known_generator_values() {
         // N = 2, c = 0: x = (4+0)%4 = 0, (0+1)%4 = 1, (1+1)%4 = 2, (4+2)%4 = 2.
-        assert_eq!(rand_gen(0, 2, Generator::Judge).unwrap().data, vec![0, 1, 2, 2]);
+        assert_eq!(
+            rand_gen(0, 2, Generator::Judge).unwrap().data,
+            vec![0, 1, 2, 2]
+        );
         // Powers of two: the two forms agree; otherwise they differ.
-        assert_eq!(rand_gen(5, 8, Generator::Judge).unwrap(), rand_gen(5, 8, Generator::Mask).unwrap());
-        assert_ne!(rand_gen(5, 6, Generator::Judge).unwrap(), rand_gen(5, 6, Generator::Mask).unwrap());
+        assert_eq!(
+            rand_gen(5, 8, Generator::Judge).unwrap(),
+            rand_gen(5, 8, Generator::Mask).unwrap()
+        );
+        assert_ne!(
+            rand_gen(5, 6, Generator::Judge).unwrap(),
+            rand_gen(5, 6, Generator::Mask).unwrap()
+        );
     }
 
     #[test]
@@ -174,10 +213,21 @@ mod tests {
     fn parses_any_whitespace_and_reports_errors() {
         let cases: Vec<_> = parse_cases("2 2 5\n\n 3\t13721\n15710").collect();
         assert_eq!(cases.len(), 2);
-        assert_eq!(cases[1].as_ref().unwrap(), &Case { line: 3, n: 3, s1: 13721, s2: 15710 });
+        assert_eq!(
+            cases[1].as_ref().unwrap(),
+            &Case {
+                line: 3,
+                n: 3,
+                s1: 13721,
+                s2: 15710
+            }
+        );
 
         let bad = |s: &str| parse_cases(s).find_map(Result::err).unwrap().to_string();
-        assert_eq!(bad("2 2 5\n2 x 5"), "line 2: `x`: S1 is not a non-negative integer");
+        assert_eq!(
+            bad("2 2 5\n2 x 5"),
+            "line 2: `x`: S1 is not a non-negative integer"
+        );
         assert_eq!(bad("2 -1 5"), "line 1: `-1`: S1 must not be negative");
         assert_eq!(bad("0 1 1"), "line 1: `0`: N must be at least 1");
         assert!(bad("65536 1 1").contains("at most 65535"));

@@ -40,7 +40,9 @@ impl FromStr for BackendChoice {
             "auto" => Ok(BackendChoice::Auto),
             "cpu" => Ok(BackendChoice::Cpu),
             "cuda" | "gpu" => Ok(BackendChoice::Cuda),
-            _ => Err(Error::Invalid(format!("unknown backend `{s}` (expected auto, cpu or cuda)"))),
+            _ => Err(Error::Invalid(format!(
+                "unknown backend `{s}` (expected auto, cpu or cuda)"
+            ))),
         }
     }
 }
@@ -63,8 +65,14 @@ pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<S
 pub fn ensure_host_memory(problem: &Problem, bytes: usize) -> Result<()> {
     if let Some(avail) = available_memory() {
         if bytes as u128 > avail as u128 {
-            return Err(Error::TooLarge { problem: *problem, bytes: Some(bytes as u128) }).map_err(|e| {
-                Error::Invalid(format!("{e}, but only {avail} bytes of host memory are available"))
+            return Err(Error::TooLarge {
+                problem: *problem,
+                bytes: Some(bytes as u128),
+            })
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "{e}, but only {avail} bytes of host memory are available"
+                ))
             });
         }
     }

@@ -21,9 +21,12 @@ impl<T: Element> Matrix<T> {
     }
 
     pub fn filled(rows: usize, cols: usize, value: T) -> Result<Matrix<T>, Error> {
-        let len = rows.checked_mul(cols).ok_or(Error::Allocation { rows, cols })?;
+        let len = rows
+            .checked_mul(cols)
+            .ok_or(Error::Allocation { rows, cols })?;
         let mut data = Vec::new();
-        data.try_reserve_exact(len).map_err(|_| Error::Allocation { rows, cols })?;
+        data.try_reserve_exact(len)
+            .map_err(|_| Error::Allocation { rows, cols })?;
         data.resize(len, value);
         Ok(Matrix { rows, cols, data })
     }
@@ -145,7 +148,12 @@ impl AnyMatrix {
     }
 
     /// An input matrix for `dtype` (Tf32 → f32 storage) filled as `init` says.
-    pub fn generate(dtype: DType, rows: usize, cols: usize, init: Init) -> Result<AnyMatrix, Error> {
+    pub fn generate(
+        dtype: DType,
+        rows: usize,
+        cols: usize,
+        init: Init,
+    ) -> Result<AnyMatrix, Error> {
         fn fill<T: Element>(
             rows: usize,
             cols: usize,
@@ -176,10 +184,16 @@ impl AnyMatrix {
             Ok(m)
         }
         Ok(match dtype {
-            DType::F32 | DType::Tf32 => AnyMatrix::F32(fill(rows, cols, init, |r| r.next_signed_unit() as f32)?),
+            DType::F32 | DType::Tf32 => {
+                AnyMatrix::F32(fill(rows, cols, init, |r| r.next_signed_unit() as f32)?)
+            }
             DType::U32 => AnyMatrix::U32(fill(rows, cols, init, |r| r.next_u64() as u32)?),
-            DType::F16 => AnyMatrix::F16(fill(rows, cols, init, |r| f16::from_f64(r.next_signed_unit()))?),
-            DType::Bf16 => AnyMatrix::Bf16(fill(rows, cols, init, |r| bf16::from_f64(r.next_signed_unit()))?),
+            DType::F16 => AnyMatrix::F16(fill(rows, cols, init, |r| {
+                f16::from_f64(r.next_signed_unit())
+            })?),
+            DType::Bf16 => AnyMatrix::Bf16(fill(rows, cols, init, |r| {
+                bf16::from_f64(r.next_signed_unit())
+            })?),
         })
     }
 
@@ -213,7 +227,12 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a.dtype(), DType::F32);
-        assert_eq!(AnyMatrix::generate(DType::Tf32, 1, 1, Init::Arange { scale: 1 }).unwrap().dtype(), DType::F32);
+        assert_eq!(
+            AnyMatrix::generate(DType::Tf32, 1, 1, Init::Arange { scale: 1 })
+                .unwrap()
+                .dtype(),
+            DType::F32
+        );
         let r = AnyMatrix::generate(DType::Bf16, 2, 2, Init::Arange { scale: 2 }).unwrap();
         assert_eq!(r.to_f64_vec(), vec![0.0, 2.0, 4.0, 6.0]);
     }

@@ -47,7 +47,14 @@ pub struct Strides {
 
 impl Problem {
     pub fn new(m: usize, n: usize, k: usize, dtype: DType) -> Problem {
-        Problem { m, n, k, op_a: Op::N, op_b: Op::N, dtype }
+        Problem {
+            m,
+            n,
+            k,
+            op_a: Op::N,
+            op_b: Op::N,
+            dtype,
+        }
     }
 
     pub fn square(n: usize, dtype: DType) -> Problem {
@@ -79,16 +86,28 @@ impl Problem {
     /// Strides that read op(A)[i][l] as `a[i * row + l * col]`.
     pub fn a_strides(&self) -> Strides {
         match self.op_a {
-            Op::N => Strides { row: self.k, col: 1 },
-            Op::T => Strides { row: 1, col: self.m },
+            Op::N => Strides {
+                row: self.k,
+                col: 1,
+            },
+            Op::T => Strides {
+                row: 1,
+                col: self.m,
+            },
         }
     }
 
     /// Strides that read op(B)[l][j] as `b[l * row + j * col]`.
     pub fn b_strides(&self) -> Strides {
         match self.op_b {
-            Op::N => Strides { row: self.n, col: 1 },
-            Op::T => Strides { row: 1, col: self.k },
+            Op::N => Strides {
+                row: self.n,
+                col: 1,
+            },
+            Op::T => Strides {
+                row: 1,
+                col: self.k,
+            },
         }
     }
 
@@ -115,7 +134,10 @@ impl Problem {
             .and_then(|(a, b)| a.checked_add(b))
             .zip(c)
             .and_then(|(ab, c)| ab.checked_add(c))
-            .ok_or(Error::TooLarge { problem: *self, bytes: None })
+            .ok_or(Error::TooLarge {
+                problem: *self,
+                bytes: None,
+            })
     }
 
     /// "m×n×k" followed by the ops when they are not N·N.
@@ -175,8 +197,22 @@ mod tests {
 
     #[test]
     fn shapes_parse() {
-        assert_eq!("17x33x65".parse::<Shape>().unwrap(), Shape { m: 17, n: 33, k: 65 });
-        assert_eq!("64".parse::<Shape>().unwrap(), Shape { m: 64, n: 64, k: 64 });
+        assert_eq!(
+            "17x33x65".parse::<Shape>().unwrap(),
+            Shape {
+                m: 17,
+                n: 33,
+                k: 65
+            }
+        );
+        assert_eq!(
+            "64".parse::<Shape>().unwrap(),
+            Shape {
+                m: 64,
+                n: 64,
+                k: 64
+            }
+        );
         assert!("1x2".parse::<Shape>().is_err());
         assert!("axbxc".parse::<Shape>().is_err());
     }

@@ -83,6 +83,23 @@ impl Constraint {
     }
 }
 
+/// A kernel's documented global-memory traffic model: what the roofline's arithmetic intensity
+/// is computed from (seed 004 does this for naive: 2·K loads per output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Traffic {
+    /// Each output reads a row of op(A) and a column of op(B): 2·K loads, plus one store.
+    RowTimesColumn,
+    /// As `RowTimesColumn`, and every term also reads and writes C (K loads + K stores more).
+    AccumulateInGlobal,
+    /// One operand's K elements per output, the other's shared by `threads` outputs:
+    /// K + K/threads loads per output.
+    OnePacked { threads: u32 },
+    /// Tiles of TILE (the geometry's, or the override): 2·K/TILE loads per output.
+    Tiled,
+    /// Each input element read once and C written once: the minimum (libraries, blocked CPU code).
+    Minimal,
+}
+
 /// One kernel.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct KernelSpec {
@@ -95,6 +112,7 @@ pub struct KernelSpec {
     pub backend: BackendKind,
     pub dtypes: &'static [DType],
     pub constraints: &'static [Constraint],
+    pub traffic: Traffic,
     pub implementation: Implementation,
 }
 
@@ -120,8 +138,40 @@ impl KernelSpec {
         }
     }
 
+    /// Global-memory bytes the traffic model predicts for `problem` (before any cache helps).
+    /// `tile` overrides the geometry's tile as in [`KernelSpec::can_run`].
+    pub fn model_bytes(&self, problem: &Problem, tile: Option<u32>) -> f64 {
+        let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+        let (elem, out) = (
+            problem.dtype.input_bytes() as f64,
+            problem.dtype.output_bytes() as f64,
+        );
+        let outputs = m * n;
+        let loads_per_output = match self.traffic {
+            Traffic::RowTimesColumn => 2.0 * k,
+            Traffic::AccumulateInGlobal => 2.0 * k + k * out / elem,
+            Traffic::OnePacked { threads } => k + k / threads as f64,
+            Traffic::Tiled => {
+                let t = match self.cuda_source().map(|s| s.geometry) {
+                    Some(Geometry::Tile2d { tile: t }) | Some(Geometry::SingleBlock { tpb: t }) => {
+                        tile.unwrap_or(t)
+                    }
+                    _ => 1,
+                };
+                2.0 * k / t as f64
+            }
+            Traffic::Minimal => return problem.min_bytes(),
+        };
+        let stores = match self.traffic {
+            Traffic::AccumulateInGlobal => k,
+            _ => 1.0,
+        };
+        outputs * (loads_per_output * elem + stores * out)
+    }
+
     pub fn matches(&self, name: &str) -> bool {
-        self.name.eq_ignore_ascii_case(name) || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+        self.name.eq_ignore_ascii_case(name)
+            || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
     }
 
     pub fn supports(&self, dtype: DType) -> bool {
@@ -130,11 +180,24 @@ impl KernelSpec {
 
     /// Whether this kernel can run `problem` (CUTLASS's `can_implement`); an error names the rule.
     /// `tile` overrides the geometry's tile/TPB where the kernel takes one (the puzzles use 3).
-    pub fn can_run(&self, problem: &Problem, limits: Option<&DeviceLimits>, tile: Option<u32>) -> Result<(), Unsupported> {
-        let fail = |rule: String| Unsupported { kernel: self.name.to_string(), problem: problem.to_string(), rule };
+    pub fn can_run(
+        &self,
+        problem: &Problem,
+        limits: Option<&DeviceLimits>,
+        tile: Option<u32>,
+    ) -> Result<(), Unsupported> {
+        let fail = |rule: String| Unsupported {
+            kernel: self.name.to_string(),
+            problem: problem.to_string(),
+            rule,
+        };
         if !self.supports(problem.dtype) {
             let names: Vec<_> = self.dtypes.iter().map(|d| d.name()).collect();
-            return Err(fail(format!("dtype {} is not supported (supported: {})", problem.dtype, names.join(", "))));
+            return Err(fail(format!(
+                "dtype {} is not supported (supported: {})",
+                problem.dtype,
+                names.join(", ")
+            )));
         }
         if problem.m == 0 || problem.n == 0 || problem.k == 0 {
             return Err(fail("m, n and k must all be at least 1".into()));
@@ -149,7 +212,9 @@ impl KernelSpec {
             }
         }
         let tpb = match self.cuda_source().map(|s| s.geometry) {
-            Some(Geometry::Tile2d { tile: t }) | Some(Geometry::SingleBlock { tpb: t }) => tile.unwrap_or(t) as usize,
+            Some(Geometry::Tile2d { tile: t }) | Some(Geometry::SingleBlock { tpb: t }) => {
+                tile.unwrap_or(t) as usize
+            }
             _ => 0,
         };
         for c in self.constraints {
@@ -201,6 +266,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cpu,
         dtypes: ALL,
         constraints: &[],
+        traffic: Traffic::Minimal,
         implementation: Implementation::CpuReference,
     },
     KernelSpec {
@@ -211,6 +277,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cpu,
         dtypes: ALL,
         constraints: &[],
+        traffic: Traffic::Minimal,
         implementation: Implementation::CpuFast,
     },
     KernelSpec {
@@ -221,6 +288,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::AccumulateInGlobal,
         implementation: cu!("01_row_global.cu", Geometry::RowPerThread { threads: 64 }, true),
     },
     KernelSpec {
@@ -231,6 +299,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::RowTimesColumn,
         implementation: cu!("02_row.cu", Geometry::RowPerThread { threads: 64 }),
     },
     KernelSpec {
@@ -241,6 +310,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[Constraint::KFitsSharedMemory],
+        traffic: Traffic::OnePacked { threads: 64 },
         implementation: cu!("03_rowpack.cu", Geometry::RowPerThread { threads: 64 }),
     },
     KernelSpec {
@@ -251,6 +321,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::RowTimesColumn,
         implementation: cu!("04_ele.cu", Geometry::ElementPerThread { threads: 256 }),
     },
     KernelSpec {
@@ -261,6 +332,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[Constraint::KFitsSharedMemory],
+        traffic: Traffic::OnePacked { threads: 64 },
         implementation: cu!("05_elepack.cu", Geometry::RowSegment { threads: 64 }),
     },
     KernelSpec {
@@ -271,6 +343,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::RowTimesColumn,
         implementation: cu!("06_naive.cu", Geometry::Tile2d { tile: 16 }),
     },
     KernelSpec {
@@ -281,6 +354,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[Constraint::FitsOneBlock],
+        traffic: Traffic::Minimal,
         implementation: cu!("07_single_block.cu", Geometry::SingleBlock { tpb: 3 }),
     },
     KernelSpec {
@@ -291,6 +365,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::Tiled,
         implementation: cu!("08_tiled.cu", Geometry::Tile2d { tile: 16 }),
     },
     KernelSpec {
@@ -301,6 +376,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: SIMT,
         constraints: &[],
+        traffic: Traffic::Tiled,
         implementation: cu!("09_tiled_async.cu", Geometry::Tile2d { tile: 16 }),
     },
     KernelSpec {
@@ -311,6 +387,7 @@ pub static KERNELS: &[KernelSpec] = &[
         backend: BackendKind::Cuda,
         dtypes: &[DType::F32, DType::Tf32, DType::Bf16, DType::F16],
         constraints: &[],
+        traffic: Traffic::Minimal,
         implementation: Implementation::Cublas,
     },
 ];
@@ -328,7 +405,11 @@ pub fn find(name: &str) -> Result<&'static KernelSpec, Error> {
 /// as the seed's script does.
 pub fn judge_flag(flag: &str) -> &'static KernelSpec {
     const FLAGS: [&str; 5] = ["TILING", "ELE", "ELEPACK", "ROW", "ROWPACK"];
-    let name = FLAGS.iter().find(|f| f.eq_ignore_ascii_case(flag)).copied().unwrap_or("ROW");
+    let name = FLAGS
+        .iter()
+        .find(|f| f.eq_ignore_ascii_case(flag))
+        .copied()
+        .unwrap_or("ROW");
     find(name).expect("every judge flag is a registry alias")
 }
 
@@ -342,7 +423,10 @@ mod tests {
             for b in &KERNELS[i + 1..] {
                 assert_ne!(a.name, b.name);
                 for alias in a.aliases {
-                    assert!(!b.matches(alias) || b.name.eq_ignore_ascii_case(alias), "alias {alias} is ambiguous");
+                    assert!(
+                        !b.matches(alias) || b.name.eq_ignore_ascii_case(alias),
+                        "alias {alias} is ambiguous"
+                    );
                 }
             }
         }
@@ -360,8 +444,16 @@ mod tests {
         for k in KERNELS {
             if let Some(src) = k.cuda_source() {
                 let needle = format!("void {}(", k.entry_point());
-                assert!(src.text.contains(&needle), "{} does not define {needle}", src.file);
-                assert!(src.text.starts_with("//"), "{} must start with its header comment", src.file);
+                assert!(
+                    src.text.contains(&needle),
+                    "{} does not define {needle}",
+                    src.file
+                );
+                assert!(
+                    src.text.starts_with("//"),
+                    "{} must start with its header comment",
+                    src.file
+                );
             }
         }
     }
@@ -369,15 +461,30 @@ mod tests {
     #[test]
     fn can_run_names_the_rule() {
         let rowpack = find("rowpack").unwrap();
-        assert!(rowpack.can_run(&Problem::square(65, DType::U32), None, None).is_ok());
-        let limits = DeviceLimits { max_shared_per_block: 1024 };
-        let e = rowpack.can_run(&Problem::square(512, DType::U32), Some(&limits), None).unwrap_err();
+        assert!(rowpack
+            .can_run(&Problem::square(65, DType::U32), None, None)
+            .is_ok());
+        let limits = DeviceLimits {
+            max_shared_per_block: 1024,
+        };
+        let e = rowpack
+            .can_run(&Problem::square(512, DType::U32), Some(&limits), None)
+            .unwrap_err();
         assert!(e.rule.contains("shared memory"), "{e}");
         let single = find("single-block").unwrap();
-        assert!(single.can_run(&Problem::square(3, DType::F32), None, None).is_ok());
-        assert!(single.can_run(&Problem::square(4, DType::F32), None, None).is_err());
-        assert!(single.can_run(&Problem::square(4, DType::F32), None, Some(4)).is_ok());
-        let e = find("tiled").unwrap().can_run(&Problem::square(4, DType::Bf16), None, None).unwrap_err();
+        assert!(single
+            .can_run(&Problem::square(3, DType::F32), None, None)
+            .is_ok());
+        assert!(single
+            .can_run(&Problem::square(4, DType::F32), None, None)
+            .is_err());
+        assert!(single
+            .can_run(&Problem::square(4, DType::F32), None, Some(4))
+            .is_ok());
+        let e = find("tiled")
+            .unwrap()
+            .can_run(&Problem::square(4, DType::Bf16), None, None)
+            .unwrap_err();
         assert!(e.rule.contains("dtype bf16"), "{e}");
     }
 }

@@ -38,10 +38,20 @@ pub fn tolerance(problem: &Problem) -> f64 {
 /// Compares `c` with `reference`; NaN anywhere (e.g. an unwritten poisoned element) fails.
 pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdict {
     let tol = tolerance(problem);
-    let (mut diff2, mut ref2, mut max_abs, mut worst, mut mismatches) = (0.0f64, 0.0f64, 0.0f64, None, 0usize);
-    let shapes_match = c.rows() == reference.rows() && c.cols() == reference.cols() && c.dtype() == reference.dtype();
+    let (mut diff2, mut ref2, mut max_abs, mut worst, mut mismatches) =
+        (0.0f64, 0.0f64, 0.0f64, None, 0usize);
+    let shapes_match = c.rows() == reference.rows()
+        && c.cols() == reference.cols()
+        && c.dtype() == reference.dtype();
     if !shapes_match {
-        return Verdict { passed: false, rel_frobenius: f64::INFINITY, max_abs_err: f64::INFINITY, worst: None, mismatches: c.len().max(reference.len()), tolerance: tol };
+        return Verdict {
+            passed: false,
+            rel_frobenius: f64::INFINITY,
+            max_abs_err: f64::INFINITY,
+            worst: None,
+            mismatches: c.len().max(reference.len()),
+            tolerance: tol,
+        };
     }
     let cols = c.cols();
     let exact = problem.dtype == DType::U32;
@@ -59,12 +69,29 @@ pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdi
         diff2 += d * d;
         ref2 += r * r;
     }
-    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else if diff2 > 0.0 { f64::INFINITY } else { 0.0 };
+    let rel = if ref2 > 0.0 {
+        (diff2 / ref2).sqrt()
+    } else if diff2 > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
     if !exact {
         // Element-wise: an error far above the Frobenius budget at one element is a bug even
         // when the norm hides it (a single unwritten tile).
         let scale = (ref2 / (rv.len().max(1) as f64)).sqrt();
-        mismatches = cv.iter().zip(&rv).filter(|(x, r)| !((*x - *r).abs() <= 16.0 * tol * scale.max(r.abs()))).count();
+        mismatches = cv
+            .iter()
+            .zip(&rv)
+            .filter(|(x, r)| !((*x - *r).abs() <= 16.0 * tol * scale.max(r.abs())))
+            .count();
     }
-    Verdict { passed: rel.is_finite() && rel <= tol && mismatches == 0, rel_frobenius: rel, max_abs_err: max_abs, worst, mismatches, tolerance: tol }
+    Verdict {
+        passed: rel.is_finite() && rel <= tol && mismatches == 0,
+        rel_frobenius: rel,
+        max_abs_err: max_abs,
+        worst,
+        mismatches,
+        tolerance: tol,
+    }
 }

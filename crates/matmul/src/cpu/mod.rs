@@ -16,11 +16,20 @@ use crate::registry::{BackendKind, DeviceLimits, Implementation, KernelSpec};
 pub struct CpuBackend;
 
 impl CpuBackend {
-    fn compute(&self, kernel: &KernelSpec, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<AnyMatrix> {
+    fn compute(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+    ) -> Result<AnyMatrix> {
         match kernel.implementation {
             Implementation::CpuReference => reference::matmul(problem, a, b),
             Implementation::CpuFast => fast::matmul(problem, a, b),
-            _ => Err(Error::WrongBackend { kernel: kernel.name.to_string(), backend: "cpu".into() }),
+            _ => Err(Error::WrongBackend {
+                kernel: kernel.name.to_string(),
+                backend: "cpu".into(),
+            }),
         }
     }
 }
@@ -32,20 +41,38 @@ impl Backend for CpuBackend {
 
     fn describe(&self) -> String {
         let threads = rayon::current_num_threads();
-        format!("CPU ({} {}, {threads} threads)", std::env::consts::ARCH, std::env::consts::OS)
+        format!(
+            "CPU ({} {}, {threads} threads)",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        )
     }
 
     fn limits(&self) -> Option<DeviceLimits> {
         None
     }
 
-    fn run(&self, kernel: &KernelSpec, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix, opts: RunOptions) -> Result<AnyMatrix> {
+    fn run(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> Result<AnyMatrix> {
         self.check(kernel, problem, opts)?;
         check_inputs(problem, a, b)?;
         self.compute(kernel, problem, a, b)
     }
 
-    fn time(&self, kernel: &KernelSpec, problem: &Problem, inputs: &[Inputs], warmup: usize, iters: usize) -> Result<Vec<f64>> {
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
         self.check(kernel, problem, RunOptions::default())?;
         if inputs.is_empty() {
             return Err(Error::Invalid("timing needs at least one input set".into()));

@@ -28,7 +28,9 @@ pub fn matmul_f64(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<Vec
     let mut c = vec![0.0f64; problem.m * n];
     c.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
         for (j, out) in row.iter_mut().enumerate() {
-            *out = (0..k).map(|l| av[i * sa.row + l * sa.col] * bv[l * sb.row + j * sb.col]).sum();
+            *out = (0..k)
+                .map(|l| av[i * sa.row + l * sa.col] * bv[l * sb.row + j * sb.col])
+                .sum();
         }
     });
     Ok(c)
@@ -39,12 +41,20 @@ fn float<T: Element>(problem: &Problem, a: &Matrix<T>, b: &Matrix<T>) -> Result<
     let (sa, sb) = (problem.a_strides(), problem.b_strides());
     let (n, k) = (problem.n, problem.k);
     let mut c = Matrix::<f32>::zeros(problem.m, n)?;
-    c.data.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
-        for (j, out) in row.iter_mut().enumerate() {
-            let s: f64 = (0..k).map(|l| a.data[i * sa.row + l * sa.col].to_f64() * b.data[l * sb.row + j * sb.col].to_f64()).sum();
-            *out = s as f32;
-        }
-    });
+    c.data
+        .par_chunks_mut(n.max(1))
+        .enumerate()
+        .for_each(|(i, row)| {
+            for (j, out) in row.iter_mut().enumerate() {
+                let s: f64 = (0..k)
+                    .map(|l| {
+                        a.data[i * sa.row + l * sa.col].to_f64()
+                            * b.data[l * sb.row + j * sb.col].to_f64()
+                    })
+                    .sum();
+                *out = s as f32;
+            }
+        });
     Ok(c)
 }
 
@@ -52,10 +62,18 @@ fn wrapping_u32(problem: &Problem, a: &Matrix<u32>, b: &Matrix<u32>) -> Result<M
     let (sa, sb) = (problem.a_strides(), problem.b_strides());
     let (n, k) = (problem.n, problem.k);
     let mut c = Matrix::<u32>::zeros(problem.m, n)?;
-    c.data.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
-        for (j, out) in row.iter_mut().enumerate() {
-            *out = (0..k).fold(0u32, |s, l| s.wrapping_add(a.data[i * sa.row + l * sa.col].wrapping_mul(b.data[l * sb.row + j * sb.col])));
-        }
-    });
+    c.data
+        .par_chunks_mut(n.max(1))
+        .enumerate()
+        .for_each(|(i, row)| {
+            for (j, out) in row.iter_mut().enumerate() {
+                *out = (0..k).fold(0u32, |s, l| {
+                    s.wrapping_add(
+                        a.data[i * sa.row + l * sa.col]
+                            .wrapping_mul(b.data[l * sb.row + j * sb.col]),
+                    )
+                });
+            }
+        });
     Ok(c)
 }

@@ -28,10 +28,24 @@ impl Backend for CudaBackend {
     fn limits(&self) -> Option<DeviceLimits> {
         None
     }
-    fn run(&self, _: &KernelSpec, _: &Problem, _: &AnyMatrix, _: &AnyMatrix, _: RunOptions) -> Result<AnyMatrix> {
+    fn run(
+        &self,
+        _: &KernelSpec,
+        _: &Problem,
+        _: &AnyMatrix,
+        _: &AnyMatrix,
+        _: RunOptions,
+    ) -> Result<AnyMatrix> {
         Err(Error::NoGpu("the CUDA backend is not built yet".into()))
     }
-    fn time(&self, _: &KernelSpec, _: &Problem, _: &[Inputs], _: usize, _: usize) -> Result<Vec<f64>> {
+    fn time(
+        &self,
+        _: &KernelSpec,
+        _: &Problem,
+        _: &[Inputs],
+        _: usize,
+        _: usize,
+    ) -> Result<Vec<f64>> {
         Err(Error::NoGpu("the CUDA backend is not built yet".into()))
     }
 }
