@@ -125,6 +125,8 @@ pub struct DeviceLimits {
 
 /// Every CUDA kernel indexes with 32-bit `int`: each matrix must have fewer than 2^31 elements.
 const INT_INDEX_LIMIT: usize = i32::MAX as usize;
+/// CUDA's limit on gridDim.y.
+const MAX_GRID_Y: usize = 65535;
 
 impl KernelSpec {
     pub fn entry_point(&self) -> String {
@@ -209,6 +211,16 @@ impl KernelSpec {
                 if r.checked_mul(c).is_none_or(|e| e > INT_INDEX_LIMIT) {
                     return Err(fail(format!("{what} ({r}x{c}) has 2^31 or more elements; CUDA kernels index with 32-bit int")));
                 }
+            }
+        }
+        if let Some(src) = self.cuda_source() {
+            let rows_of_blocks = match src.geometry {
+                Geometry::RowSegment { .. } => problem.m,
+                Geometry::Tile2d { tile: t } => problem.m.div_ceil(tile.unwrap_or(t) as usize),
+                _ => 1,
+            };
+            if rows_of_blocks > MAX_GRID_Y {
+                return Err(fail(format!("the grid would need {rows_of_blocks} rows of blocks; CUDA allows {MAX_GRID_Y} (gridDim.y)")));
             }
         }
         let tpb = match self.cuda_source().map(|s| s.geometry) {
