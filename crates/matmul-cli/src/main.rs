@@ -1,1 +1,58 @@
-fn main() {}
+//! `matmul`: the command-line front end. Every subcommand reads the one kernel registry.
+
+mod cli_error;
+mod judge_cmd;
+mod list_cmd;
+mod puzzle_cmd;
+mod run_cmd;
+mod select;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "matmul",
+    version,
+    about = "GPU matrix multiplication: seed kernels to tensor cores, checked against a CPU reference"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Judge Girl CUDA-MATMUL: read `N S1 S2` triples, print one u32 signature of C = A·B per line.
+    Signature(judge_cmd::SignatureArgs),
+    /// Run judge case files (CASE.in) and compare with the CASE.out beside each.
+    Judge(judge_cmd::JudgeArgs),
+    /// Run one product and report time, rate and (by default for small sizes) the check.
+    Run(run_cmd::RunArgs),
+    /// Reproduce a Mojo GPU puzzle configuration and compare with its expected output.
+    Puzzle(puzzle_cmd::PuzzleArgs),
+    /// The kernel registry as a table.
+    List(list_cmd::ListArgs),
+    /// The CPU and every CUDA device found (or why none was).
+    Devices,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Signature(args) => judge_cmd::signature(args),
+        Command::Judge(args) => judge_cmd::judge(args),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Puzzle(args) => puzzle_cmd::puzzle(args),
+        Command::List(args) => list_cmd::list(args),
+        Command::Devices => list_cmd::devices(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("matmul: {}", e.message);
+            ExitCode::from(e.code)
+        }
+    }
+}

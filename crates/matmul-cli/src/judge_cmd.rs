@@ -1,0 +1,217 @@
+//! `matmul signature` and `matmul judge`: the Judge Girl CUDA-MATMUL contract (seed 001).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use matmul::judge::{self, Case, Generator};
+use matmul::{AnyMatrix, BackendChoice, DType, Problem, RunOptions};
+
+use crate::cli_error::{CliError, CliResult};
+use crate::select::{select, Selection};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GeneratorArg {
+    /// x % (N·N): the problem statement's form and the official outputs'.
+    Judge,
+    /// x & (N·N − 1): the seed program's form (equal to `judge` when N is a power of two).
+    Mask,
+}
+
+impl From<GeneratorArg> for Generator {
+    fn from(g: GeneratorArg) -> Generator {
+        match g {
+            GeneratorArg::Judge => Generator::Judge,
+            GeneratorArg::Mask => Generator::Mask,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct SignatureArgs {
+    /// Kernel (registry name or seed alias: TILING, ELE, ELEPACK, ROW, ROWPACK, ...) or `auto`.
+    #[arg(long, default_value = "auto")]
+    kernel: String,
+    /// auto (CUDA when present, else CPU), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    #[arg(long, value_enum, default_value = "judge")]
+    generator: GeneratorArg,
+    /// Print each case's time on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Input file of `N S1 S2` triples; standard input when absent.
+    file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct JudgeArgs {
+    #[arg(long, default_value = "auto")]
+    kernel: String,
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    #[arg(long, value_enum, default_value = "judge")]
+    generator: GeneratorArg,
+    /// Case files; each CASE.in is compared with the CASE.out beside it.
+    #[arg(required = true)]
+    cases: Vec<PathBuf>,
+}
+
+fn read_text(path: Option<&Path>) -> CliResult<String> {
+    let mut text = String::new();
+    let result = match path {
+        Some(p) => std::fs::File::open(p).and_then(|mut f| f.read_to_string(&mut text)),
+        None => std::io::stdin().read_to_string(&mut text),
+    };
+    let name = path.map_or("standard input".to_string(), |p| p.display().to_string());
+    result.map_err(|e| CliError::input(format!("cannot read {name}: {e}")))?;
+    Ok(text)
+}
+
+fn select_u32(kernel: &str, backend: BackendChoice) -> CliResult<Selection> {
+    let sel = select(kernel, backend, DType::U32)?;
+    if !sel.kernel.supports(DType::U32) {
+        return Err(CliError::input(format!(
+            "kernel `{}` has no u32 version; the judge's arithmetic is u32",
+            sel.kernel.name
+        )));
+    }
+    Ok(sel)
+}
+
+/// The signature of C = A·B for one case, on the selected kernel.
+fn case_signature(sel: &Selection, case: &Case, generator: Generator) -> CliResult<u32> {
+    let problem = Problem::square(case.n as usize, DType::U32);
+    let bytes = problem.host_bytes()?;
+    matmul::ensure_host_memory(&problem, bytes)?;
+    let (a, b) = judge::inputs(case, generator)?;
+    let c = sel.backend.run(
+        sel.kernel,
+        &problem,
+        &AnyMatrix::U32(a),
+        &AnyMatrix::U32(b),
+        RunOptions::default(),
+    )?;
+    match c {
+        AnyMatrix::U32(c) => Ok(judge::signature(&c.data)),
+        other => Err(CliError::failure(format!(
+            "kernel `{}` returned {} elements for a u32 problem",
+            sel.kernel.name,
+            other.dtype()
+        ))),
+    }
+}
+
+pub fn signature(args: SignatureArgs) -> CliResult {
+    let text = read_text(args.file.as_deref())?;
+    let source = args
+        .file
+        .as_ref()
+        .map_or("<stdin>".to_string(), |p| p.display().to_string());
+    let sel = select_u32(&args.kernel, args.backend)?;
+    let mut out = std::io::stdout().lock();
+    for case in judge::parse_cases(&text) {
+        let case = case.map_err(|e| CliError::input(format!("{source}: {e}")))?;
+        let start = Instant::now();
+        let sig = case_signature(&sel, &case, args.generator.into()).map_err(|e| CliError {
+            code: e.code,
+            message: format!(
+                "{source}: line {}: N = {}: {}",
+                case.line, case.n, e.message
+            ),
+        })?;
+        writeln!(out, "{sig}")
+            .and_then(|_| out.flush())
+            .map_err(|e| CliError::failure(format!("cannot write to standard output: {e}")))?;
+        if args.verbose {
+            eprintln!(
+                "N = {:5}: {:9.3} ms ({} on {})",
+                case.n,
+                start.elapsed().as_secs_f64() * 1e3,
+                sel.kernel.name,
+                sel.backend.describe()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn judge(args: JudgeArgs) -> CliResult {
+    let sel = select_u32(&args.kernel, args.backend)?;
+    let mut failed = 0;
+    for input in &args.cases {
+        let text = read_text(Some(input))?;
+        let out_path = input.with_extension("out");
+        let expected_text = read_text(Some(&out_path))?;
+        let cases = judge::parse_cases(&text)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::input(format!("{}: {e}", input.display())))?;
+        let expected = expected_text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                l.trim().parse::<u32>().map_err(|_| {
+                    CliError::input(format!(
+                        "{}: line {}: `{}` is not a u32 signature",
+                        out_path.display(),
+                        i + 1,
+                        l.trim()
+                    ))
+                })
+            })
+            .collect::<CliResult<Vec<u32>>>()?;
+        let start = Instant::now();
+        let mut first_diff = None;
+        let mut differing = 0;
+        for (idx, case) in cases.iter().enumerate() {
+            let got = case_signature(&sel, case, args.generator.into()).map_err(|e| CliError {
+                code: e.code,
+                message: format!("{}: line {}: {}", input.display(), case.line, e.message),
+            })?;
+            if expected.get(idx) != Some(&got) {
+                differing += 1;
+                first_diff.get_or_insert((idx, case, got));
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let what = format!(
+            "{} ({} cases, kernel {} on {}, {secs:.2} s)",
+            input.display(),
+            cases.len(),
+            sel.kernel.name,
+            sel.backend.describe()
+        );
+        if cases.len() != expected.len() {
+            failed += 1;
+            println!(
+                "FAIL {what}: {} has {} signatures for {} cases",
+                out_path.display(),
+                expected.len(),
+                cases.len()
+            );
+        } else if let Some((idx, case, got)) = first_diff {
+            failed += 1;
+            println!(
+                "FAIL {what}: case {} (line {}: {} {} {}): expected {}, got {got}; {differing} of {} cases differ",
+                idx + 1,
+                case.line,
+                case.n,
+                case.s1,
+                case.s2,
+                expected[idx],
+                cases.len()
+            );
+        } else {
+            println!("PASS {what}");
+        }
+    }
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "{failed} of {} case files failed",
+            args.cases.len()
+        )));
+    }
+    Ok(())
+}

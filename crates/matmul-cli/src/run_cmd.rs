@@ -1,0 +1,146 @@
+//! `matmul run`: one product on the chosen backend, timed, and checked against the reference.
+
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use matmul::cpu::reference;
+use matmul::judge::{self, Generator};
+use matmul::verify;
+use matmul::{AnyMatrix, BackendChoice, DType, Init, Op, Problem, RunOptions};
+
+use crate::cli_error::{CliError, CliResult};
+use crate::select::select;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitArg {
+    /// Seeded uniform values (floats in [-1, 1), any u32).
+    Random,
+    /// A[e] = e, B[e] = 2e (row-major index e), as the Mojo puzzles do.
+    Arange,
+    /// The judge's rand_gen(seed) and rand_gen(seed + 1); u32 and m = n = k only.
+    Judge,
+}
+
+/// The default check covers products up to this many multiply-adds (the f64 reference is slow).
+const AUTO_CHECK_LIMIT: f64 = (1u64 << 28) as f64;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Kernel (registry name or seed alias) or `auto`.
+    #[arg(long, default_value = "auto")]
+    kernel: String,
+    #[arg(long, default_value = "f32")]
+    dtype: DType,
+    #[arg(short)]
+    m: usize,
+    #[arg(short)]
+    n: usize,
+    #[arg(short)]
+    k: usize,
+    #[arg(long)]
+    transpose_a: bool,
+    #[arg(long)]
+    transpose_b: bool,
+    #[arg(long, value_enum, default_value = "random")]
+    init: InitArg,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Tile / TPB for kernels that take one (tiled, single-block, naive).
+    #[arg(long)]
+    tile: Option<u32>,
+    /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
+    #[arg(long, conflicts_with = "no_check")]
+    check: bool,
+    #[arg(long)]
+    no_check: bool,
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+}
+
+pub fn run(args: RunArgs) -> CliResult {
+    let problem = Problem::new(args.m, args.n, args.k, args.dtype).with_ops(
+        Op::from_flag(args.transpose_a),
+        Op::from_flag(args.transpose_b),
+    );
+    let bytes = problem.host_bytes()?;
+    matmul::ensure_host_memory(&problem, bytes)?;
+    let sel = select(&args.kernel, args.backend, args.dtype)?;
+    let opts = RunOptions { tile: args.tile };
+    sel.backend.check(sel.kernel, &problem, opts)?;
+
+    let (a, b) = inputs(&args, &problem)?;
+    let start = Instant::now();
+    let c = sel.backend.run(sel.kernel, &problem, &a, &b, opts)?;
+    let secs = start.elapsed().as_secs_f64();
+    let rate = problem.flops() / secs / 1e9;
+    println!("kernel   {} on {}", sel.kernel.name, sel.backend.describe());
+    println!("problem  {problem}");
+    println!(
+        "time     {:.3} ms (one call, including transfers and any first-use compilation)",
+        secs * 1e3
+    );
+    println!(
+        "rate     {rate:.2} G{}/s (use `matmul bench` for steady-state timing)",
+        args.dtype.rate_unit()
+    );
+    if let AnyMatrix::U32(c) = &c {
+        println!("signature {}", judge::signature(&c.data));
+    }
+    let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
+    if check {
+        let reference = reference::matmul(&problem, &a, &b)?;
+        let v = verify::compare(&problem, &c, &reference);
+        let verdict = if v.passed { "PASS" } else { "FAIL" };
+        println!(
+            "check    {verdict}: rel. Frobenius error {:.3e} (tolerance {:.1e}), max |error| {:.3e}, {} mismatches",
+            v.rel_frobenius, v.tolerance, v.max_abs_err, v.mismatches
+        );
+        if !v.passed {
+            return Err(CliError::failure(format!(
+                "{} does not match the CPU reference on {problem}",
+                sel.kernel.name
+            )));
+        }
+    } else {
+        println!("check    skipped (m·n·k > 2^28; pass --check to force it)");
+    }
+    Ok(())
+}
+
+fn inputs(args: &RunArgs, problem: &Problem) -> CliResult<(AnyMatrix, AnyMatrix)> {
+    let (ar, ac) = problem.a_stored();
+    let (br, bc) = problem.b_stored();
+    Ok(match args.init {
+        InitArg::Random => (
+            AnyMatrix::generate(args.dtype, ar, ac, Init::Random { seed: args.seed })?,
+            AnyMatrix::generate(
+                args.dtype,
+                br,
+                bc,
+                Init::Random {
+                    seed: args.seed.wrapping_add(1),
+                },
+            )?,
+        ),
+        InitArg::Arange => (
+            AnyMatrix::generate(args.dtype, ar, ac, Init::Arange { scale: 1 })?,
+            AnyMatrix::generate(args.dtype, br, bc, Init::Arange { scale: 2 })?,
+        ),
+        InitArg::Judge => {
+            if args.dtype != DType::U32 || args.m != args.n || args.n != args.k {
+                return Err(CliError::input("--init judge needs --dtype u32 and m = n = k (the judge's square u32 matrices)"));
+            }
+            let n = u32::try_from(args.n)
+                .ok()
+                .filter(|&n| n <= judge::MAX_N)
+                .ok_or_else(|| {
+                    CliError::input(format!("--init judge needs n ≤ {}", judge::MAX_N))
+                })?;
+            let s1 = u32::try_from(args.seed)
+                .map_err(|_| CliError::input("--init judge needs a seed that fits in u32"))?;
+            let a = judge::rand_gen(s1, n, Generator::Judge)?;
+            let b = judge::rand_gen(s1.wrapping_add(1), n, Generator::Judge)?;
+            (AnyMatrix::U32(a), AnyMatrix::U32(b))
+        }
+    })
+}

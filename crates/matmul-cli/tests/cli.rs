@@ -1,0 +1,284 @@
+//! The `matmul` binary end to end: stdout carries exactly the signatures, exit statuses are
+//! 0 / 1 / 2, and every bad input is named on stderr. CPU backend throughout (works without a GPU).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn matmul(args: &[&str], stdin: &str) -> Output {
+    matmul_env(args, stdin, &[])
+}
+
+fn matmul_env(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_matmul"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the matmul binary starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(name)
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("matmul-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn signatures_of_every_official_case_on_the_cpu() {
+    let out = matmul(
+        &[
+            "signature",
+            "--backend",
+            "cpu",
+            data("public.in").to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = std::fs::read_to_string(data("public.out")).unwrap();
+    assert_eq!(
+        stdout(&out),
+        expected,
+        "stdout must be exactly one signature per line"
+    );
+}
+
+#[test]
+fn known_values_from_stdin_with_any_whitespace_and_no_final_newline() {
+    let out = matmul(
+        &["signature", "--backend", "cpu"],
+        "2\t2 5\n\n  64 1\n2 1024 2 3",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "573770929\n3376147904\n3864859904\n");
+}
+
+#[test]
+fn the_mask_generator_differs_only_off_powers_of_two() {
+    let judge = matmul(
+        &["signature", "--backend", "cpu"],
+        "64 1 2\n3 13721 15710\n",
+    );
+    let mask = matmul(
+        &["signature", "--backend", "cpu", "--generator", "mask"],
+        "64 1 2\n3 13721 15710\n",
+    );
+    let (j, m) = (stdout(&judge), stdout(&mask));
+    let (j, m): (Vec<_>, Vec<_>) = (j.lines().collect(), m.lines().collect());
+    assert_eq!(j[0], m[0]);
+    assert_ne!(j[1], m[1]);
+}
+
+#[test]
+fn bad_input_names_line_token_and_rule_and_keeps_earlier_results() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "2 2 5\n3 abc 1\n",
+            "line 2: `abc`: S1 is not a non-negative integer",
+        ),
+        (
+            "2 2 5\n3 1",
+            "line 2: incomplete case: expected S2 after `3 1`",
+        ),
+        ("2 2 5\n-4 1 1\n", "line 2: `-4`: N must not be negative"),
+        ("2 2 5\n0 1 1\n", "line 2: `0`: N must be at least 1"),
+        (
+            "2 2 5\n65536 1 1\n",
+            "line 2: `65536`: N must be at most 65535",
+        ),
+        (
+            "2 2 5\n4 1 4294967296\n",
+            "line 2: `4294967296`: S2 must be at most 4294967295",
+        ),
+        (
+            "2 2 5\n4 1 2.5\n",
+            "line 2: `2.5`: S2 is not a non-negative integer",
+        ),
+    ];
+    for (input, message) in cases {
+        let out = matmul(&["signature", "--backend", "cpu"], input);
+        assert_eq!(out.status.code(), Some(2), "input {input:?}");
+        assert_eq!(
+            stdout(&out),
+            "573770929\n",
+            "the valid case before the error still prints"
+        );
+        assert!(
+            stderr(&out).contains(message),
+            "input {input:?}: stderr {:?} lacks {message:?}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn a_size_that_cannot_fit_is_refused_before_allocating() {
+    // 3 · 4096² · 4 bytes ≈ 201 MB against a 100 MB limit (the same path as MemAvailable).
+    let out = matmul_env(
+        &["signature", "--backend", "cpu"],
+        "4096 1 1\n",
+        &[("MATMUL_MAX_HOST_BYTES", "100000000")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bytes of host memory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_missing_file_and_an_unknown_kernel_are_input_errors() {
+    let out = matmul(&["signature", "/no/such/file.in"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read /no/such/file.in"));
+    let out = matmul(&["signature", "--kernel", "quantum"], "2 2 5\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown kernel `quantum`"));
+    let out = matmul(&["signature", "--kernel", "cublas"], "2 2 5\n");
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn judge_passes_the_official_cases_and_reports_the_first_difference() {
+    let out = matmul(
+        &[
+            "judge",
+            "--kernel",
+            "cpu",
+            data("public.in").to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("PASS "), "{}", stdout(&out));
+
+    let dir = temp_dir("judge");
+    std::fs::write(dir.join("t.in"), "2 2 5\n3 13721 15710\n64 1 2\n").unwrap();
+    std::fs::write(dir.join("t.out"), "573770929\n2887358614\n3376147904\n").unwrap();
+    let out = matmul(
+        &[
+            "judge",
+            "--kernel",
+            "cpu",
+            dir.join("t.in").to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.starts_with("FAIL "), "{text}");
+    assert!(text.contains("case 2 (line 2: 3 13721 15710): expected 2887358614, got 2887358615; 1 of 3 cases differ"), "{text}");
+}
+
+#[test]
+fn run_checks_every_dtype_against_the_reference() {
+    for dtype in ["f32", "u32", "tf32", "bf16", "f16"] {
+        let out = matmul(
+            &[
+                "run",
+                "--kernel",
+                "cpu",
+                "--dtype",
+                dtype,
+                "-m",
+                "17",
+                "-n",
+                "33",
+                "-k",
+                "65",
+                "--transpose-b",
+            ],
+            "",
+        );
+        assert!(
+            out.status.success(),
+            "{dtype}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stdout(&out).contains("check    PASS"),
+            "{dtype}: {}",
+            stdout(&out)
+        );
+    }
+    let out = matmul(
+        &[
+            "run", "--kernel", "cpu", "--dtype", "u32", "-m", "64", "-n", "64", "-k", "64",
+            "--init", "judge", "--seed", "1",
+        ],
+        "",
+    );
+    assert!(
+        stdout(&out).contains("signature 3376147904"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn run_rejects_bad_arguments_with_status_2() {
+    let bad: &[&[&str]] = &[
+        &["run", "--dtype", "f64", "-m", "2", "-n", "2", "-k", "2"],
+        &["run", "--kernel", "cpu", "-m", "0", "-n", "2", "-k", "2"],
+        &[
+            "run", "--kernel", "cpu", "--dtype", "f32", "--init", "judge", "-m", "4", "-n", "4",
+            "-k", "4",
+        ],
+        &["run", "--kernel", "cpu", "-m", "x", "-n", "2", "-k", "2"],
+    ];
+    for args in bad {
+        let out = matmul(args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty());
+    }
+}
+
+#[test]
+fn list_shows_every_registry_kernel() {
+    let out = matmul(&["list"], "");
+    assert!(out.status.success());
+    for k in matmul::KERNELS {
+        assert!(
+            stdout(&out).contains(k.name),
+            "{} missing from `matmul list`",
+            k.name
+        );
+    }
+    let json = matmul(&["list", "--json"], "");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), matmul::KERNELS.len());
+}
+
+#[test]
+fn devices_never_crash_without_a_gpu() {
+    let out = matmul(&["devices"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("cpu "));
+    assert!(stdout(&out).contains("\ncuda "));
+}

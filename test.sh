@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Seed 001's test script: `./test.sh X`, X in TILING, ELE, ELEPACK, ROW, ROWPACK (anything else
+# means ROW, as the seed's script does). Builds with cargo (or uses $MATMUL_BIN / dist/gpu/matmul
+# on a host without Rust), runs every stored judge case through kernel X on the GPU, and compares
+# with the official outputs. The exit status tells.
+set -euo pipefail
+cd "$(dirname "$0")"
+flag=$(printf '%s' "${1:-ROW}" | tr '[:lower:]' '[:upper:]')
+case "$flag" in
+  TILING|ELE|ELEPACK|ROW|ROWPACK) ;;
+  *) echo "test.sh: unknown version '${1:-}', using ROW (as the seed's script does)" >&2; flag=ROW ;;
+esac
+if [ -n "${MATMUL_BIN:-}" ]; then
+  bin=$MATMUL_BIN
+elif command -v cargo >/dev/null 2>&1; then
+  cargo build --release --quiet --bin matmul
+  bin=target/release/matmul
+elif [ -x dist/gpu/matmul ]; then
+  bin=dist/gpu/matmul
+else
+  echo "test.sh: no cargo and no prebuilt dist/gpu/matmul (run scripts/gpu-bundle.sh where Rust is installed)" >&2
+  exit 2
+fi
+exec "$bin" judge --kernel "$flag" --backend cuda tests/data/public.in
