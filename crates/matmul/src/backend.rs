@@ -78,6 +78,13 @@ pub fn check_inputs(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<(
                 found: format!("{} elements", m.dtype()),
             });
         }
+        if m.rows().checked_mul(m.cols()) != Some(crate::with_matrix!(m, x => x.data.len())) {
+            return Err(Error::ShapeMismatch {
+                what,
+                expected: format!("{}x{} elements of data", m.rows(), m.cols()),
+                found: format!("{}", crate::with_matrix!(m, x => x.data.len())),
+            });
+        }
         if (m.rows(), m.cols()) != (r, c) {
             return Err(Error::ShapeMismatch {
                 what,

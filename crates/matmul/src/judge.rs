@@ -21,7 +21,7 @@ pub enum Generator {
     Mask,
 }
 
-/// rand_gen(c, N): x = 2; for i, j: x = ((x·x + c + i + j) mod 2^32) reduced; A[i][j] = x.
+/// `rand_gen(c, N)`: x = 2; for i, j: x = ((x·x + c + i + j) mod 2^32) reduced; `A[i][j] = x`.
 /// The state x carries from row to row.
 pub fn rand_gen(c: u32, n: u32, generator: Generator) -> Result<Matrix<u32>, Error> {
     let nn = n.wrapping_mul(n);

@@ -83,7 +83,7 @@ impl Problem {
         }
     }
 
-    /// Strides that read op(A)[i][l] as `a[i * row + l * col]`.
+    /// Strides that read `op(A)[i][l]` as `a[i * row + l * col]`.
     pub fn a_strides(&self) -> Strides {
         match self.op_a {
             Op::N => Strides {
@@ -97,7 +97,7 @@ impl Problem {
         }
     }
 
-    /// Strides that read op(B)[l][j] as `b[l * row + j * col]`.
+    /// Strides that read `op(B)[l][j]` as `b[l * row + j * col]`.
     pub fn b_strides(&self) -> Strides {
         match self.op_b {
             Op::N => Strides {

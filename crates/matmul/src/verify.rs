@@ -83,7 +83,7 @@ pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdi
         mismatches = cv
             .iter()
             .zip(&rv)
-            .filter(|(x, r)| !((*x - *r).abs() <= 16.0 * tol * scale.max(r.abs())))
+            .filter(|(x, r)| exceeds(**x, **r, 16.0 * tol * scale.max(r.abs())))
             .count();
     }
     Verdict {
@@ -94,4 +94,10 @@ pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdi
         mismatches,
         tolerance: tol,
     }
+}
+
+/// |x − r| > bound, with NaN counted as exceeding (a poisoned element must never pass).
+fn exceeds(x: f64, r: f64, bound: f64) -> bool {
+    let d = (x - r).abs();
+    d.is_nan() || d > bound
 }
