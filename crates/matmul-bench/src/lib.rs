@@ -1,1 +1,34 @@
-//! Benchmark measurement and report rendering (see issue: benchmark and roofline).
+//! Benchmark measurement and report rendering for `matmul`.
+//!
+//! [`run`] takes a [`matmul::Backend`] and a [`BenchConfig`] and, for every kernel × dtype ×
+//! shape, skips what cannot run (recording why), verifies the result against the CPU reference
+//! (in full, or sampled for large products), then times it with rotating input sets, and returns a
+//! [`Report`]: statistics, rates, ratios to cuBLAS and to the naive kernel, and the roofline bound
+//! of every result against measured and datasheet [`Ceilings`]. [`write_reports`] renders it as
+//! results.json (schema: docs/results-schema.md), results.csv, roofline.svg, report.md and
+//! report.html; [`Report::table`] is the text table for stdout.
+//!
+//! Everything is written against the `Backend` trait; the tests use `matmul::cpu::CpuBackend`.
+
+pub mod ceilings;
+pub mod check;
+pub mod fmt;
+pub mod report;
+pub mod roofline;
+pub mod runner;
+pub mod stats;
+pub mod system;
+
+#[cfg(test)]
+mod tests;
+
+pub use ceilings::{datasheet, measure_cpu, Ceilings, CpuCeilingOptions};
+pub use check::{Verification, VerifyMethod};
+pub use report::{
+    write_reports, Baselines, CeilingsInfo, Record, Report, ReportFiles, Settings, Status, Timing,
+    SCHEMA_VERSION,
+};
+pub use roofline::{render_svg, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
+pub use runner::{default_cpu_cache_bytes, run, BenchConfig, ProgressEvent};
+pub use stats::Stats;
+pub use system::SystemInfo;

@@ -1,5 +1,6 @@
 //! `matmul`: the command-line front end. Every subcommand reads the one kernel registry.
 
+mod bench_cmd;
 mod cli_error;
 mod judge_cmd;
 mod list_cmd;
@@ -36,6 +37,8 @@ enum Command {
     List(list_cmd::ListArgs),
     /// The CPU and every CUDA device found (or why none was).
     Devices,
+    /// Time every kernel against cuBLAS and the measured ceilings; write JSON, CSV, SVG, Markdown, HTML.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Puzzle(args) => puzzle_cmd::puzzle(args),
         Command::List(args) => list_cmd::list(args),
         Command::Devices => list_cmd::devices(),
+        Command::Bench(args) => bench_cmd::bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

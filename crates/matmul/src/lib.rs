@@ -66,14 +66,19 @@ pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<S
 pub fn ensure_host_memory(problem: &Problem, bytes: usize) -> Result<()> {
     if let Some(avail) = available_memory() {
         if bytes as u64 > avail {
-            return Err(Error::Invalid(format!("{problem} needs {bytes} bytes of host memory; only {avail} are available")));
+            return Err(Error::Invalid(format!(
+                "{problem} needs {bytes} bytes of host memory; only {avail} are available"
+            )));
         }
     }
     Ok(())
 }
 
 fn available_memory() -> Option<u64> {
-    if let Some(limit) = std::env::var("MATMUL_MAX_HOST_BYTES").ok().and_then(|v| v.parse().ok()) {
+    if let Some(limit) = std::env::var("MATMUL_MAX_HOST_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         return Some(limit);
     }
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

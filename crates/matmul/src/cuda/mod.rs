@@ -1,20 +1,476 @@
-//! The CUDA backend (cudarc, every library loaded at run time). Placeholder: reports no device
-//! until the backend lands.
+//! The CUDA backend: cudarc with every library loaded at run time. Kernels are CUDA C++ files
+//! compiled by NVRTC for the device's own architecture ([`mod@compile`]), cached in memory (loaded
+//! functions, per backend) and on disk (CUBINs); cuBLAS is the vendor baseline (`cublas.rs`);
+//! [`device`] reads the device's properties without a context; [`ceilings`] measures the
+//! device's own limits for the roofline.
+//!
+//! Nothing here panics on a machine without CUDA: every library is probed before its first use
+//! ([`libs`]) and a missing one is `Error::NoGpu` (driver, device) or `Error::Cuda` (NVRTC,
+//! cuBLAS). One backend owns one context and one stream; every launch is checked, and `run`
+//! synchronizes and checks the context's error state before it returns.
 
-use crate::backend::{Backend, Inputs, RunOptions};
-use crate::error::{Error, Result};
-use crate::matrix::AnyMatrix;
+pub mod ceilings;
+pub mod compile;
+mod cublas;
+pub mod device;
+pub mod libs;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::{self as cu_sys, CUfunction_attribute_enum as FuncAttr};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
+};
+use half::{bf16, f16};
+
+pub use compile::{
+    arch_for, compile, compile_source, compile_with_cache, nvrtc_version, CompileInfo, Compiled,
+    DiskCache,
+};
+pub use device::{list_devices, DeviceInfo};
+
+use crate::backend::{check_inputs, Backend, Inputs, RunOptions};
+use crate::dtype::DType;
+use crate::error::{Error, Result, Unsupported};
+use crate::matrix::{AnyMatrix, Matrix, POISON_F32, POISON_U32};
 use crate::problem::Problem;
-use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
+use crate::registry::{
+    BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec,
+};
+use libs::Context;
 
+/// A loaded kernel: the function, ptxas's report for it, and the dynamic shared memory it has
+/// been allowed so far.
+struct Loaded {
+    entry: String,
+    func: CudaFunction,
+    info: Option<CompileInfo>,
+    max_dynamic_shared: Mutex<usize>,
+}
+
+/// One CUDA device: a context, a stream, loaded kernels and (lazily) a cuBLAS handle.
 pub struct CudaBackend {
-    _private: (),
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    loaded: Mutex<HashMap<String, Arc<Loaded>>>,
+    blas: Mutex<Option<CudaBlas>>,
+}
+
+/// An input matrix on the device.
+enum DeviceBuf {
+    F32(CudaSlice<f32>),
+    U32(CudaSlice<u32>),
+    F16(CudaSlice<f16>),
+    Bf16(CudaSlice<bf16>),
+}
+
+impl DeviceBuf {
+    fn ptr(&self, stream: &CudaStream) -> u64 {
+        match self {
+            DeviceBuf::F32(s) => s.device_ptr(stream).0,
+            DeviceBuf::U32(s) => s.device_ptr(stream).0,
+            DeviceBuf::F16(s) => s.device_ptr(stream).0,
+            DeviceBuf::Bf16(s) => s.device_ptr(stream).0,
+        }
+    }
+}
+
+/// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
+enum Launcher {
+    Kernel {
+        loaded: Arc<Loaded>,
+        config: LaunchConfig,
+    },
+    Cublas,
 }
 
 impl CudaBackend {
     /// Opens CUDA device `ordinal`; a missing driver library or device is an error, never a panic.
-    pub fn new(_ordinal: usize) -> Result<CudaBackend> {
-        Err(Error::NoGpu("the CUDA backend is not built yet".into()))
+    pub fn new(ordinal: usize) -> Result<CudaBackend> {
+        let count = device::init_and_count()?;
+        if count == 0 {
+            return Err(Error::NoGpu(
+                "the CUDA driver is installed but reports no device".into(),
+            ));
+        }
+        if ordinal >= count {
+            return Err(Error::NoGpu(format!(
+                "device {ordinal} was requested; the driver reports {count} device(s)"
+            )));
+        }
+        let info = device::query(ordinal)?;
+        let ctx =
+            CudaContext::new(ordinal).ctx(|| format!("creating a context on device {ordinal}"))?;
+        // One stream per backend: cudarc's cross-stream event tracking would only add an event
+        // record to every launch (and to every timed one).
+        // SAFETY: every buffer of this backend is used on `stream` alone.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().ctx(|| "creating a stream".into())?;
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            info,
+            loaded: Mutex::new(HashMap::new()),
+            blas: Mutex::new(None),
+        })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The NVRTC target of this device ("sm_90a" on H100).
+    pub fn arch(&self) -> &str {
+        &self.info.arch
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every launch of this backend goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Compiles (or finds in the caches) and loads `entry` from any CUDA C++ source, e.g. the
+    /// ceilings micro-kernels, for this device.
+    pub fn load_function(
+        &self,
+        name: &str,
+        text: &str,
+        defines: &[(String, String)],
+        entry: &str,
+    ) -> Result<CudaFunction> {
+        Ok(self.load(name, text, defines, entry)?.func.clone())
+    }
+
+    /// ptxas's report for `kernel` as this backend compiles it.
+    pub fn compile_info(
+        &self,
+        kernel: &KernelSpec,
+        dtype: DType,
+        tile: Option<u32>,
+    ) -> Result<CompileInfo> {
+        let loaded = self.load_kernel(kernel, dtype, tile)?;
+        loaded.info.clone().ok_or_else(|| Error::Cuda {
+            context: format!("compiling {}", kernel.name),
+            message: "ptxas reported nothing for the entry point".into(),
+        })
+    }
+
+    /// What `run` hands a kernel as C before the launch, downloaded without launching anything:
+    /// every element is the poison pattern (NaN / 0xDEADBEEF). Lets tests check the poisoning.
+    pub fn poisoned_output(&self, problem: &Problem) -> Result<AnyMatrix> {
+        let mut c = self.alloc_output(problem)?;
+        self.fill_output(&mut c, problem.dtype, false)?;
+        self.download(&c, problem)
+    }
+
+    fn load_kernel(
+        &self,
+        kernel: &KernelSpec,
+        dtype: DType,
+        tile: Option<u32>,
+    ) -> Result<Arc<Loaded>> {
+        let src = kernel.cuda_source().ok_or_else(|| {
+            Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name))
+        })?;
+        let defines = compile::kernel_defines(kernel, dtype, tile)?;
+        self.load(src.file, src.text, &defines, &kernel.entry_point())
+    }
+
+    fn load(
+        &self,
+        name: &str,
+        text: &str,
+        defines: &[(String, String)],
+        entry: &str,
+    ) -> Result<Arc<Loaded>> {
+        let key = format!("{name}|{entry}|{defines:?}");
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = loaded.get(&key) {
+            return Ok(l.clone());
+        }
+        let cache = DiskCache::from_env();
+        let arch = self.info.arch.as_str();
+        let mut compiled = compile_source(name, text, defines, arch, &cache)?;
+        let module = match self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+        {
+            Ok(m) => m,
+            Err(_) if compiled.from_disk_cache => {
+                // A cached CUBIN the driver refuses: drop it and compile afresh.
+                cache.evict(name, arch, compiled.key);
+                compiled = compile_source(name, text, defines, arch, &DiskCache::disabled())?;
+                self.ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+                    .ctx(|| format!("loading the CUBIN of {name}"))?
+            }
+            Err(e) => return Err(e).ctx(|| format!("loading the CUBIN of {name}")),
+        };
+        let func = module
+            .load_function(entry)
+            .ctx(|| format!("finding `{entry}` in {name}"))?;
+        let l = Arc::new(Loaded {
+            entry: entry.to_string(),
+            func,
+            info: compiled.function(entry).cloned(),
+            max_dynamic_shared: Mutex::new(self.info.shared_per_block),
+        });
+        loaded.insert(key, l.clone());
+        Ok(l)
+    }
+
+    /// Grid, block and dynamic shared memory for `src` on `problem` (see `registry::Geometry`).
+    fn launch_config(
+        &self,
+        kernel: &KernelSpec,
+        src: &CudaSource,
+        problem: &Problem,
+        tile: Option<u32>,
+    ) -> Result<LaunchConfig> {
+        let unsupported = |rule: String| -> Error {
+            Unsupported {
+                kernel: kernel.name.to_string(),
+                problem: problem.to_string(),
+                rule,
+            }
+            .into()
+        };
+        let blocks = |n: usize, per: u32| -> Result<u32> {
+            u32::try_from(n.div_ceil(per as usize)).map_err(|_| {
+                unsupported(format!(
+                    "the grid would need {} blocks",
+                    n.div_ceil(per as usize)
+                ))
+            })
+        };
+        let (m, n) = (problem.m, problem.n);
+        let square = |t: u32| -> Result<u32> {
+            let threads = t as u64 * t as u64;
+            if t == 0 || threads > self.info.max_threads_per_block as u64 {
+                return Err(unsupported(format!(
+                    "TILE {t} needs {threads} threads per block; the device allows 1 to {}",
+                    self.info.max_threads_per_block
+                )));
+            }
+            Ok(t)
+        };
+        let (grid_dim, block_dim) = match src.geometry {
+            Geometry::RowPerThread { threads } => ((blocks(m, threads)?, 1, 1), (threads, 1, 1)),
+            Geometry::ElementPerThread { threads } => {
+                ((blocks(m * n, threads)?, 1, 1), (threads, 1, 1))
+            }
+            Geometry::RowSegment { threads } => {
+                ((blocks(n, threads)?, blocks(m, 1)?, 1), (threads, 1, 1))
+            }
+            Geometry::Tile2d { tile: t } => {
+                let t = square(tile.unwrap_or(t))?;
+                ((blocks(n, t)?, blocks(m, t)?, 1), (t, t, 1))
+            }
+            Geometry::SingleBlock { tpb } => {
+                let t = square(tile.unwrap_or(tpb))?;
+                ((1, 1, 1), (t, t, 1))
+            }
+        };
+        // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
+        // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
+        // discarded). The device limit is a multiple of 16, so rounding never crosses it.
+        let shared = if kernel
+            .constraints
+            .contains(&crate::registry::Constraint::KFitsSharedMemory)
+        {
+            (problem.k * problem.dtype.input_bytes()).next_multiple_of(16)
+        } else {
+            0
+        };
+        Ok(LaunchConfig {
+            grid_dim,
+            block_dim,
+            shared_mem_bytes: u32::try_from(shared)
+                .map_err(|_| unsupported(format!("{shared} bytes of shared memory")))?,
+        })
+    }
+
+    /// Lets `loaded` use `bytes` of dynamic shared memory (above 48 KiB this is an opt-in).
+    fn allow_dynamic_shared(&self, loaded: &Loaded, bytes: usize) -> Result<()> {
+        let mut allowed = loaded
+            .max_dynamic_shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if bytes > *allowed {
+            loaded
+                .func
+                .set_attribute(
+                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+                .ctx(|| format!("allowing {bytes} bytes of dynamic shared memory"))?;
+            *allowed = bytes;
+        }
+        Ok(())
+    }
+
+    fn launcher(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        tile: Option<u32>,
+    ) -> Result<Launcher> {
+        match &kernel.implementation {
+            Implementation::Cuda(src) => {
+                let config = self.launch_config(kernel, src, problem, tile)?;
+                let loaded = self.load_kernel(kernel, problem.dtype, tile)?;
+                self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
+                Ok(Launcher::Kernel { loaded, config })
+            }
+            Implementation::Cublas => {
+                let mut blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+                if blas.is_none() {
+                    libs::cublas()?;
+                    *blas = Some(
+                        CudaBlas::new(self.stream.clone())
+                            .ctx(|| "creating a cuBLAS handle".into())?,
+                    );
+                }
+                Ok(Launcher::Cublas)
+            }
+            _ => Err(Error::WrongBackend {
+                kernel: kernel.name.to_string(),
+                backend: "cuda".into(),
+            }),
+        }
+    }
+
+    /// Enqueues one product on the stream.
+    fn launch(&self, launcher: &Launcher, problem: &Problem, a: u64, b: u64, c: u64) -> Result<()> {
+        match launcher {
+            Launcher::Kernel { loaded, config } => {
+                let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
+                let (sa, sb) = (problem.a_strides(), problem.b_strides());
+                let args = [
+                    int(problem.m),
+                    int(problem.n),
+                    int(problem.k),
+                    int(sa.row),
+                    int(sa.col),
+                    int(sb.row),
+                    int(sb.col),
+                ];
+                let mut builder = self.stream.launch_builder(&loaded.func);
+                builder.arg(&a).arg(&b).arg(&c);
+                for v in &args {
+                    builder.arg(v);
+                }
+                // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints);
+                // the buffers are sized for `problem`, which the kernels index within.
+                unsafe { builder.launch(*config) }
+                    .map(|_| ())
+                    .ctx(|| format!("launching {} with {config:?}", loaded.entry))
+            }
+            Launcher::Cublas => {
+                let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+                let blas = blas.as_ref().expect("created by launcher()");
+                self.ctx
+                    .bind_to_thread()
+                    .ctx(|| "binding the context".into())?;
+                cublas::gemm(blas, problem, a, b, c)
+            }
+        }
+    }
+
+    fn upload(&self, m: &AnyMatrix) -> Result<DeviceBuf> {
+        let what = || {
+            format!(
+                "copying a {}x{} {} matrix to the device",
+                m.rows(),
+                m.cols(),
+                m.dtype()
+            )
+        };
+        Ok(match m {
+            AnyMatrix::F32(x) => DeviceBuf::F32(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::U32(x) => DeviceBuf::U32(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::F16(x) => DeviceBuf::F16(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::Bf16(x) => DeviceBuf::Bf16(self.stream.clone_htod(&x.data).ctx(what)?),
+        })
+    }
+
+    /// An uninitialized m×n output: u32 for u32, f32 for every floating type.
+    fn alloc_output(&self, problem: &Problem) -> Result<DeviceBuf> {
+        let len = problem.m * problem.n;
+        let what = || format!("allocating C for {problem}");
+        // SAFETY: the buffer is filled (poison or zeros) before anything reads it.
+        Ok(if problem.dtype.is_integer() {
+            DeviceBuf::U32(unsafe { self.stream.alloc::<u32>(len) }.ctx(what)?)
+        } else {
+            DeviceBuf::F32(unsafe { self.stream.alloc::<f32>(len) }.ctx(what)?)
+        })
+    }
+
+    /// Fills C with zeros (for kernels that accumulate into it) or the poison pattern.
+    fn fill_output(&self, c: &mut DeviceBuf, dtype: DType, zero: bool) -> Result<()> {
+        let (ptr, len) = match c {
+            DeviceBuf::F32(s) => (s.device_ptr(&self.stream).0, s.len()),
+            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len()),
+            _ => unreachable!("outputs are f32 or u32"),
+        };
+        let pattern = match (zero, dtype.is_integer()) {
+            (true, _) => 0,
+            (false, true) => POISON_U32,
+            (false, false) => POISON_F32.to_bits(),
+        };
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        // SAFETY: `ptr` is a live allocation of `len` 4-byte elements.
+        unsafe { cu_sys::cuMemsetD32Async(ptr, pattern, len, self.stream.cu_stream()) }
+            .result()
+            .ctx(|| "cuMemsetD32Async on C".into())
+    }
+
+    fn download(&self, c: &DeviceBuf, problem: &Problem) -> Result<AnyMatrix> {
+        let what = || format!("copying C of {problem} to the host");
+        let out = match c {
+            DeviceBuf::F32(s) => AnyMatrix::F32(Matrix::from_vec(
+                problem.m,
+                problem.n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            DeviceBuf::U32(s) => AnyMatrix::U32(Matrix::from_vec(
+                problem.m,
+                problem.n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            _ => unreachable!("outputs are f32 or u32"),
+        };
+        self.sync(|| format!("after copying C of {problem}"))?;
+        Ok(out)
+    }
+
+    /// Waits for the stream and surfaces any error a kernel or a deferred release left behind.
+    fn sync(&self, what: impl Fn() -> String) -> Result<()> {
+        self.stream.synchronize().ctx(&what)?;
+        self.ctx.check_err().ctx(what)
+    }
+
+    fn check_tile(&self, kernel: &KernelSpec, problem: &Problem, opts: RunOptions) -> Result<()> {
+        // Checked here, before `can_run` divides by it.
+        if opts.tile == Some(0) {
+            return Err(Unsupported {
+                kernel: kernel.name.to_string(),
+                problem: problem.to_string(),
+                rule: "TILE must be at least 1".into(),
+            }
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -22,30 +478,99 @@ impl Backend for CudaBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Cuda
     }
+
     fn describe(&self) -> String {
-        "CUDA".into()
+        self.info.summary()
     }
+
     fn limits(&self) -> Option<DeviceLimits> {
-        None
+        Some(DeviceLimits {
+            max_shared_per_block: self.info.shared_per_block_optin,
+        })
     }
+
     fn run(
         &self,
-        _: &KernelSpec,
-        _: &Problem,
-        _: &AnyMatrix,
-        _: &AnyMatrix,
-        _: RunOptions,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
     ) -> Result<AnyMatrix> {
-        Err(Error::NoGpu("the CUDA backend is not built yet".into()))
+        self.check_tile(kernel, problem, opts)?;
+        self.check(kernel, problem, opts)?;
+        check_inputs(problem, a, b)?;
+        let launcher = self.launcher(kernel, problem, opts.tile)?;
+        let (da, db) = (self.upload(a)?, self.upload(b)?);
+        let mut c = self.alloc_output(problem)?;
+        let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
+        self.fill_output(&mut c, problem.dtype, zero)?;
+        let s = &self.stream;
+        self.launch(&launcher, problem, da.ptr(s), db.ptr(s), c.ptr(s))?;
+        self.sync(|| format!("running {} on {problem}", kernel.name))?;
+        self.download(&c, problem)
     }
+
     fn time(
         &self,
-        _: &KernelSpec,
-        _: &Problem,
-        _: &[Inputs],
-        _: usize,
-        _: usize,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
     ) -> Result<Vec<f64>> {
-        Err(Error::NoGpu("the CUDA backend is not built yet".into()))
+        let opts = RunOptions::default();
+        self.check(kernel, problem, opts)?;
+        if inputs.is_empty() {
+            return Err(Error::Invalid("timing needs at least one input set".into()));
+        }
+        for set in inputs {
+            check_inputs(problem, &set.a, &set.b)?;
+        }
+        let launcher = self.launcher(kernel, problem, opts.tile)?;
+        let sets = inputs
+            .iter()
+            .map(|set| Ok((self.upload(&set.a)?, self.upload(&set.b)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut c = self.alloc_output(problem)?;
+        let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
+        self.fill_output(&mut c, problem.dtype, zero)?;
+        let s = &self.stream;
+        let cp = c.ptr(s);
+        let event = || -> Result<CudaEvent> {
+            self.ctx
+                .new_event(Some(cu_sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .ctx(|| "creating a timing event".into())
+        };
+        let events = (0..iters)
+            .map(|_| Ok((event()?, event()?)))
+            .collect::<Result<Vec<_>>>()?;
+        for i in 0..warmup {
+            if zero {
+                // Accumulating kernels start from zero each time (outside the timed region).
+                self.fill_output(&mut c, problem.dtype, true)?;
+            }
+            let (a, b) = &sets[i % sets.len()];
+            self.launch(&launcher, problem, a.ptr(s), b.ptr(s), cp)?;
+        }
+        for (i, (start, end)) in events.iter().enumerate() {
+            if zero {
+                self.fill_output(&mut c, problem.dtype, true)?;
+            }
+            start.record(s).ctx(|| "recording a timing event".into())?;
+            let (a, b) = &sets[i % sets.len()];
+            self.launch(&launcher, problem, a.ptr(s), b.ptr(s), cp)?;
+            end.record(s).ctx(|| "recording a timing event".into())?;
+        }
+        self.sync(|| format!("timing {} on {problem}", kernel.name))?;
+        events
+            .iter()
+            .map(|(start, end)| {
+                start
+                    .elapsed_ms(end)
+                    .map(|ms| ms as f64 / 1e3)
+                    .ctx(|| "reading a timing event".into())
+            })
+            .collect()
     }
 }

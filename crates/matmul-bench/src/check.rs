@@ -1,0 +1,392 @@
+//! Verification before timing: the full CPU reference for small products, a sampled f64 check
+//! (O(samples · k)) for large ones.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use matmul::matrix::SplitMix64;
+use matmul::{AnyMatrix, DType, Element, Matrix, Problem};
+
+/// How a result was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMethod {
+    /// Every element against `matmul::cpu::reference::matmul` with `matmul::verify::compare`.
+    Full,
+    /// Random entries, the whole last row and last column and the four corners, against an f64
+    /// (floats) or exact wrapping (u32) dot product.
+    Sampled,
+}
+
+/// The outcome of a verification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub method: VerifyMethod,
+    pub passed: bool,
+    /// ‖C − R‖_F / ‖R‖_F over the checked elements; `None` when infinite or NaN (C held NaN/∞, or
+    /// R is zero and C is not).
+    pub rel_error: Option<f64>,
+    /// Largest |C − R| over the checked elements; `None` when infinite or NaN.
+    pub max_abs_error: Option<f64>,
+    /// (row, column) of the largest error, when there is one.
+    pub worst: Option<(usize, usize)>,
+    /// Checked elements beyond the element-wise bound (u32: that differ at all).
+    pub mismatches: usize,
+    /// Elements compared.
+    pub checked: usize,
+    /// Relative Frobenius tolerance applied (`matmul::verify::tolerance`; 0 = exact).
+    pub tolerance: f64,
+}
+
+impl Verification {
+    /// A one-line summary: "ok (full, rel 1.2e-7)" or "FAILED (sampled, 3 mismatches, ...)".
+    pub fn summary(&self) -> String {
+        let rel = self.rel_error.map_or("inf".to_string(), |r| {
+            if r == 0.0 {
+                "0".to_string()
+            } else {
+                format!("{r:.1e}")
+            }
+        });
+        let method = match self.method {
+            VerifyMethod::Full => "full",
+            VerifyMethod::Sampled => "sampled",
+        };
+        if self.passed {
+            format!("ok ({method}, rel {rel})")
+        } else {
+            format!(
+                "FAILED ({method}, rel {rel} > tol {:.1e}, {} of {} elements wrong{})",
+                self.tolerance,
+                self.mismatches,
+                self.checked,
+                self.worst
+                    .map_or(String::new(), |(i, j)| format!(", worst at ({i}, {j})"))
+            )
+        }
+    }
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The expected result for one input pair, computed once and compared with every kernel's C.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// All of C from `matmul::cpu::reference::matmul`.
+    Full(AnyMatrix),
+    /// C at [`sample_positions`], in f64 (floats) or exact wrapping u32 widened to f64.
+    Sampled {
+        positions: Vec<(usize, usize)>,
+        values: Vec<f64>,
+    },
+}
+
+impl Reference {
+    /// The full reference when m·n·k ≤ `full_limit`, else the sampled one.
+    pub fn compute(
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        full_limit: u128,
+        samples: usize,
+        seed: u64,
+    ) -> matmul::Result<Reference> {
+        let work = problem.m as u128 * problem.n as u128 * problem.k as u128;
+        if work <= full_limit {
+            Reference::full(problem, a, b)
+        } else {
+            Reference::sampled(problem, a, b, samples, seed)
+        }
+    }
+
+    pub fn full(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<Reference> {
+        Ok(Reference::Full(matmul::cpu::reference::matmul(
+            problem, a, b,
+        )?))
+    }
+
+    /// Dot products at [`sample_positions`]; costs O((samples + m + n) · k).
+    pub fn sampled(
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        samples: usize,
+        seed: u64,
+    ) -> matmul::Result<Reference> {
+        matmul::backend::check_inputs(problem, a, b)?;
+        let positions = sample_positions(problem.m, problem.n, samples, seed);
+        let values = match (a, b) {
+            (AnyMatrix::U32(a), AnyMatrix::U32(b)) => dots_u32(problem, a, b, &positions),
+            (AnyMatrix::F32(a), AnyMatrix::F32(b)) => dots_f64(problem, a, b, &positions),
+            (AnyMatrix::F16(a), AnyMatrix::F16(b)) => dots_f64(problem, a, b, &positions),
+            (AnyMatrix::Bf16(a), AnyMatrix::Bf16(b)) => dots_f64(problem, a, b, &positions),
+            _ => unreachable!("check_inputs guarantees matching storage"),
+        };
+        Ok(Reference::Sampled { positions, values })
+    }
+
+    /// Compares `c` with this reference: `matmul::verify::compare` for the full one; for the
+    /// sampled one the same tolerance, relative Frobenius over the sampled elements and the same
+    /// element-wise bound (with the sample's RMS standing in for the matrix's).
+    pub fn check(&self, problem: &Problem, c: &AnyMatrix) -> Verification {
+        match self {
+            Reference::Full(reference) => {
+                let v = matmul::verify::compare(problem, c, reference);
+                Verification {
+                    method: VerifyMethod::Full,
+                    passed: v.passed,
+                    rel_error: finite(v.rel_frobenius),
+                    max_abs_error: finite(v.max_abs_err),
+                    worst: v.worst,
+                    mismatches: v.mismatches,
+                    checked: c.len(),
+                    tolerance: v.tolerance,
+                }
+            }
+            Reference::Sampled { positions, values } => {
+                compare_sampled(problem, c, positions, values)
+            }
+        }
+    }
+}
+
+/// Checks `c` against the full CPU reference (`cpu::reference::matmul` + `verify::compare`).
+pub fn full_check(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    c: &AnyMatrix,
+) -> matmul::Result<Verification> {
+    Ok(Reference::full(problem, a, b)?.check(problem, c))
+}
+
+/// Checks `c` at [`sample_positions`] against dot products computed here: f64 accumulation for
+/// floats (tolerance as in `matmul::verify`), exact wrapping arithmetic for u32.
+/// Costs O((samples + m + n) · k).
+pub fn sampled_check(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    c: &AnyMatrix,
+    samples: usize,
+    seed: u64,
+) -> matmul::Result<Verification> {
+    Ok(Reference::sampled(problem, a, b, samples, seed)?.check(problem, c))
+}
+
+/// Verifies `c` fully when m·n·k ≤ `full_limit`, else by sampling.
+pub fn verify(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    c: &AnyMatrix,
+    full_limit: u128,
+    samples: usize,
+    seed: u64,
+) -> matmul::Result<Verification> {
+    Ok(Reference::compute(problem, a, b, full_limit, samples, seed)?.check(problem, c))
+}
+
+/// The positions a sampled check reads: `samples` random (i, j), the whole last row and last
+/// column (where edge tiles go wrong) and the four corners; sorted, without duplicates.
+pub fn sample_positions(m: usize, n: usize, samples: usize, seed: u64) -> Vec<(usize, usize)> {
+    if m == 0 || n == 0 {
+        return Vec::new();
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut pos: Vec<(usize, usize)> = (0..samples)
+        .map(|_| {
+            (
+                (rng.next_u64() % m as u64) as usize,
+                (rng.next_u64() % n as u64) as usize,
+            )
+        })
+        .collect();
+    pos.extend((0..n).map(|j| (m - 1, j)));
+    pos.extend((0..m).map(|i| (i, n - 1)));
+    pos.extend([(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]);
+    pos.sort_unstable();
+    pos.dedup();
+    pos
+}
+
+fn compare_sampled(
+    problem: &Problem,
+    c: &AnyMatrix,
+    pos: &[(usize, usize)],
+    reference: &[f64],
+) -> Verification {
+    let tolerance = matmul::verify::tolerance(problem);
+    let expected_out = if problem.dtype.is_integer() {
+        DType::U32
+    } else {
+        DType::F32
+    };
+    if (c.rows(), c.cols(), c.dtype()) != (problem.m, problem.n, expected_out) {
+        return Verification {
+            method: VerifyMethod::Sampled,
+            passed: false,
+            rel_error: None,
+            max_abs_error: None,
+            worst: None,
+            mismatches: problem.m * problem.n,
+            checked: 0,
+            tolerance,
+        };
+    }
+    let got: Vec<f64> = pos.iter().map(|&(i, j)| c.get_f64(i, j)).collect();
+    let exact = problem.dtype.is_integer();
+    let (mut diff2, mut ref2, mut max_abs, mut worst) = (0.0f64, 0.0f64, 0.0f64, None);
+    for (idx, (&x, &r)) in got.iter().zip(reference).enumerate() {
+        let d = (x - r).abs();
+        let d = if d.is_nan() { f64::INFINITY } else { d };
+        if d > max_abs || (worst.is_none() && d > 0.0) {
+            max_abs = d;
+            worst = Some(pos[idx]);
+        }
+        diff2 += d * d;
+        ref2 += r * r;
+    }
+    let rel = if ref2 > 0.0 {
+        (diff2 / ref2).sqrt()
+    } else if diff2 > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    let mismatches = if exact {
+        got.iter().zip(reference).filter(|(x, r)| x != r).count()
+    } else {
+        // The element-wise bound of `matmul::verify::compare`, with the RMS of the sampled
+        // reference standing in for the RMS of the whole matrix.
+        let scale = (ref2 / reference.len().max(1) as f64).sqrt();
+        got.iter()
+            .zip(reference)
+            .filter(|(x, r)| {
+                let d = (*x - *r).abs();
+                d.is_nan() || d > 16.0 * tolerance * scale.max(r.abs())
+            })
+            .count()
+    };
+    Verification {
+        method: VerifyMethod::Sampled,
+        passed: mismatches == 0 && rel.is_finite() && rel <= tolerance,
+        rel_error: finite(rel),
+        max_abs_error: finite(max_abs),
+        worst,
+        mismatches,
+        checked: pos.len(),
+        tolerance,
+    }
+}
+
+fn dots_f64<T: Element>(
+    problem: &Problem,
+    a: &Matrix<T>,
+    b: &Matrix<T>,
+    pos: &[(usize, usize)],
+) -> Vec<f64> {
+    let (sa, sb) = (problem.a_strides(), problem.b_strides());
+    pos.par_iter()
+        .map(|&(i, j)| {
+            (0..problem.k)
+                .map(|l| {
+                    a.data[i * sa.row + l * sa.col].to_f64()
+                        * b.data[l * sb.row + j * sb.col].to_f64()
+                })
+                .sum()
+        })
+        .collect()
+}
+
+fn dots_u32(
+    problem: &Problem,
+    a: &Matrix<u32>,
+    b: &Matrix<u32>,
+    pos: &[(usize, usize)],
+) -> Vec<f64> {
+    let (sa, sb) = (problem.a_strides(), problem.b_strides());
+    pos.par_iter()
+        .map(|&(i, j)| {
+            (0..problem.k).fold(0u32, |s, l| {
+                s.wrapping_add(
+                    a.data[i * sa.row + l * sa.col].wrapping_mul(b.data[l * sb.row + j * sb.col]),
+                )
+            }) as f64
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matmul::{Init, Op};
+
+    fn inputs(p: &Problem, seed: u64) -> (AnyMatrix, AnyMatrix) {
+        let (ar, ac) = p.a_stored();
+        let (br, bc) = p.b_stored();
+        (
+            AnyMatrix::generate(p.dtype, ar, ac, Init::Random { seed }).unwrap(),
+            AnyMatrix::generate(p.dtype, br, bc, Init::Random { seed: seed + 1 }).unwrap(),
+        )
+    }
+
+    #[test]
+    fn sampled_agrees_with_full_and_catches_one_wrong_edge_element() {
+        for dtype in [DType::F32, DType::U32, DType::Bf16] {
+            let p = Problem::new(37, 29, 41, dtype).with_ops(Op::T, Op::N);
+            let (a, b) = inputs(&p, 3);
+            let c = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
+            let full = full_check(&p, &a, &b, &c).unwrap();
+            let sampled = sampled_check(&p, &a, &b, &c, 64, 9).unwrap();
+            assert!(
+                full.passed && sampled.passed,
+                "{dtype}: {full:?} {sampled:?}"
+            );
+            assert_eq!(sampled.method, VerifyMethod::Sampled);
+            assert!(sampled.checked >= 29 + 37 - 1);
+
+            // Corrupt an element of the last row: the sampled check reads the whole row.
+            let mut bad = c.clone();
+            match &mut bad {
+                AnyMatrix::F32(m) => m.data[36 * 29 + 5] += 0.5,
+                AnyMatrix::U32(m) => m.data[36 * 29 + 5] ^= 1,
+                _ => unreachable!(),
+            }
+            let v = sampled_check(&p, &a, &b, &bad, 16, 1).unwrap();
+            assert!(!v.passed, "{dtype}");
+            assert_eq!(v.worst, Some((36, 5)));
+            assert!(!v.summary().is_empty());
+        }
+    }
+
+    #[test]
+    fn nan_fails_and_serializes() {
+        let p = Problem::new(4, 4, 4, DType::F32);
+        let (a, b) = inputs(&p, 1);
+        let mut c = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
+        if let AnyMatrix::F32(m) = &mut c {
+            m.data[15] = f32::NAN;
+        }
+        for v in [
+            full_check(&p, &a, &b, &c).unwrap(),
+            sampled_check(&p, &a, &b, &c, 4, 1).unwrap(),
+        ] {
+            assert!(!v.passed);
+            assert_eq!(v.rel_error, None);
+            let back: Verification =
+                serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+            assert_eq!(back, v);
+        }
+    }
+
+    #[test]
+    fn wrong_output_shape_fails() {
+        let p = Problem::new(4, 5, 6, DType::U32);
+        let (a, b) = inputs(&p, 1);
+        let c = AnyMatrix::output(DType::U32, 5, 4).unwrap();
+        assert!(!sampled_check(&p, &a, &b, &c, 4, 1).unwrap().passed);
+    }
+}

@@ -1,0 +1,434 @@
+//! Running a benchmark: for every dtype × shape × kernel, check it can run, verify it, time it.
+
+use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
+
+use crate::ceilings::{datasheet, Ceilings};
+use crate::check::Reference;
+use crate::report::{Baselines, Record, Report, Settings, Status, Timing, SCHEMA_VERSION};
+use crate::stats::Stats;
+use crate::system::SystemInfo;
+
+/// Timed launches when neither `iters` nor `min_time` is given.
+pub const DEFAULT_ITERS: usize = 10;
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub kernels: Vec<&'static KernelSpec>,
+    pub dtypes: Vec<DType>,
+    pub shapes: Vec<Shape>,
+    /// Operand transpositions to run each shape with (default: only N·N).
+    pub ops: Vec<(Op, Op)>,
+    /// Untimed launches before the timed ones.
+    pub warmup: usize,
+    /// Timed launches: exactly this many, or at least this many when `min_time` is also set.
+    pub iters: Option<usize>,
+    /// Keep timing until the timed launches add up to this many seconds (capped by `max_iters`).
+    pub min_time: Option<f64>,
+    pub max_iters: usize,
+    /// The rotating input sets must together exceed this many bytes (pass 2 × the GPU's L2, or
+    /// [`default_cpu_cache_bytes`] on the CPU).
+    pub cache_bytes: usize,
+    /// At most this many input sets.
+    pub max_input_sets: usize,
+    /// Ratio baselines; `None` picks [`Baselines::for_backend`].
+    pub baselines: Option<Baselines>,
+    /// Verify in full when m·n·k ≤ this, else by sampling.
+    pub verify_full_limit: u64,
+    /// Random entries of a sampled verification (plus the last row, last column and corners).
+    pub verify_samples: usize,
+    /// Seed of the inputs (set s uses seeds derived from `seed` and s).
+    pub seed: u64,
+    /// Ceilings measured for this device (the CPU: [`crate::ceilings::measure_cpu`]).
+    pub measured_ceilings: Option<Ceilings>,
+    /// Datasheet ceilings; `None` looks the device up by `Backend::describe()`.
+    pub datasheet: Option<Ceilings>,
+    /// GPU details for the report (name, SMs, clocks, driver, CUDA and NVRTC versions).
+    pub gpu_info: Option<serde_json::Value>,
+    /// Seconds one kernel × problem may spend in timed launches before its iteration count is
+    /// cut (to no fewer than one); None: no limit.
+    pub max_case_seconds: Option<f64>,
+}
+
+impl BenchConfig {
+    /// Every kernel × dtype × shape (N·N) with the default settings: warmup 3, timing until
+    /// 0.25 s, inputs rotated past 64 MiB, full verification up to m·n·k = 2^27.
+    pub fn new(kernels: Vec<&'static KernelSpec>, dtypes: Vec<DType>, shapes: Vec<Shape>) -> Self {
+        BenchConfig {
+            kernels,
+            dtypes,
+            shapes,
+            ops: vec![(Op::N, Op::N)],
+            warmup: 3,
+            iters: None,
+            min_time: Some(0.25),
+            max_iters: 1000,
+            cache_bytes: 64 << 20,
+            max_input_sets: 16,
+            baselines: None,
+            verify_full_limit: 1 << 27,
+            verify_samples: 256,
+            seed: 0x5EED,
+            measured_ceilings: None,
+            datasheet: None,
+            gpu_info: None,
+            max_case_seconds: None,
+        }
+    }
+
+    /// The problems run, in order: dtype, then shape, then ops.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        for &dtype in &self.dtypes {
+            for s in &self.shapes {
+                for &(a, b) in &self.ops {
+                    out.push(Problem::new(s.m, s.n, s.k, dtype).with_ops(a, b));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Twice the largest CPU cache the OS reports (Linux sysfs), else 64 MiB.
+pub fn default_cpu_cache_bytes() -> usize {
+    let largest = (0..8)
+        .filter_map(|i| {
+            let path = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+            parse_size(std::fs::read_to_string(path).ok()?.trim())
+        })
+        .max();
+    largest.map_or(64 << 20, |b| 2 * b)
+}
+
+fn parse_size(s: &str) -> Option<usize> {
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1 << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok().map(|n| n * mult)
+}
+
+/// What [`run`] reports while it works (drive a progress bar from it).
+#[derive(Debug, Clone, Copy)]
+pub enum ProgressEvent<'a> {
+    /// Before anything runs: the number of kernel × problem cases.
+    Planned { total: usize },
+    /// Case `index` (0-based) starts: checks, then verification.
+    Started {
+        index: usize,
+        total: usize,
+        kernel: &'a str,
+        problem: &'a Problem,
+    },
+    /// Case `index` verified and is being timed.
+    Timing {
+        index: usize,
+        input_sets: usize,
+        warmup: usize,
+    },
+    /// Case `index` is done, whatever its status.
+    Finished {
+        index: usize,
+        total: usize,
+        record: &'a Record,
+    },
+}
+
+/// Input sets for one problem, generated on first use and shared by every kernel.
+struct InputCache {
+    problem: Problem,
+    sets: Vec<Inputs>,
+    error: Option<String>,
+    /// The expected C for set 0, computed for the first kernel that gets that far.
+    reference: Option<Reference>,
+}
+
+impl InputCache {
+    fn new(problem: Problem) -> Self {
+        InputCache {
+            problem,
+            sets: Vec::new(),
+            error: None,
+            reference: None,
+        }
+    }
+
+    fn set_bytes(&self) -> usize {
+        let p = &self.problem;
+        (p.m * p.k + p.k * p.n) * p.dtype.input_bytes()
+    }
+
+    /// Makes sure at least `count` sets exist; an error is remembered and returned.
+    fn ensure(&mut self, count: usize, seed: u64) -> Result<(), String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let p = self.problem;
+        while self.sets.len() < count {
+            let s = self.sets.len() as u64;
+            let base = seed ^ s.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let (ar, ac) = p.a_stored();
+            let (br, bc) = p.b_stored();
+            let made =
+                AnyMatrix::generate(p.dtype, ar, ac, Init::Random { seed: base }).and_then(|a| {
+                    AnyMatrix::generate(p.dtype, br, bc, Init::Random { seed: base ^ 1 })
+                        .map(|b| Inputs { a, b })
+                });
+            match made {
+                Ok(set) => self.sets.push(set),
+                Err(e) if self.sets.is_empty() => {
+                    let e = format!("cannot generate inputs: {e}");
+                    self.error = Some(e.clone());
+                    return Err(e);
+                }
+                // Fewer sets than wished for: time with what fits.
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs every kernel × dtype × shape × ops case of `config` on `backend` and returns the report
+/// (ratios and roofs filled in). Never panics on a kernel's failure: it is recorded.
+pub fn run(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Report {
+    let problems = config.problems();
+    let total = problems.len() * config.kernels.len();
+    progress(ProgressEvent::Planned { total });
+    let mut records = Vec::with_capacity(total);
+    let mut index = 0;
+    for problem in &problems {
+        let mut cache = InputCache::new(*problem);
+        for kernel in &config.kernels {
+            progress(ProgressEvent::Started {
+                index,
+                total,
+                kernel: kernel.name,
+                problem,
+            });
+            let record = bench_one(backend, config, kernel, &mut cache, index, progress);
+            progress(ProgressEvent::Finished {
+                index,
+                total,
+                record: &record,
+            });
+            records.push(record);
+            index += 1;
+        }
+    }
+    let describe = backend.describe();
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        system: SystemInfo::collect(
+            &describe,
+            &backend.kind().to_string(),
+            config.gpu_info.clone(),
+        ),
+        settings: Settings {
+            warmup: config.warmup,
+            iters: config.iters,
+            min_time_s: config.min_time,
+            max_iters: config.max_iters,
+            cache_bytes: config.cache_bytes as u64,
+            max_input_sets: config.max_input_sets,
+            verify_full_limit: config.verify_full_limit,
+            verify_samples: config.verify_samples,
+            seed: config.seed,
+        },
+        baselines: config
+            .baselines
+            .clone()
+            .unwrap_or_else(|| Baselines::for_backend(backend.kind())),
+        ceilings: Default::default(),
+        records,
+    };
+    let sheet = config.datasheet.clone().or_else(|| datasheet(&describe));
+    report.apply_ceilings(config.measured_ceilings.clone(), sheet);
+    report.compute_ratios();
+    report
+}
+
+fn bench_one(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    kernel: &KernelSpec,
+    cache: &mut InputCache,
+    index: usize,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Record {
+    let problem = cache.problem;
+    let mut rec = Record::new(kernel, &problem, Status::Skipped);
+    let skip = |mut rec: Record, why: String| {
+        rec.status = Status::Skipped;
+        rec.reason = Some(why);
+        rec
+    };
+    let fail = |mut rec: Record, why: String| {
+        rec.status = Status::Failed;
+        rec.reason = Some(why);
+        rec
+    };
+    if let Err(e) = backend.check(kernel, &problem, RunOptions::default()) {
+        return skip(rec, e.to_string());
+    }
+    let host = problem
+        .host_bytes()
+        .and_then(|b| matmul::ensure_host_memory(&problem, b));
+    if let Err(e) = host {
+        return skip(rec, e.to_string());
+    }
+    if let Err(e) = cache.ensure(1, config.seed) {
+        return skip(rec, e);
+    }
+
+    // Verify before timing: a wrong kernel is never timed.
+    let set0 = &cache.sets[0];
+    let c = match backend.run(kernel, &problem, &set0.a, &set0.b, RunOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return fail(rec, format!("run: {e}")),
+    };
+    if cache.reference.is_none() {
+        match Reference::compute(
+            &problem,
+            &set0.a,
+            &set0.b,
+            config.verify_full_limit as u128,
+            config.verify_samples,
+            config.seed,
+        ) {
+            Ok(r) => cache.reference = Some(r),
+            Err(e) => return fail(rec, format!("reference: {e}")),
+        }
+    }
+    let verdict = cache
+        .reference
+        .as_ref()
+        .map(|r| r.check(&problem, &c))
+        .expect("computed above");
+    drop(c);
+    let passed = verdict.passed;
+    let summary = verdict.summary();
+    rec.verification = Some(verdict);
+    if !passed {
+        return fail(rec, format!("verification {summary}"));
+    }
+
+    // Rotate among enough input sets to exceed the cache.
+    let set_bytes = cache.set_bytes().max(1);
+    let mut wanted = config
+        .cache_bytes
+        .div_ceil(set_bytes)
+        .clamp(1, config.max_input_sets.max(1));
+    while wanted > 1
+        && matmul::ensure_host_memory(&problem, wanted.saturating_mul(set_bytes)).is_err()
+    {
+        wanted -= 1;
+    }
+    if let Err(e) = cache.ensure(wanted, config.seed) {
+        return fail(rec, e);
+    }
+    let sets = &cache.sets[..wanted.min(cache.sets.len())];
+    progress(ProgressEvent::Timing {
+        index,
+        input_sets: sets.len(),
+        warmup: config.warmup,
+    });
+    let first = config
+        .iters
+        .unwrap_or(if config.min_time.is_some() {
+            1
+        } else {
+            DEFAULT_ITERS
+        })
+        .max(1);
+    let timed = (|| -> matmul::Result<(usize, Vec<f64>)> {
+        // A slow kernel (the seeds' row-per-thread kernels at large n) gets fewer launches rather
+        // than hours: one probe launch sizes warm-up and iterations to the per-case budget. The
+        // count actually timed is recorded.
+        let (mut warmup, mut first) = (config.warmup, first);
+        if let Some(budget) = config.max_case_seconds {
+            let probe = backend.time(kernel, &problem, sets, 0, 1)?;
+            let per = probe.first().copied().unwrap_or(0.0).max(1e-9);
+            if per * (warmup + first) as f64 > budget {
+                warmup = warmup.min(1);
+                first = ((budget / per) as usize).clamp(1, first);
+            }
+        }
+        let mut samples = backend.time(kernel, &problem, sets, warmup, first)?;
+        if let Some(min_time) = config.min_time {
+            loop {
+                let spent: f64 = samples.iter().sum();
+                if spent >= min_time || samples.len() >= config.max_iters || samples.is_empty() {
+                    break;
+                }
+                let per = (spent / samples.len() as f64).max(1e-9);
+                let more = (((min_time - spent) / per).ceil() as usize)
+                    .clamp(1, config.max_iters - samples.len());
+                samples.extend(backend.time(kernel, &problem, sets, 0, more)?);
+            }
+        }
+        Ok((warmup, samples))
+    })();
+    let (warmup, samples) = match timed {
+        Ok(s) => s,
+        Err(e) => return fail(rec, format!("timing: {e}")),
+    };
+    if samples.iter().any(|t| !t.is_finite() || *t < 0.0) {
+        return fail(rec, "timing returned a negative or non-finite time".into());
+    }
+    let Some(stats) = Stats::from_samples(&samples) else {
+        return fail(rec, "timing returned no samples".into());
+    };
+    rec.timing = Some(Timing {
+        warmup,
+        iters: samples.len(),
+        input_sets: sets.len(),
+        input_set_bytes: set_bytes as u64,
+        stats,
+        samples_s: samples,
+    });
+    if stats.median > 0.0 {
+        rec.rate_gops = Some(rec.flops / stats.median / 1e9);
+        rec.bandwidth_gbs = Some(rec.min_bytes / stats.median / 1e9);
+    }
+    rec.status = Status::Ok;
+    rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("16384K"), Some(16 << 20));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+        assert!(default_cpu_cache_bytes() >= 1 << 10);
+    }
+
+    #[test]
+    fn problems_cross_dtypes_shapes_ops() {
+        let mut c = BenchConfig::new(
+            vec![],
+            vec![DType::F32, DType::U32],
+            vec![Shape { m: 2, n: 3, k: 4 }],
+        );
+        c.ops = vec![(Op::N, Op::N), (Op::T, Op::N)];
+        let p = c.problems();
+        assert_eq!(p.len(), 4);
+        assert_eq!(
+            p[1],
+            Problem::new(2, 3, 4, DType::F32).with_ops(Op::T, Op::N)
+        );
+        assert_eq!(p[2].dtype, DType::U32);
+    }
+}

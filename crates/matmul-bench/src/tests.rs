@@ -1,0 +1,543 @@
+//! End-to-end tests: a CPU benchmark written to disk and read back, a failing kernel, and the
+//! well-formedness of what the renderers write.
+
+use std::cell::Cell;
+use std::path::PathBuf;
+
+use matmul::cpu::CpuBackend;
+use matmul::registry::{BackendKind, DeviceLimits};
+use matmul::{AnyMatrix, Backend, DType, Inputs, KernelSpec, Problem, RunOptions, Shape};
+
+use crate::*;
+
+/// A minimal XML well-formedness check: balanced tags, quoted attributes, known entities, one
+/// root. Returns the number of elements.
+pub(crate) fn check_xml(s: &str) -> Result<usize, String> {
+    fn check_text(t: &str) -> Result<(), String> {
+        let mut rest = t;
+        while let Some(i) = rest.find('&') {
+            let after = &rest[i + 1..];
+            let end = after.find(';').ok_or("unterminated entity")?;
+            let ent = &after[..end];
+            let ok = matches!(ent, "amp" | "lt" | "gt" | "quot" | "apos")
+                || ent.starts_with('#') && ent.len() > 1;
+            if !ok {
+                return Err(format!("unknown entity &{ent};"));
+            }
+            rest = &after[end + 1..];
+        }
+        Ok(())
+    }
+    let mut stack: Vec<String> = Vec::new();
+    let (mut elements, mut roots) = (0usize, 0usize);
+    let mut rest = s.trim_start();
+    if rest.starts_with("<?xml") {
+        rest = &rest[rest.find("?>").ok_or("unterminated declaration")? + 2..];
+    }
+    while let Some(i) = rest.find('<') {
+        let text = &rest[..i];
+        if stack.is_empty() && !text.trim().is_empty() {
+            return Err(format!("text outside the root: {text:?}"));
+        }
+        check_text(text)?;
+        rest = &rest[i..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            rest = &r[r.find("-->").ok_or("unterminated comment")? + 3..];
+            continue;
+        }
+        // Find the tag's end, skipping quoted attribute values.
+        let (mut quote, mut end) = (None, None);
+        for (j, c) in rest.char_indices().skip(1) {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '>') => {
+                    end = Some(j);
+                    break;
+                }
+                (None, '<') => return Err("'<' inside a tag".into()),
+                _ => {}
+            }
+        }
+        let end = end.ok_or("unterminated tag")?;
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack.pop().ok_or(format!("stray </{name}>"))?;
+            if open != name.trim() {
+                return Err(format!("<{open}> closed by </{name}>"));
+            }
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name: String = body.chars().take_while(|c| !c.is_whitespace()).collect();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+        {
+            return Err(format!("bad element name in <{tag}>"));
+        }
+        // Attributes: name="value" pairs.
+        let mut attrs = body[name.len()..].trim();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find('=')
+                .ok_or(format!("attribute without value in <{tag}>"))?;
+            let q = attrs[eq + 1..].chars().next().ok_or("missing quote")?;
+            if q != '"' && q != '\'' {
+                return Err(format!("unquoted attribute in <{tag}>"));
+            }
+            let vstart = eq + 2;
+            let vend = vstart + attrs[vstart..].find(q).ok_or("unterminated value")?;
+            check_text(&attrs[vstart..vend])?;
+            attrs = attrs[vend + 1..].trim_start();
+        }
+        elements += 1;
+        if stack.is_empty() {
+            roots += 1;
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    if !rest.trim().is_empty() {
+        return Err("text after the root".into());
+    }
+    match (stack.is_empty(), roots) {
+        (true, 1) => Ok(elements),
+        (false, _) => Err(format!("unclosed <{}>", stack.join("> <"))),
+        (_, n) => Err(format!("{n} root elements")),
+    }
+}
+
+/// Parses RFC 4180 CSV (quoted fields may hold commas, quotes and newlines).
+pub(crate) fn parse_csv(s: &str) -> Result<Vec<Vec<String>>, String> {
+    let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+    let mut chars = s.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, '"') => return Err("quote inside an unquoted field".into()),
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err("unterminated quoted field".into());
+    }
+    if !field.is_empty() || !row.is_empty() {
+        row.push(field);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("matmul-bench-{tag}-{}-{nanos}", std::process::id()))
+}
+
+fn cpu_kernels() -> Vec<&'static KernelSpec> {
+    vec![
+        matmul::find("cpu").unwrap(),
+        matmul::find("cpu-reference").unwrap(),
+    ]
+}
+
+fn small_config(kernels: Vec<&'static KernelSpec>) -> BenchConfig {
+    let mut c = BenchConfig::new(
+        kernels,
+        vec![DType::F32, DType::U32],
+        vec![
+            Shape {
+                m: 32,
+                n: 32,
+                k: 32,
+            },
+            Shape {
+                m: 17,
+                n: 33,
+                k: 65,
+            },
+        ],
+    );
+    c.warmup = 1;
+    c.iters = Some(3);
+    c.min_time = None;
+    c.cache_bytes = 64 << 10;
+    c
+}
+
+#[test]
+fn cpu_end_to_end_writes_every_report() {
+    let mut config = small_config(cpu_kernels());
+    // One kernel the CPU cannot run, to exercise the SKIPPED path.
+    config.kernels.push(matmul::find("naive").unwrap());
+    config.measured_ceilings = Some(measure_cpu(&CpuCeilingOptions::quick()));
+    let mut events = (0usize, 0usize, 0usize);
+    let report = run(&CpuBackend, &config, &mut |e| match e {
+        ProgressEvent::Planned { total } => events.0 = total,
+        ProgressEvent::Finished { .. } => events.1 += 1,
+        ProgressEvent::Timing { input_sets, .. } => {
+            assert!(input_sets >= 1);
+            events.2 += 1
+        }
+        ProgressEvent::Started { .. } => {}
+    });
+    assert_eq!(events, (12, 12, 8));
+    assert_eq!(report.records.len(), 12);
+    for r in &report.records {
+        if r.kernel == "naive" {
+            assert_eq!(r.status, Status::Skipped, "{r:?}");
+            assert!(
+                r.reason
+                    .as_deref()
+                    .unwrap()
+                    .contains("not available on the cpu backend"),
+                "{:?}",
+                r.reason
+            );
+            assert!(r.timing.is_none() && r.verification.is_none());
+            continue;
+        }
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let t = r.timing.as_ref().unwrap();
+        assert_eq!((t.warmup, t.iters, t.stats.count), (1, 3, 3));
+        assert!(t.input_sets > 1, "64 KiB of cache needs several sets");
+        assert!(r.verification.as_ref().unwrap().passed);
+        assert!(r.rate_gops.unwrap() > 0.0);
+        assert!(r.roof.as_ref().unwrap().percent.unwrap() > 0.0);
+        assert_eq!(r.vs_cublas, None, "no cuBLAS on the CPU");
+        assert!(
+            r.vs_naive.unwrap() > 0.0,
+            "cpu-reference is the CPU's naive baseline"
+        );
+        if r.kernel == "cpu-reference" {
+            assert_eq!(r.vs_naive, Some(1.0));
+        }
+    }
+    let u32_rec = report
+        .records
+        .iter()
+        .find(|r| r.dtype == DType::U32)
+        .unwrap();
+    assert_eq!(u32_rec.rate_unit, "OP/s");
+    assert_eq!(
+        u32_rec.roof.as_ref().unwrap().compute_roof.as_deref(),
+        Some("int32")
+    );
+
+    let table = report.table();
+    println!("{table}");
+    assert_eq!(table.lines().filter(|l| l.ends_with(" OK")).count(), 8);
+    assert!(table.contains("skipped naive f32 (2x)"));
+
+    let dir = temp_dir("e2e");
+    let files = write_reports(&report, &dir).unwrap();
+    for p in [
+        &files.json,
+        &files.csv,
+        &files.svg,
+        &files.markdown,
+        &files.html,
+    ] {
+        assert!(p.exists(), "{} missing", p.display());
+    }
+    let back = Report::from_json(&std::fs::read_to_string(&files.json).unwrap()).unwrap();
+    assert_eq!(back, report);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.json).unwrap()).unwrap();
+    assert_eq!(json["schema_version"], SCHEMA_VERSION);
+    assert_eq!(json["records"][0]["status"], "OK");
+
+    let csv = parse_csv(&std::fs::read_to_string(&files.csv).unwrap()).unwrap();
+    assert_eq!(csv.len(), 1 + report.records.len());
+    assert!(csv.iter().all(|r| r.len() == csv[0].len()));
+
+    let svg = std::fs::read_to_string(&files.svg).unwrap();
+    check_xml(&svg).unwrap();
+    assert_eq!(
+        svg.matches(r#"class="point""#).count(),
+        4,
+        "cpu, cpu-reference × f32, u32"
+    );
+
+    let md = std::fs::read_to_string(&files.markdown).unwrap();
+    println!("{md}");
+    assert!(md.contains("| kernel | dtype | shape | median (ms) |"));
+    assert!(md.contains("![roofline](roofline.svg)"));
+    assert!(md.contains("## Ceilings"));
+    assert_eq!(md.lines().filter(|l| l.starts_with("| cpu")).count(), 8);
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    assert!(html.contains("<svg") && html.trim_end().ends_with("</html>"));
+    assert_eq!(
+        html.matches("<table>").count(),
+        html.matches("</table>").count()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The CPU backend, but `run` returns a corrupted C (or an error) and `time` counts its calls.
+struct Corrupting {
+    inner: CpuBackend,
+    error: bool,
+    timed: Cell<usize>,
+}
+
+impl Backend for Corrupting {
+    fn kind(&self) -> BackendKind {
+        self.inner.kind()
+    }
+    fn describe(&self) -> String {
+        "corrupting test backend".into()
+    }
+    fn limits(&self) -> Option<DeviceLimits> {
+        None
+    }
+    fn run(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> matmul::Result<AnyMatrix> {
+        if self.error {
+            return Err(matmul::Error::Invalid("launch failed (simulated)".into()));
+        }
+        let mut c = self.inner.run(kernel, problem, a, b, opts)?;
+        match &mut c {
+            // An element of the last row: the sampled check reads all of it.
+            AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
+            AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
+            _ => unreachable!(),
+        }
+        Ok(c)
+    }
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+    ) -> matmul::Result<Vec<f64>> {
+        self.timed.set(self.timed.get() + 1);
+        self.inner.time(kernel, problem, inputs, warmup, iters)
+    }
+}
+
+#[test]
+fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
+    for error in [false, true] {
+        let backend = Corrupting {
+            inner: CpuBackend,
+            error,
+            timed: Cell::new(0),
+        };
+        let mut config = small_config(cpu_kernels());
+        config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
+        let report = run(&backend, &config, &mut |_| {});
+        assert_eq!(backend.timed.get(), 0, "a failed kernel must not be timed");
+        assert_eq!(report.records.len(), 8);
+        for r in &report.records {
+            assert_eq!(r.status, Status::Failed, "{r:?}");
+            assert!(r.timing.is_none() && r.rate_gops.is_none() && r.vs_naive.is_none());
+            let reason = r.reason.as_deref().unwrap();
+            if error {
+                assert!(reason.contains("simulated"), "{reason}");
+                assert!(r.verification.is_none());
+            } else {
+                assert!(reason.starts_with("verification FAILED"), "{reason}");
+                let v = r.verification.as_ref().unwrap();
+                assert!(!v.passed && v.mismatches >= 1);
+                assert_eq!(v.method, VerifyMethod::Sampled);
+            }
+        }
+        let table = report.table();
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with("FAILED ")).count(),
+            8
+        );
+        assert!(check_xml(&report.roofline_svg()).is_ok());
+        assert_eq!(report.roofline_svg().matches(r#"class="point""#).count(), 0);
+    }
+}
+
+fn synthetic_report() -> Report {
+    let mut config = small_config(cpu_kernels());
+    config.dtypes = vec![DType::F32];
+    config.shapes = vec![Shape { m: 8, n: 8, k: 8 }];
+    let mut report = run(&CpuBackend, &config, &mut |_| {});
+    // Make it look like a GPU run: many kernels and dtypes, datasheet and measured ceilings.
+    let template = report.records[0].clone();
+    let mut records = Vec::new();
+    let kernels = ["naive", "tiled", "tiled-async", "cublas", "row", "ele"];
+    for (ki, k) in kernels.iter().enumerate() {
+        for (di, dtype) in [DType::F32, DType::U32, DType::Tf32, DType::Bf16]
+            .iter()
+            .enumerate()
+        {
+            for (si, n) in [1024usize, 4096].iter().enumerate() {
+                let mut r = template.clone();
+                r.kernel = k.to_string();
+                r.dtype = *dtype;
+                r.problem = Problem::square(*n, *dtype);
+                r.shape = r.problem.shape_label();
+                r.flops = r.problem.flops();
+                r.intensity_model = 0.25 * (1 + ki * 8) as f64;
+                r.rate_gops = Some(1_000.0 * (1 + ki + di + si) as f64);
+                r.rate_unit = format!("{}/s", dtype.rate_unit());
+                r.reason = Some("note, with \"quotes\"\nand a newline".into());
+                records.push(r);
+            }
+        }
+    }
+    report.records = records;
+    report.baselines = Baselines::for_backend(BackendKind::Cuda);
+    report.system.device = "NVIDIA H100 80GB HBM3 <test> & co".into();
+    report.system.gpu = Some(serde_json::json!({"name": "H100", "sms": 132}));
+    let measured = Ceilings {
+        device: "H100".into(),
+        memory_bandwidth_gbs: Some(3_000.0),
+        fp32_gflops: Some(60_000.0),
+        int32_gops: None,
+        tensor: vec![("bf16".into(), 800_000.0)],
+        source: "measured: test".into(),
+    };
+    report.apply_ceilings(Some(measured), datasheet("NVIDIA H100 80GB HBM3"));
+    report.compute_ratios();
+    report
+}
+
+#[test]
+fn json_round_trip() {
+    let report = synthetic_report();
+    let text = report.to_json().unwrap();
+    let back = Report::from_json(&text).unwrap();
+    assert_eq!(back, report);
+    assert_eq!(back.to_json().unwrap(), text);
+    assert!(Report::from_json("{}").is_err());
+}
+
+#[test]
+fn csv_has_one_row_per_record_and_quotes_properly() {
+    let report = synthetic_report();
+    let csv = report.to_csv();
+    let rows = parse_csv(&csv).unwrap();
+    assert_eq!(rows.len(), 1 + report.records.len());
+    let reason_col = rows[0].iter().position(|h| h == "reason").unwrap();
+    assert_eq!(rows[1][reason_col], "note, with \"quotes\"\nand a newline");
+    assert!(rows.iter().all(|r| r.len() == rows[0].len()));
+}
+
+#[test]
+fn svg_is_well_formed_with_one_point_per_result() {
+    let report = synthetic_report();
+    let points = report.plot_points();
+    // Largest shape per kernel × dtype: 6 kernels × 4 dtypes.
+    assert_eq!(points.len(), 24);
+    assert!(points.iter().all(|p| p.shape.starts_with("4096")));
+    let svg = report.roofline_svg();
+    let elements = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    assert!(elements > 50);
+    assert_eq!(svg.matches(r#"class="point""#).count(), points.len());
+    assert_eq!(svg.matches(r#"class="point-label""#).count(), points.len());
+    // Measured roofs solid, the datasheet ones they override dashed; tf32 from the datasheet.
+    assert!(svg.contains("memory 3.00 TB/s (measured)"));
+    assert!(svg.contains("memory 3.35 TB/s (datasheet)"));
+    assert!(svg.contains("tf32 495 TFLOP/s (datasheet)"));
+    assert!(svg.contains("int32 33.5 TOP/s (datasheet)"));
+    assert!(svg.contains("&lt;test&gt; &amp; co"));
+    if let Some(dir) = std::env::var_os("MATMUL_BENCH_DUMP") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("synthetic.svg"), &svg).unwrap();
+        std::fs::write(
+            dir.join("synthetic.md"),
+            report.to_markdown("synthetic.svg"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("synthetic.html"), report.to_html()).unwrap();
+        println!("{}", report.table());
+    }
+    assert!(check_xml("<a><b></a></b>").is_err());
+    assert!(check_xml("<a x=1/>").is_err());
+    assert!(check_xml("<a>&nope;</a>").is_err());
+}
+
+#[test]
+fn ratios_use_only_baselines_that_ran() {
+    let mut report = synthetic_report();
+    let find = |r: &Report, k: &str, d: DType, n: usize| {
+        r.records
+            .iter()
+            .find(|x| x.kernel == k && x.dtype == d && x.problem.m == n)
+            .cloned()
+            .unwrap()
+    };
+    // Synthetic records keep the template's timing; give the baselines distinct medians.
+    for r in &mut report.records {
+        let t = r.timing.as_mut().unwrap();
+        t.stats.median = match r.kernel.as_str() {
+            "cublas" => 1.0,
+            "naive" => 8.0,
+            _ => 2.0,
+        };
+    }
+    report.compute_ratios();
+    let tiled = find(&report, "tiled", DType::F32, 1024);
+    assert_eq!(tiled.vs_cublas, Some(0.5));
+    assert_eq!(tiled.vs_naive, Some(4.0));
+    // A failed baseline gives no ratio.
+    for r in &mut report.records {
+        if r.kernel == "cublas" && r.dtype == DType::F32 {
+            r.status = Status::Failed;
+        }
+    }
+    report.compute_ratios();
+    assert_eq!(find(&report, "tiled", DType::F32, 1024).vs_cublas, None);
+    assert_eq!(
+        find(&report, "tiled", DType::U32, 1024).vs_cublas,
+        Some(0.5)
+    );
+}
+
+#[test]
+fn large_products_are_verified_by_sampling() {
+    let mut config = small_config(cpu_kernels());
+    config.shapes = vec![Shape {
+        m: 17,
+        n: 33,
+        k: 65,
+    }];
+    config.verify_full_limit = 17 * 33 * 65 - 1;
+    config.verify_samples = 16;
+    let report = run(&CpuBackend, &config, &mut |_| {});
+    assert_eq!(report.records.len(), 4);
+    for r in &report.records {
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let v = r.verification.as_ref().unwrap();
+        assert_eq!(v.method, VerifyMethod::Sampled);
+        // 16 random entries at most, plus the last row (33) and column (17) sharing a corner.
+        assert!(
+            v.checked >= 33 + 17 - 1 && v.checked <= 33 + 17 + 16 + 3,
+            "{v:?}"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! `matmul bench`: every kernel against cuBLAS and the machine's own measured limits, in one run.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use matmul::cuda::CudaBackend;
+use matmul::{Backend, BackendChoice, BackendKind, DType, KernelSpec, Op, Shape, KERNELS};
+use matmul_bench::{measure_cpu, BenchConfig, Ceilings, CpuCeilingOptions, ProgressEvent};
+
+use crate::cli_error::{CliError, CliResult};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend).
+    #[arg(long, default_value = "all")]
+    kernels: String,
+    /// Comma-separated dtypes (default: f32,u32,tf32,bf16,f16 on CUDA; f32,u32 on the CPU).
+    #[arg(long, value_delimiter = ',')]
+    dtypes: Vec<DType>,
+    /// Square sizes, comma-separated (default: 1024,2048,4096 on CUDA; 256,512,1024 on the CPU).
+    #[arg(long, value_delimiter = ',', conflicts_with = "shapes")]
+    sizes: Vec<usize>,
+    /// Shapes MxNxK, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    shapes: Vec<Shape>,
+    #[arg(long)]
+    transpose_a: bool,
+    #[arg(long)]
+    transpose_b: bool,
+    /// Untimed launches before timing.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed launches (default: as many as fit in --min-time).
+    #[arg(long, conflicts_with = "min_time")]
+    iters: Option<usize>,
+    /// Seconds of timed launches per case (default 0.25).
+    #[arg(long)]
+    min_time: Option<f64>,
+    /// Seconds a slow kernel may spend per case before its launch count is cut (default 5).
+    #[arg(long, default_value_t = 5.0)]
+    max_case_seconds: f64,
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html).
+    #[arg(long, default_value = "target/matmul-report")]
+    out: PathBuf,
+    /// A short run: small sizes, CPU fast kernel or the GPU's faster kernels.
+    #[arg(long)]
+    quick: bool,
+    /// Skip measuring the ceilings (the datasheet values are still shown).
+    #[arg(long)]
+    no_ceilings: bool,
+}
+
+fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
+    if !args.shapes.is_empty() {
+        return args.shapes.clone();
+    }
+    let sizes = match (args.sizes.is_empty(), kind, args.quick) {
+        (false, _, _) => args.sizes.clone(),
+        (true, BackendKind::Cuda, false) => vec![1024, 2048, 4096],
+        (true, BackendKind::Cuda, true) => vec![1024, 2048],
+        (true, BackendKind::Cpu, false) => vec![256, 512, 1024],
+        (true, BackendKind::Cpu, true) => vec![128, 256, 512],
+    };
+    sizes.into_iter().map(|n| Shape { m: n, n, k: n }).collect()
+}
+
+fn kernels(args: &BenchArgs, kind: BackendKind) -> CliResult<Vec<&'static KernelSpec>> {
+    if args.kernels.eq_ignore_ascii_case("all") {
+        let slow_in_quick = ["row-global", "row", "rowpack", "single-block"];
+        return Ok(KERNELS
+            .iter()
+            .filter(|k| k.backend == kind && !(args.quick && slow_in_quick.contains(&k.name)))
+            .collect());
+    }
+    let mut out = Vec::new();
+    for name in args
+        .kernels
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        let k = matmul::find(name)?;
+        if k.backend != kind {
+            return Err(CliError::input(format!(
+                "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
+                k.name, k.backend
+            )));
+        }
+        if !out.iter().any(|o: &&KernelSpec| o.name == k.name) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
+/// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
+enum Opened {
+    Cpu(matmul::cpu::CpuBackend),
+    Cuda(Box<CudaBackend>),
+}
+
+fn open(choice: BackendChoice) -> CliResult<Opened> {
+    match choice {
+        BackendChoice::Cpu => Ok(Opened::Cpu(matmul::cpu::CpuBackend)),
+        BackendChoice::Cuda => Ok(Opened::Cuda(Box::new(CudaBackend::new(0)?))),
+        BackendChoice::Auto => match CudaBackend::new(0) {
+            Ok(b) => Ok(Opened::Cuda(Box::new(b))),
+            Err(e) => {
+                eprintln!("matmul: benchmarking the CPU backend ({e})");
+                Ok(Opened::Cpu(matmul::cpu::CpuBackend))
+            }
+        },
+    }
+}
+
+pub fn bench(args: BenchArgs) -> CliResult {
+    let opened = open(args.backend)?;
+    let backend: &dyn Backend = match &opened {
+        Opened::Cpu(b) => b,
+        Opened::Cuda(b) => b.as_ref(),
+    };
+    let kind = backend.kind();
+    let dtypes = if !args.dtypes.is_empty() {
+        args.dtypes.clone()
+    } else if kind == BackendKind::Cuda {
+        DType::ALL.to_vec()
+    } else {
+        vec![DType::F32, DType::U32]
+    };
+    let kernels = kernels(&args, kind)?;
+    if kernels.is_empty() {
+        return Err(CliError::input("no kernels to benchmark"));
+    }
+    let mut config = BenchConfig::new(kernels, dtypes, shapes(&args, kind));
+    config.ops = vec![(
+        Op::from_flag(args.transpose_a),
+        Op::from_flag(args.transpose_b),
+    )];
+    config.warmup = args.warmup;
+    config.iters = args.iters;
+    if args.iters.is_some() {
+        config.min_time = None;
+    } else if let Some(t) = args.min_time {
+        config.min_time = Some(t);
+    }
+    config.max_case_seconds = Some(args.max_case_seconds);
+    match &opened {
+        Opened::Cpu(_) => {
+            config.cache_bytes = matmul_bench::default_cpu_cache_bytes();
+            if !args.no_ceilings {
+                eprintln!(
+                    "matmul: measuring CPU ceilings (copy bandwidth, FMA and integer peaks)..."
+                );
+                let opts = if args.quick {
+                    CpuCeilingOptions::quick()
+                } else {
+                    CpuCeilingOptions::default()
+                };
+                config.measured_ceilings = Some(measure_cpu(&opts));
+            }
+        }
+        Opened::Cuda(cuda) => {
+            config.cache_bytes = 2 * cuda.info().l2_bytes.max(1);
+            config.gpu_info = serde_json::to_value(cuda.info()).ok();
+            if !args.no_ceilings {
+                eprintln!("matmul: measuring GPU ceilings (copy bandwidth, FFMA, IMAD, cuBLAS tensor cores)...");
+                config.measured_ceilings = Some(gpu_ceilings(cuda, args.quick)?);
+            }
+        }
+    }
+
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = matmul_bench::run(backend, &config, &mut |event| match event {
+        ProgressEvent::Planned { total } => bar.set_length(total as u64),
+        ProgressEvent::Started {
+            kernel, problem, ..
+        } => bar.set_message(format!("{kernel} {problem}")),
+        ProgressEvent::Timing { .. } => {}
+        ProgressEvent::Finished { .. } => bar.inc(1),
+    });
+    bar.finish_and_clear();
+
+    println!("{}", report.table());
+    let files = matmul_bench::write_reports(&report, &args.out).map_err(|e| {
+        CliError::failure(format!(
+            "cannot write the report to {}: {e}",
+            args.out.display()
+        ))
+    })?;
+    eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, report.html beside it)", files.markdown.display());
+    let failed: Vec<_> = report
+        .records
+        .iter()
+        .filter(|r| r.status == matmul_bench::Status::Failed)
+        .map(|r| format!("{} {}", r.kernel, r.shape))
+        .collect();
+    if !failed.is_empty() {
+        return Err(CliError::failure(format!(
+            "{} case(s) FAILED verification or timing: {}",
+            failed.len(),
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The GPU's own limits, measured now: a device-to-device copy, an FFMA loop, an IMAD loop, and
+/// cuBLAS tf32 / bf16 / f16 at a large size.
+fn gpu_ceilings(cuda: &CudaBackend, quick: bool) -> CliResult<Ceilings> {
+    let m = matmul::cuda::ceilings::measure(cuda, quick)?;
+    Ok(Ceilings {
+        device: cuda.info().name.clone(),
+        memory_bandwidth_gbs: Some(m.copy_gbs),
+        fp32_gflops: Some(m.fp32_gflops),
+        int32_gops: Some(m.int32_gops),
+        tensor: m.tensor_gflops,
+        source: format!("measured: {}", m.method),
+    })
+}

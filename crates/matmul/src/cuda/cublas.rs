@@ -1,0 +1,83 @@
+//! The cuBLAS baseline: one `cublasGemmEx` per product, row-major handled by computing
+//! Cᵀ = op(B)ᵀ · op(A)ᵀ in cuBLAS's column-major terms.
+//!
+//! A row-major r×c buffer is a column-major c×r matrix with leading dimension c: the same bytes
+//! read as the transpose. So row-major C (m×n) is column-major Cᵀ (n×m, ldc = n), and
+//! Cᵀ = op(B)ᵀ·op(A)ᵀ is a column-major GEMM with m' = n, n' = m, B first:
+//! - op(B) = B (stored k×n): the buffer read column-major is Bᵀ = op(B)ᵀ → `OP_N`, ld = n.
+//! - op(B) = Bᵀ (stored n×k): the buffer read column-major is Bᵀ (k×n) = op(B); cuBLAS must
+//!   transpose it → `OP_T`, ld = k.
+//! - A likewise: `OP_N` with ld = k (stored m×k), `OP_T` with ld = m (stored k×m).
+//!
+//! The leading dimension is always the stored row length. Compute types: f32 →
+//! `CUBLAS_COMPUTE_32F` (true FP32: cuBLAS's default math mode forbids TF32 down-conversion);
+//! tf32 → `CUBLAS_COMPUTE_32F_FAST_TF32`; bf16 / f16 → 16-bit A and B, f32 C, `CUBLAS_COMPUTE_32F`.
+//! beta = 0, so cuBLAS never reads the poisoned C.
+
+use std::ffi::c_void;
+
+use cudarc::cublas::sys::{
+    cublasComputeType_t as Compute, cublasOperation_t as Op, cudaDataType as Data,
+};
+use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
+
+use super::libs::Context;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::problem::{Op as MOp, Problem};
+
+/// Enqueues C = op(A)·op(B) on `blas`'s stream; `a`, `b`, `c` are device pointers holding A and B
+/// stored as `problem` says and room for m×n f32 outputs.
+pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -> Result<()> {
+    let (input, compute) = match problem.dtype {
+        DType::F32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
+        DType::Tf32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F_FAST_TF32),
+        DType::Bf16 => (Data::CUDA_R_16BF, Compute::CUBLAS_COMPUTE_32F),
+        DType::F16 => (Data::CUDA_R_16F, Compute::CUBLAS_COMPUTE_32F),
+        DType::U32 => {
+            return Err(Error::Invalid(
+                "cuBLAS has no wrapping u32 GEMM; use a SIMT kernel".into(),
+            ))
+        }
+    };
+    let int = |v: usize| {
+        i32::try_from(v)
+            .map_err(|_| Error::Invalid(format!("{problem}: dimension {v} exceeds cuBLAS's int")))
+    };
+    let (m, n, k) = (int(problem.m)?, int(problem.n)?, int(problem.k)?);
+    let (op_b, ld_b) = match problem.op_b {
+        MOp::N => (Op::CUBLAS_OP_N, n),
+        MOp::T => (Op::CUBLAS_OP_T, k),
+    };
+    let (op_a, ld_a) = match problem.op_a {
+        MOp::N => (Op::CUBLAS_OP_N, k),
+        MOp::T => (Op::CUBLAS_OP_T, m),
+    };
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    // SAFETY: the pointers come from live allocations sized for `problem`; alpha and beta are host
+    // f32 scalars (host pointer mode, the handle's default), matching the f32 compute types.
+    unsafe {
+        blas::gemm_ex(
+            *blas.handle(),
+            op_b,
+            op_a,
+            n,
+            m,
+            k,
+            &alpha as *const f32 as *const c_void,
+            b as *const c_void,
+            input,
+            ld_b,
+            a as *const c_void,
+            input,
+            ld_a,
+            &beta as *const f32 as *const c_void,
+            c as *mut c_void,
+            Data::CUDA_R_32F,
+            n,
+            compute,
+            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+        )
+    }
+    .ctx(|| format!("cublasGemmEx for {problem}"))
+}

@@ -1,0 +1,204 @@
+//! NVRTC compiles every CUDA kernel of the registry × each of its dtypes for Hopper (sm_90a) and
+//! Ampere (sm_80), at the registry's tile and at the puzzles' TILE 3; any compile error or any
+//! register spill fails. Needs libnvrtc only (no driver, no GPU): CI installs the PyPI wheel
+//! `nvidia-cuda-nvrtc==13.0.*` and puts its `nvidia/cu13/lib` on LD_LIBRARY_PATH.
+//!
+//! Without libnvrtc every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_NVRTC=1.
+//! `--nocapture` prints the ptxas table (registers, spills, shared memory, stack per kernel).
+
+use matmul::cuda::compile::{self, DiskCache};
+use matmul::registry::{Geometry, KERNELS};
+use matmul::{DType, Error, KernelSpec};
+
+const ARCHS: [&str; 2] = ["sm_90a", "sm_80"];
+
+/// Whether NVRTC is here; prints SKIP (or fails under MATMUL_REQUIRE_NVRTC=1) when it is not.
+fn nvrtc_or_skip() -> bool {
+    match compile::nvrtc_version() {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("MATMUL_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("MATMUL_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}");
+            }
+            println!("SKIP: {e}");
+            false
+        }
+    }
+}
+
+/// A private, empty cache directory for one test.
+fn temp_cache(tag: &str) -> (std::path::PathBuf, DiskCache) {
+    let dir =
+        std::env::temp_dir().join(format!("matmul-compile-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = DiskCache::at(&dir);
+    assert!(cache.dir().is_some(), "cannot create {}", dir.display());
+    (dir, cache)
+}
+
+fn cuda_kernels() -> impl Iterator<Item = &'static KernelSpec> {
+    KERNELS.iter().filter(|k| k.cuda_source().is_some())
+}
+
+/// The tile variants to compile: the registry's, and 3 for 2-D tile kernels.
+fn tiles(kernel: &KernelSpec) -> Vec<Option<u32>> {
+    match kernel.cuda_source().map(|s| s.geometry) {
+        Some(Geometry::Tile2d { tile: 3 }) | Some(Geometry::SingleBlock { tpb: 3 }) => vec![None],
+        Some(Geometry::Tile2d { .. }) | Some(Geometry::SingleBlock { .. }) => vec![None, Some(3)],
+        _ => vec![None],
+    }
+}
+
+#[test]
+fn every_kernel_compiles_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (dir, cache) = temp_cache("all");
+    let version = compile::nvrtc_version().unwrap();
+    println!("NVRTC {}.{}", version.0, version.1);
+    println!(
+        "{:<14} {:<5} {:<5} {:<7} {:>5} {:>5} {:>6} {:>6} {:>6}",
+        "kernel", "dtype", "tile", "arch", "regs", "bars", "smem", "stack", "spill"
+    );
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for kernel in cuda_kernels() {
+        for &dtype in kernel.dtypes {
+            for tile in tiles(kernel) {
+                for arch in ARCHS {
+                    count += 1;
+                    let label = format!("{} {dtype} tile={tile:?} {arch}", kernel.name);
+                    let compiled =
+                        match compile::compile_with_cache(kernel, dtype, tile, arch, &cache) {
+                            Ok(c) => c,
+                            Err(e) => {
+                                failures.push(format!("{label}: {e}"));
+                                continue;
+                            }
+                        };
+                    let entry = kernel.entry_point();
+                    let Some(info) = compiled.function(&entry) else {
+                        failures.push(format!(
+                            "{label}: ptxas reported nothing for `{entry}`:\n{}",
+                            compiled.log
+                        ));
+                        continue;
+                    };
+                    println!(
+                        "{:<14} {:<5} {:<5} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
+                        kernel.name,
+                        dtype.name(),
+                        compile::effective_tile(kernel, tile)
+                            .map_or("-".to_string(), |t| t.to_string()),
+                        arch,
+                        info.registers,
+                        info.barriers,
+                        info.shared_bytes,
+                        info.stack_frame_bytes,
+                        info.spill_store_bytes,
+                        info.spill_load_bytes
+                    );
+                    if compiled.spills() {
+                        failures.push(format!(
+                            "{label}: spills registers: {:?}",
+                            compiled.functions
+                        ));
+                    }
+                    if info.registers == 0 {
+                        failures.push(format!(
+                            "{label}: ptxas reported 0 registers:\n{}",
+                            compiled.log
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(count > 0, "the registry has no CUDA kernels");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} compilations failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn disk_cache_hits_and_survives_corruption() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (dir, cache) = temp_cache("cache");
+    let kernel = matmul::find("tiled").unwrap();
+    let first = compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    assert!(!first.from_disk_cache);
+    let second =
+        compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    assert!(
+        second.from_disk_cache,
+        "second compile missed the disk cache"
+    );
+    assert_eq!(first.cubin, second.cubin);
+    assert_eq!(first.functions, second.functions);
+    // A different define is a different entry.
+    let other = compile::compile_with_cache(kernel, DType::U32, Some(5), "sm_90a", &cache).unwrap();
+    assert_ne!(other.key, first.key);
+    // Corrupt every CUBIN: the next compile must notice and recompile, not fail.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "cubin") {
+            std::fs::write(&path, b"garbage").unwrap();
+        }
+    }
+    let third = compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    assert!(!third.from_disk_cache, "a corrupt entry was used");
+    assert_eq!(third.cubin, first.cubin);
+    // And the rewritten entry is good again.
+    let fourth =
+        compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    assert!(fourth.from_disk_cache);
+    // A cache that cannot exist only disables caching.
+    let none = DiskCache::at("/proc/no/such/dir");
+    assert!(compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &none).is_ok());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn compile_errors_carry_the_nvrtc_log() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let bad = "extern \"C\" __global__ void broken(float* x) { x[0] = undeclared_name; }\n";
+    match compile::compile_source("broken.cu", bad, &[], "sm_90a", &DiskCache::disabled()) {
+        Err(Error::Compile {
+            kernel,
+            options,
+            log,
+        }) => {
+            assert_eq!(kernel, "broken.cu");
+            assert!(options.contains("sm_90a"), "{options}");
+            assert!(log.contains("undeclared_name"), "{log}");
+            assert!(
+                log.contains("broken.cu(1)"),
+                "error positions must be the file's own: {log}"
+            );
+        }
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+    // A dtype the kernel does not take is refused before NVRTC runs.
+    let tiled = matmul::find("tiled").unwrap();
+    assert!(compile::compile(tiled, DType::Bf16, None, "sm_90a").is_err());
+    assert!(compile::compile(tiled, DType::F32, Some(0), "sm_90a").is_err());
+}
+
+#[test]
+fn nvrtc_supports_the_targets() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let archs = compile::supported_archs().unwrap();
+    println!("NVRTC archs: {archs:?}");
+    assert!(archs.contains(&90) && archs.contains(&80), "{archs:?}");
+}

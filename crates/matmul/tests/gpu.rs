@@ -1,0 +1,515 @@
+//! Every CUDA kernel of the registry (cuBLAS included) × each of its dtypes × awkward shapes ×
+//! all four op(A)/op(B) combinations, on the GPU, against `cpu::reference` through
+//! `verify::compare` (u32 also bit for bit). Plus the Mojo puzzle configurations (TILE 3), tile
+//! overrides, the poisoning of C, timing, and errors that must not be panics.
+//!
+//! Without a GPU every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_GPU=1.
+//! MATMUL_TEST_SMALL=1 keeps only small shapes (for compute-sanitizer runs).
+//! `--nocapture` prints one RESULT line per kernel and dtype.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use matmul::cpu::reference;
+use matmul::cuda::{self, CudaBackend};
+use matmul::matrix::{POISON_F32, POISON_U32};
+use matmul::registry::{Constraint, Geometry, KERNELS};
+use matmul::verify::compare;
+use matmul::{
+    open_backend, AnyMatrix, Backend, BackendChoice, BackendKind, DType, Init, Inputs, KernelSpec,
+    Op, Problem, RunOptions,
+};
+
+const OPS: [(Op, Op); 4] = [
+    (Op::N, Op::N),
+    (Op::N, Op::T),
+    (Op::T, Op::N),
+    (Op::T, Op::T),
+];
+
+/// (m, n, k): degenerate, a long K with m = n = 1, a K whose packed row needs more than 48 KiB of
+/// shared memory (rowpack / elepack opt in), odd, the 16-tile edge ±1, the 64 edge ±1, k = 1 with
+/// a wide C, non-square, and one large square for the faster kernels.
+const SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 1),
+    (1, 1, 300),
+    (1, 1, 20000),
+    (2, 3, 20000),
+    (3, 5, 7),
+    (17, 33, 65),
+    (15, 15, 15),
+    (16, 16, 16),
+    (17, 17, 17),
+    (15, 17, 16),
+    (63, 63, 63),
+    (64, 64, 64),
+    (65, 65, 65),
+    (63, 65, 64),
+    (255, 257, 1),
+    (266, 265, 264),
+    (1024, 1024, 1024),
+];
+
+fn env_is(name: &str, value: &str) -> bool {
+    std::env::var(name).as_deref() == Ok(value)
+}
+
+fn small_only() -> bool {
+    env_is("MATMUL_TEST_SMALL", "1")
+}
+
+/// The device, or None after printing SKIP (a failure under MATMUL_REQUIRE_GPU=1).
+fn gpu() -> Option<CudaBackend> {
+    match CudaBackend::new(0) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            if env_is("MATMUL_REQUIRE_GPU", "1") {
+                panic!("MATMUL_REQUIRE_GPU=1 but there is no usable GPU: {e}");
+            }
+            println!("SKIP: {e}");
+            None
+        }
+    }
+}
+
+/// Inputs and the reference result of one problem, computed once per test binary.
+struct Case {
+    a: AnyMatrix,
+    b: AnyMatrix,
+    want: AnyMatrix,
+}
+
+type CaseCell = Arc<OnceLock<Arc<Case>>>;
+
+fn case(problem: &Problem) -> Arc<Case> {
+    static CASES: OnceLock<Mutex<HashMap<Problem, CaseCell>>> = OnceLock::new();
+    let cell = CASES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(*problem)
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        let op_code = (problem.op_a == Op::T) as u64 * 2 + (problem.op_b == Op::T) as u64;
+        let seed = (problem.m as u64 * 1_000_003 + problem.n as u64 * 1009 + problem.k as u64) * 4
+            + op_code;
+        let (ar, ac) = problem.a_stored();
+        let (br, bc) = problem.b_stored();
+        let a = AnyMatrix::generate(problem.dtype, ar, ac, Init::Random { seed }).unwrap();
+        let b = AnyMatrix::generate(
+            problem.dtype,
+            br,
+            bc,
+            Init::Random {
+                seed: seed ^ 0x5555,
+            },
+        )
+        .unwrap();
+        let want = reference::matmul(problem, &a, &b).unwrap();
+        Arc::new(Case { a, b, want })
+    })
+    .clone()
+}
+
+/// The shapes `kernel` is tested on: all but the large one for one-thread-per-row kernels (a
+/// thread walks all of N·K there); under MATMUL_TEST_SMALL only small ones.
+fn shapes_for(kernel: &KernelSpec) -> Vec<(usize, usize, usize)> {
+    let per_row = matches!(
+        kernel.cuda_source().map(|s| s.geometry),
+        Some(Geometry::RowPerThread { .. })
+    );
+    SHAPES
+        .iter()
+        .copied()
+        .filter(|&(m, n, k)| {
+            let large = m * n * k > 20_000_000;
+            let small = m * n * k <= 300_000;
+            !(large && per_row) && (!small_only() || small)
+        })
+        .collect()
+}
+
+/// The large shape runs with N·N and T·T only (its reference is the costly part).
+fn ops_for(m: usize, n: usize, k: usize) -> &'static [(Op, Op)] {
+    if m * n * k > 20_000_000 {
+        &[(Op::N, Op::N), (Op::T, Op::T)]
+    } else {
+        &OPS
+    }
+}
+
+/// The rule `can_run` must give for a shape this kernel cannot run, or None if it must run it.
+fn expected_refusal(
+    kernel: &KernelSpec,
+    problem: &Problem,
+    backend: &CudaBackend,
+    tile: Option<u32>,
+) -> Option<&'static str> {
+    for c in kernel.constraints {
+        match c {
+            Constraint::FitsOneBlock => {
+                let tpb = cuda::compile::effective_tile(kernel, tile).unwrap_or(0) as usize;
+                if problem.m.max(problem.n).max(problem.k) > tpb {
+                    return Some("must cover the matrix");
+                }
+            }
+            Constraint::KFitsSharedMemory => {
+                let limit = backend.limits().unwrap().max_shared_per_block;
+                if problem.k * problem.dtype.input_bytes() > limit {
+                    return Some("shared memory");
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Runs `kernel` on one problem and returns a failure description, or None if it verified.
+fn verify(
+    backend: &CudaBackend,
+    kernel: &KernelSpec,
+    problem: &Problem,
+    opts: RunOptions,
+) -> Option<String> {
+    let label = format!("{} tile={:?} {problem}", kernel.name, opts.tile);
+    let c = case(problem);
+    match backend.run(kernel, problem, &c.a, &c.b, opts) {
+        Err(e) => Some(format!("{label}: error: {e}")),
+        Ok(got) => {
+            let v = compare(problem, &got, &c.want);
+            if !v.passed {
+                Some(format!("{label}: {v:?}"))
+            } else if problem.dtype == DType::U32 && got != c.want {
+                Some(format!("{label}: u32 result is not bit-exact"))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// The whole sweep for one kernel: every dtype, shape and op combination.
+fn sweep(name: &str) {
+    let Some(backend) = gpu() else { return };
+    let kernel = matmul::find(name).unwrap();
+    assert_eq!(kernel.backend, BackendKind::Cuda);
+    let opts = RunOptions::default();
+    let mut failures = Vec::new();
+    for &dtype in kernel.dtypes {
+        let (mut passed, mut refused) = (0, 0);
+        for (m, n, k) in shapes_for(kernel) {
+            for &(op_a, op_b) in ops_for(m, n, k) {
+                let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                let expected = expected_refusal(kernel, &problem, &backend, None);
+                match (backend.check(kernel, &problem, opts), expected) {
+                    (Ok(()), None) => match verify(&backend, kernel, &problem, opts) {
+                        None => passed += 1,
+                        Some(f) => failures.push(f),
+                    },
+                    (Err(e), Some(rule)) if e.to_string().contains(rule) => refused += 1,
+                    (Err(e), _) => {
+                        failures.push(format!("{name} {problem}: unexpected refusal: {e}"))
+                    }
+                    (Ok(()), Some(rule)) => {
+                        failures.push(format!("{name} {problem}: should be refused ({rule})"))
+                    }
+                }
+            }
+        }
+        println!("RESULT {name:<14} {dtype:<5} {passed:>4} passed {refused:>3} refused (expected)");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+macro_rules! kernel_tests {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                sweep($name);
+            }
+        )*
+        /// Adding a CUDA kernel to the registry must add it here.
+        #[test]
+        fn every_cuda_kernel_has_a_sweep() {
+            let covered = [$($name),*];
+            for k in KERNELS.iter().filter(|k| k.backend == BackendKind::Cuda) {
+                assert!(covered.contains(&k.name), "no GPU sweep for `{}`: add it to kernel_tests!", k.name);
+            }
+        }
+    };
+}
+
+kernel_tests! {
+    sweep_row_global => "row-global",
+    sweep_row => "row",
+    sweep_rowpack => "rowpack",
+    sweep_ele => "ele",
+    sweep_elepack => "elepack",
+    sweep_naive => "naive",
+    sweep_single_block => "single-block",
+    sweep_tiled => "tiled",
+    sweep_tiled_async => "tiled-async",
+    sweep_cublas => "cublas",
+}
+
+/// Tile overrides (RunOptions.tile): every 2-D tile kernel at several TILEs, single-block at
+/// larger TPBs, and the refusals of TILEs a block cannot hold.
+#[test]
+fn tile_overrides() {
+    let Some(backend) = gpu() else { return };
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for kernel in KERNELS.iter().filter(|k| k.cuda_source().is_some()) {
+        let Some(geometry) = kernel.cuda_source().map(|s| s.geometry) else {
+            continue;
+        };
+        let (tiles, shapes): (&[u32], &[(usize, usize, usize)]) = match geometry {
+            Geometry::Tile2d { .. } => (&[1, 3, 8, 32], &[(3, 5, 7), (17, 33, 65), (40, 31, 33)]),
+            Geometry::SingleBlock { .. } => (
+                &[2, 16, 32],
+                &[(2, 2, 2), (5, 7, 3), (16, 15, 16), (32, 32, 32)],
+            ),
+            _ => continue,
+        };
+        for &dtype in kernel.dtypes {
+            for &tile in tiles {
+                for &(m, n, k) in shapes {
+                    for &(op_a, op_b) in &[(Op::N, Op::N), (Op::T, Op::T)] {
+                        let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                        let opts = RunOptions { tile: Some(tile) };
+                        let expected = expected_refusal(kernel, &problem, &backend, Some(tile));
+                        match (backend.check(kernel, &problem, opts), expected) {
+                            (Ok(()), None) => {
+                                ran += 1;
+                                failures.extend(verify(&backend, kernel, &problem, opts));
+                            }
+                            (Err(e), Some(rule)) if e.to_string().contains(rule) => {}
+                            (r, _) => failures.push(format!(
+                                "{} tile {tile} {problem}: check gave {r:?}, expected {expected:?}",
+                                kernel.name
+                            )),
+                        }
+                    }
+                }
+            }
+            // More threads than a block can have, and a zero tile: errors, not launches or panics.
+            let problem = Problem::new(8, 8, 8, dtype);
+            for tile in [0, 33] {
+                let c = case(&problem);
+                match backend.run(
+                    kernel,
+                    &problem,
+                    &c.a,
+                    &c.b,
+                    RunOptions { tile: Some(tile) },
+                ) {
+                    Err(matmul::Error::Unsupported(u)) => {
+                        assert!(u.rule.contains("TILE") || u.rule.contains("threads"), "{u}")
+                    }
+                    other => failures.push(format!(
+                        "{} tile {tile}: expected a refusal, got {other:?}",
+                        kernel.name
+                    )),
+                }
+            }
+        }
+    }
+    println!("RESULT tile-overrides {ran} runs");
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The expected output list of the puzzle line starting with `prefix`.
+fn puzzle_expected(prefix: &str) -> Vec<f64> {
+    let text = include_str!("../../../tests/data/puzzles_expected.txt");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in puzzles_expected.txt"));
+    let list = &line[line.rfind('[').unwrap() + 1..line.rfind(']').unwrap()];
+    list.split(',').map(|v| v.trim().parse().unwrap()).collect()
+}
+
+/// Mojo puzzle p16: A[i] = i, B[i] = 2i; tiled / idiomatic-tiled at TILE 3 on 9×9, naive and
+/// single-block (TPB 3) on 2×2. Exact, in f32 and u32.
+#[test]
+fn puzzle_configurations() {
+    let Some(backend) = gpu() else { return };
+    let runs: [(&str, usize, Option<u32>, &str); 4] = [
+        ("tiled", 9, Some(3), "p16 --tiled"),
+        ("tiled-async", 9, Some(3), "p16 --tiled"),
+        ("single-block", 2, Some(3), "p16 --naive"),
+        ("naive", 2, None, "p16 --naive"),
+    ];
+    for (name, size, tile, line) in runs {
+        let kernel = matmul::find(name).unwrap();
+        let want = puzzle_expected(line);
+        for dtype in [DType::F32, DType::U32] {
+            let problem = Problem::square(size, dtype);
+            let a = AnyMatrix::generate(dtype, size, size, Init::Arange { scale: 1 }).unwrap();
+            let b = AnyMatrix::generate(dtype, size, size, Init::Arange { scale: 2 }).unwrap();
+            let got = backend
+                .run(kernel, &problem, &a, &b, RunOptions { tile })
+                .unwrap_or_else(|e| panic!("{name} {problem}: {e}"));
+            assert_eq!(got.to_f64_vec(), want, "{name} tile {tile:?} {problem}");
+        }
+    }
+}
+
+/// C is poisoned before every launch, and a poisoned C fails verification.
+#[test]
+fn output_is_poisoned_before_the_launch() {
+    let Some(backend) = gpu() else { return };
+    for dtype in [DType::F32, DType::U32] {
+        let problem = Problem::new(17, 33, 65, dtype);
+        let poisoned = backend.poisoned_output(&problem).unwrap();
+        match &poisoned {
+            AnyMatrix::F32(c) => {
+                assert!(c.data.iter().all(|v| v.to_bits() == POISON_F32.to_bits()))
+            }
+            AnyMatrix::U32(c) => assert!(c.data.iter().all(|&v| v == POISON_U32)),
+            other => panic!("unexpected output type {}", other.dtype()),
+        }
+        let verdict = compare(&problem, &poisoned, &case(&problem).want);
+        assert!(
+            !verdict.passed,
+            "an untouched poisoned C passed verification: {verdict:?}"
+        );
+    }
+}
+
+/// `time` returns one positive duration per timed launch, rotating input sets, for a compiled
+/// kernel, an accumulating one (C re-zeroed outside the timed region) and cuBLAS.
+#[test]
+fn timing_returns_one_duration_per_launch() {
+    let Some(backend) = gpu() else { return };
+    for (name, dtype, n) in [
+        ("tiled", DType::F32, 256),
+        ("row-global", DType::U32, 64),
+        ("cublas", DType::Bf16, 512),
+    ] {
+        let kernel = matmul::find(name).unwrap();
+        let problem = Problem::square(n, dtype);
+        let sets: Vec<Inputs> = (0..3)
+            .map(|s| Inputs {
+                a: AnyMatrix::generate(dtype, n, n, Init::Random { seed: s }).unwrap(),
+                b: AnyMatrix::generate(dtype, n, n, Init::Random { seed: s + 10 }).unwrap(),
+            })
+            .collect();
+        let times = backend.time(kernel, &problem, &sets, 2, 7).unwrap();
+        assert_eq!(times.len(), 7, "{name}");
+        assert!(
+            times.iter().all(|&t| t > 0.0 && t < 10.0),
+            "{name}: {times:?}"
+        );
+        let mut sorted = times.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "RESULT time {name} {problem}: median {:.1} us",
+            sorted[3] * 1e6
+        );
+        assert!(backend.time(kernel, &problem, &[], 0, 1).is_err());
+    }
+    // The backend still computes correctly after timing.
+    let problem = Problem::square(64, DType::F32);
+    assert!(verify(
+        &backend,
+        matmul::find("tiled").unwrap(),
+        &problem,
+        RunOptions::default()
+    )
+    .is_none());
+}
+
+/// Bad calls are errors, never panics, and leave the backend usable.
+#[test]
+fn bad_calls_are_errors() {
+    let Some(backend) = gpu() else { return };
+    let opts = RunOptions::default();
+    let problem = Problem::new(4, 5, 6, DType::F32).with_ops(Op::N, Op::T);
+    let c = case(&problem);
+    let tiled = matmul::find("tiled").unwrap();
+    // A CPU kernel on the CUDA backend.
+    assert!(backend
+        .run(matmul::find("cpu").unwrap(), &problem, &c.a, &c.b, opts)
+        .is_err());
+    // Operands swapped (wrong stored shapes), and the wrong element type.
+    assert!(backend.run(tiled, &problem, &c.b, &c.a, opts).is_err());
+    let a_u32 = AnyMatrix::generate(DType::U32, 4, 6, Init::Random { seed: 1 }).unwrap();
+    assert!(backend.run(tiled, &problem, &a_u32, &c.b, opts).is_err());
+    // A dtype the kernel does not take.
+    let bf = Problem::new(4, 5, 6, DType::Bf16);
+    let cb = case(&bf);
+    assert!(backend.run(tiled, &bf, &cb.a, &cb.b, opts).is_err());
+    // A packed K beyond the device's shared memory: refused by can_run with the rule.
+    let huge_k = Problem::new(1, 1, 1 << 20, DType::U32);
+    for name in ["rowpack", "elepack"] {
+        let e = backend
+            .check(matmul::find(name).unwrap(), &huge_k, opts)
+            .unwrap_err();
+        assert!(e.to_string().contains("shared memory"), "{e}");
+    }
+    // Still usable.
+    assert!(verify(&backend, tiled, &problem, opts).is_none());
+}
+
+/// The device description and limits are plausible.
+#[test]
+fn device_properties() {
+    let Some(backend) = gpu() else { return };
+    let info = backend.info();
+    println!("RESULT device {}", backend.describe());
+    println!("{info:#?}");
+    assert!(info.sm_count > 0 && info.max_threads_per_block >= 1024);
+    assert!(info.arch.starts_with("sm_"));
+    assert!(
+        info.shared_per_block_optin >= info.shared_per_block && info.shared_per_block >= 48 * 1024
+    );
+    assert!(info.total_memory_bytes > 0 && info.l2_bytes > 0);
+    assert_eq!(
+        backend.limits().unwrap().max_shared_per_block,
+        info.shared_per_block_optin
+    );
+    let all = cuda::list_devices().unwrap();
+    assert!(all.iter().any(|d| d.name == info.name && d.ordinal == 0));
+    let info = backend
+        .compile_info(matmul::find("tiled").unwrap(), DType::F32, None)
+        .unwrap();
+    assert!(info.registers > 0 && !info.spills(), "{info:?}");
+}
+
+/// `open_backend(Auto)` picks CUDA when it works and otherwise falls back to the CPU with the
+/// reason: never a panic (this one also runs on machines without a GPU).
+#[test]
+fn auto_backend_falls_back_without_panicking() {
+    let direct = CudaBackend::new(0);
+    let (backend, reason) = open_backend(BackendChoice::Auto).expect("Auto always opens a backend");
+    match direct {
+        Ok(_) => {
+            assert_eq!(backend.kind(), BackendKind::Cuda);
+            assert!(reason.is_none());
+        }
+        Err(e) => {
+            assert_eq!(backend.kind(), BackendKind::Cpu);
+            let reason = reason.expect("the fallback says why");
+            assert_eq!(reason, e.to_string());
+            println!("fell back to the CPU: {reason}");
+            assert!(open_backend(BackendChoice::Cuda).is_err());
+            match cuda::list_devices() {
+                Ok(list) => assert!(list.is_empty()),
+                Err(e) => println!("list_devices: {e}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds everything the GPU host needs, here (no GPU, no CUDA needed), into dist/gpu/:
+#   bin/matmul            the CLI release binary (when the workspace builds it)
+#   bin/test-<name>       the matmul crate's test executables (release): lib (unit tests), cpu,
+#                         gpu, compile, ...
+#   tests/data/           judge vectors and puzzle expectations
+#   gpu-check.sh          the check to run there (see that file)
+#   MANIFEST              commit, date, and what was bundled
+# The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
+# compute-sanitizer for the sanitizer steps; no Rust, no network.
+#
+# Usage (repo root): scripts/gpu-bundle.sh      honours CARGO_TARGET_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/dist/gpu
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+
+echo "== building the matmul crate's tests (release)"
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+cargo test --release -p matmul --no-run --message-format=json >"$json"
+
+echo "== building the CLI (release)"
+cli_built=1
+cargo build --release --workspace || {
+    cli_built=0
+    echo "warning: the workspace release build failed; bundling without bin/matmul" >&2
+}
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/tests"
+# Each test target's executable, named after the target ("lib" for the unit tests).
+python3 - "$json" "$out/bin" <<'PY'
+import json, shutil, sys, os
+src, dst = sys.argv[1], sys.argv[2]
+seen = []
+for line in open(src):
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+        continue
+    if not msg.get("profile", {}).get("test"):
+        continue
+    target = msg["target"]
+    name = "lib" if "lib" in target["kind"] else target["name"]
+    path = os.path.join(dst, "test-" + name)
+    shutil.copy2(msg["executable"], path)
+    seen.append("test-" + name)
+if not seen:
+    sys.exit("no test executables found in cargo's output")
+print("bundled:", " ".join(sorted(seen)))
+PY
+if [[ $cli_built == 1 && -x $target_dir/release/matmul ]]; then
+    cp "$target_dir/release/matmul" "$out/bin/matmul"
+else
+    echo "note: no $target_dir/release/matmul; bundling without the CLI"
+fi
+cp -r tests/data "$out/tests/data"
+cp scripts/gpu-check.sh "$out/gpu-check.sh"
+chmod +x "$out/gpu-check.sh"
+# Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
+if command -v strip >/dev/null; then
+    strip --strip-debug "$out"/bin/* 2>/dev/null || true
+fi
+{
+    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm)"
+    echo "rustc: $(rustc --version)"
+    (cd "$out" && find . -type f ! -name MANIFEST | sort | xargs ls -l)
+} >"$out/MANIFEST"
+du -sh "$out"
+echo "== bundle ready: $out (run dist/gpu/gpu-check.sh from the repo root on the GPU host)"
