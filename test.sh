@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed 001's test script: `./test.sh X`, X in TILING, ELE, ELEPACK, ROW, ROWPACK (anything else
-# means ROW, as the seed's script does). Builds with cargo (or uses $MATMUL_BIN / dist/gpu/matmul
+# means ROW, as the seed's script does). Builds with cargo (or uses $MATMUL_BIN / dist/gpu/bin/matmul
 # on a host without Rust), runs every stored judge case through kernel X on the GPU, and compares
 # with the official outputs. The exit status tells.
 set -euo pipefail
@@ -15,10 +15,10 @@ if [ -n "${MATMUL_BIN:-}" ]; then
 elif command -v cargo >/dev/null 2>&1; then
   cargo build --release --quiet --bin matmul
   bin=target/release/matmul
-elif [ -x dist/gpu/matmul ]; then
-  bin=dist/gpu/matmul
+elif [ -x dist/gpu/bin/matmul ]; then
+  bin=dist/gpu/bin/matmul
 else
-  echo "test.sh: no cargo and no prebuilt dist/gpu/matmul (run scripts/gpu-bundle.sh where Rust is installed)" >&2
+  echo "test.sh: no cargo and no prebuilt dist/gpu/bin/matmul (run scripts/gpu-bundle.sh where Rust is installed)" >&2
   exit 2
 fi
 exec "$bin" judge --kernel "$flag" --backend cuda tests/data/public.in

@@ -59,8 +59,8 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh "$out/gpu-check.sh"
-chmod +x "$out/gpu-check.sh"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh "$out/"
+chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
 if command -v strip >/dev/null; then
     strip --strip-debug "$out"/bin/* 2>/dev/null || true

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The user-facing checks and the benchmark, run on the GPU host from the repo root over a bundle
+# made by scripts/gpu-bundle.sh (dist/gpu/):
+#   1. ./test.sh X for the five seed-001 flags (the 104 judge cases on the GPU);
+#   2. every `matmul puzzle` (exact match with the Mojo expectations);
+#   3. `matmul bench` with the arguments given to this script (default: every kernel and dtype
+#      at 1024, 2048, 4096), its report in $OUT/report.
+# Prints a PASS/FAIL table last; exits non-zero if any step failed.
+# Environment: OUT (default dist/gpu/logs), GPU_BENCH_TIMEOUT (seconds for the bench, default 420).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/logs}
+mkdir -p "$out"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
+    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} MATMUL_BIN=$here/bin/matmul
+bin=$MATMUL_BIN
+results=()
+step() { # step NAME TIMEOUT COMMAND...
+    local name=$1 limit=$2 start rc
+    shift 2
+    start=$(date +%s)
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    local secs=$(($(date +%s) - start))
+    if [[ $rc == 0 ]]; then results+=("PASS  $name (${secs}s)"); else
+        results+=("FAIL  $name (exit $rc, ${secs}s)")
+        tail -n 20 "$out/$name.log"
+    fi
+}
+for flag in TILING ELE ELEPACK ROW ROWPACK; do
+    step "test.sh-$flag" 120 ./test.sh "$flag"
+    tail -n 1 "$out/test.sh-$flag.log"
+done
+for p in naive single-block tiled idiomatic-tiled p14-naive p14-tiled; do
+    step "puzzle-$p" 60 "$bin" puzzle "$p"
+done
+if [[ $# == 0 ]]; then set -- --sizes 1024,2048,4096; fi
+step bench "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --out "$out/report" "$@"
+cat "$out/bench.log" | grep -v "^\s*$" | tail -n 80
+echo
+echo "== gpu-bench summary ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+failed=0
+for r in "${results[@]}"; do
+    echo "$r"
+    [[ $r == FAIL* ]] && failed=1
+done
+exit $failed
