@@ -79,9 +79,14 @@ if [[ ${GPU_CHECK_SKIP_SANITIZER:-0} != 1 ]]; then
             # leave cuBLAS to NVIDIA).
             case $tool in
                 memcheck | initcheck) filter=(--skip timing) ;;
-                *) filter=(sweep_rowpack sweep_elepack sweep_single_block sweep_tiled puzzle tile_overrides) ;;
+                *) filter=(sweep_rowpack sweep_elepack sweep_single_block sweep_tiled puzzle tile_overrides
+                    sweep_blocktile sweep_vectorized sweep_warptile sweep_multistage) ;;
             esac
-            MATMUL_TEST_SMALL=1 step "sanitizer-$tool" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+            # memcheck: small shapes; the shared-memory tools: the tiny set (racecheck's cost
+            # grows with shared-memory traffic, and the big SIMT tiles have a lot of it).
+            size=1
+            [[ $tool == memcheck || $tool == initcheck ]] || size=tiny
+            MATMUL_TEST_SMALL=$size step "sanitizer-$tool" "$sanitizer" --tool "$tool" --error-exitcode 99 \
                 "$here/bin/test-gpu" --test-threads 4 "${filter[@]}"
             grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|hazard" "$out/sanitizer-$tool.log" | sort | uniq -c | head -n 5
         done

@@ -111,6 +111,9 @@ pub struct CeilingsInfo {
 pub struct Record {
     /// Registry name.
     pub kernel: String,
+    /// The tiling a SIMT-ladder kernel ran with (`BMxBNxBK/TMxTN...`); None for other kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<String>,
     /// "cpu" or "cuda" (the kernel's backend).
     pub backend: String,
     pub dtype: DType,
@@ -149,10 +152,16 @@ pub struct Record {
 
 impl Record {
     /// A record with the problem's counts filled and nothing measured.
-    pub fn new(kernel: &matmul::KernelSpec, problem: &Problem, status: Status) -> Record {
-        let model_bytes = kernel.model_bytes(problem, None);
+    pub fn new(
+        kernel: &matmul::KernelSpec,
+        problem: &Problem,
+        opts: &matmul::RunOptions,
+        status: Status,
+    ) -> Record {
+        let model_bytes = kernel.model_bytes(problem, opts);
         Record {
             kernel: kernel.name.to_string(),
+            tiling: kernel.tiling(opts).map(|t| t.to_string()),
             backend: kernel.backend.to_string(),
             dtype: problem.dtype,
             shape: problem.shape_label(),

@@ -48,6 +48,8 @@ pub struct BenchConfig {
     /// Seconds one kernel × problem may spend in timed launches before its iteration count is
     /// cut (to no fewer than one); None: no limit.
     pub max_case_seconds: Option<f64>,
+    /// Tilings found by `matmul tune` for this device (None: every kernel's registry default).
+    pub tuned: Option<matmul::tune::TuneTable>,
 }
 
 impl BenchConfig {
@@ -73,6 +75,20 @@ impl BenchConfig {
             datasheet: None,
             gpu_info: None,
             max_case_seconds: None,
+            tuned: None,
+        }
+    }
+
+    /// The options `kernel` runs `problem` with: a tiling from `tuned` when one matches (the
+    /// kernel, the dtype and the shape's class), else the registry's defaults.
+    pub fn options_for(&self, kernel: &KernelSpec, problem: &Problem) -> RunOptions {
+        match self
+            .tuned
+            .as_ref()
+            .and_then(|t| t.lookup(kernel.name, problem))
+        {
+            Some(tiling) => RunOptions::tiling(tiling),
+            None => RunOptions::default(),
         }
     }
 
@@ -264,7 +280,8 @@ fn bench_one(
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Record {
     let problem = cache.problem;
-    let mut rec = Record::new(kernel, &problem, Status::Skipped);
+    let opts = config.options_for(kernel, &problem);
+    let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped);
     let skip = |mut rec: Record, why: String| {
         rec.status = Status::Skipped;
         rec.reason = Some(why);
@@ -275,7 +292,7 @@ fn bench_one(
         rec.reason = Some(why);
         rec
     };
-    if let Err(e) = backend.check(kernel, &problem, RunOptions::default()) {
+    if let Err(e) = backend.check(kernel, &problem, opts) {
         return skip(rec, e.to_string());
     }
     let host = problem
@@ -290,7 +307,7 @@ fn bench_one(
 
     // Verify before timing: a wrong kernel is never timed.
     let set0 = &cache.sets[0];
-    let c = match backend.run(kernel, &problem, &set0.a, &set0.b, RunOptions::default()) {
+    let c = match backend.run(kernel, &problem, &set0.a, &set0.b, opts) {
         Ok(c) => c,
         Err(e) => return fail(rec, format!("run: {e}")),
     };
@@ -354,14 +371,14 @@ fn bench_one(
         // count actually timed is recorded.
         let (mut warmup, mut first) = (config.warmup, first);
         if let Some(budget) = config.max_case_seconds {
-            let probe = backend.time(kernel, &problem, sets, 0, 1)?;
+            let probe = backend.time(kernel, &problem, sets, 0, 1, opts)?;
             let per = probe.first().copied().unwrap_or(0.0).max(1e-9);
             if per * (warmup + first) as f64 > budget {
                 warmup = warmup.min(1);
                 first = ((budget / per) as usize).clamp(1, first);
             }
         }
-        let mut samples = backend.time(kernel, &problem, sets, warmup, first)?;
+        let mut samples = backend.time(kernel, &problem, sets, warmup, first, opts)?;
         if let Some(min_time) = config.min_time {
             loop {
                 let spent: f64 = samples.iter().sum();
@@ -371,7 +388,7 @@ fn bench_one(
                 let per = (spent / samples.len() as f64).max(1e-9);
                 let more = (((min_time - spent) / per).ceil() as usize)
                     .clamp(1, config.max_iters - samples.len());
-                samples.extend(backend.time(kernel, &problem, sets, 0, more)?);
+                samples.extend(backend.time(kernel, &problem, sets, 0, more, opts)?);
             }
         }
         Ok((warmup, samples))

@@ -336,9 +336,11 @@ impl Backend for Corrupting {
         inputs: &[Inputs],
         warmup: usize,
         iters: usize,
+        opts: RunOptions,
     ) -> matmul::Result<Vec<f64>> {
         self.timed.set(self.timed.get() + 1);
-        self.inner.time(kernel, problem, inputs, warmup, iters)
+        self.inner
+            .time(kernel, problem, inputs, warmup, iters, opts)
     }
 }
 

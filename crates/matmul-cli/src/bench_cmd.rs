@@ -51,6 +51,9 @@ pub struct BenchArgs {
     /// Skip measuring the ceilings (the datasheet values are still shown).
     #[arg(long)]
     no_ceilings: bool,
+    /// Run the SIMT kernels at their registry tilings even when `matmul tune` has found others.
+    #[arg(long)]
+    no_tuned: bool,
 }
 
 fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
@@ -165,6 +168,16 @@ pub fn bench(args: BenchArgs) -> CliResult {
         Opened::Cuda(cuda) => {
             config.cache_bytes = 2 * cuda.info().l2_bytes.max(1);
             config.gpu_info = serde_json::to_value(cuda.info()).ok();
+            if !args.no_tuned {
+                if let Some((path, table)) = crate::tune_cmd::load_table(cuda) {
+                    eprintln!(
+                        "matmul: SIMT kernels use the tilings tuned in {} ({} entries; --no-tuned for the registry's)",
+                        path.display(),
+                        table.entries.len()
+                    );
+                    config.tuned = Some(table);
+                }
+            }
             if !args.no_ceilings {
                 eprintln!("matmul: measuring GPU ceilings (copy bandwidth, FFMA, IMAD, cuBLAS tensor cores)...");
                 config.measured_ceilings = Some(gpu_ceilings(cuda, args.quick)?);

@@ -70,7 +70,7 @@ fn read_text(path: Option<&Path>) -> CliResult<String> {
 }
 
 fn select_u32(kernel: &str, backend: BackendChoice) -> CliResult<Selection> {
-    let sel = select(kernel, backend, DType::U32)?;
+    let sel = select(kernel, backend, DType::U32, None)?;
     if !sel.kernel.supports(DType::U32) {
         return Err(CliError::input(format!(
             "kernel `{}` has no u32 version; the judge's arithmetic is u32",

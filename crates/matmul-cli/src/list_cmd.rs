@@ -13,6 +13,15 @@ pub struct ListArgs {
     /// The registry as JSON.
     #[arg(long)]
     json: bool,
+    /// With --verbose: only these kernels (comma-separated names or aliases).
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<String>,
+    /// With --verbose: the NVRTC target (default: the GPU's own, else sm_90a).
+    #[arg(long)]
+    arch: Option<String>,
+    /// With --verbose: compile the SIMT-ladder kernels with this tiling instead of their default.
+    #[arg(long)]
+    tiling: Option<matmul::Tiling>,
 }
 
 /// Renders rows as an aligned text table with a header rule.
@@ -93,15 +102,83 @@ pub fn list(args: ListArgs) -> CliResult {
     );
     if args.verbose {
         println!();
-        println!("{}", crate::list_cmd::ptxas_report()?);
+        println!("{}", ptxas_report(&args)?);
     }
     Ok(())
 }
 
-/// ptxas information for every CUDA kernel × dtype (needs libnvrtc only, no GPU).
-fn ptxas_report() -> CliResult<String> {
-    Err(CliError::failure(
-        "ptxas information needs the CUDA backend's compiler (not built yet)",
+/// ptxas's resource report for every CUDA kernel × dtype, compiled by NVRTC for the GPU's arch
+/// (or --arch; needs libnvrtc only, no GPU). Dynamic shared memory is what a launch asks for.
+fn ptxas_report(args: &ListArgs) -> CliResult<String> {
+    let arch = match &args.arch {
+        Some(a) => a.clone(),
+        None => matmul::cuda::list_devices()
+            .ok()
+            .and_then(|d| d.first().map(|d| d.arch.clone()))
+            .unwrap_or_else(|| "sm_90a".into()),
+    };
+    let kernels: Vec<&matmul::KernelSpec> = if args.kernels.is_empty() {
+        KERNELS
+            .iter()
+            .filter(|k| k.cuda_source().is_some())
+            .collect()
+    } else {
+        args.kernels
+            .iter()
+            .map(|n| matmul::find(n))
+            .collect::<Result<_, _>>()?
+    };
+    let opts = matmul::RunOptions {
+        tile: None,
+        tiling: args.tiling,
+    };
+    let mut rows = Vec::new();
+    for k in kernels.into_iter().filter(|k| k.cuda_source().is_some()) {
+        for &dtype in k.dtypes {
+            let compiled = matmul::cuda::compile(k, dtype, &opts, &arch)
+                .map_err(|e| CliError::failure(format!("{} {dtype} for {arch}: {e}", k.name)))?;
+            let info = compiled
+                .function(&k.entry_point())
+                .cloned()
+                .unwrap_or_default();
+            let params = k
+                .tiling(&opts)
+                .map(|t| t.to_string())
+                .or(k.tile(&opts).map(|t| format!("TILE {t}")))
+                .unwrap_or_default();
+            let dynamic = k
+                .tiling(&opts)
+                .map_or(0, |t| t.shared_elems() * dtype.input_bytes() as u64);
+            rows.push(vec![
+                k.name.to_string(),
+                dtype.name().to_string(),
+                params,
+                info.registers.to_string(),
+                format!("{}/{}", info.spill_store_bytes, info.spill_load_bytes),
+                info.stack_frame_bytes.to_string(),
+                info.shared_bytes.to_string(),
+                dynamic.to_string(),
+                info.barriers.to_string(),
+            ]);
+        }
+    }
+    let (major, minor) = matmul::cuda::nvrtc_version()?;
+    Ok(format!(
+        "ptxas for {arch} (NVRTC {major}.{minor}):\n{}",
+        table(
+            &[
+                "kernel",
+                "dtype",
+                "params",
+                "regs",
+                "spill st/ld",
+                "stack",
+                "smem",
+                "dyn smem",
+                "barriers"
+            ],
+            &rows
+        )
     ))
 }
 

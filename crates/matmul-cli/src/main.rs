@@ -7,6 +7,7 @@ mod list_cmd;
 mod puzzle_cmd;
 mod run_cmd;
 mod select;
+mod tune_cmd;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,8 @@ enum Command {
     Devices,
     /// Time every kernel against cuBLAS and the measured ceilings; write JSON, CSV, SVG, Markdown, HTML.
     Bench(bench_cmd::BenchArgs),
+    /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
+    Tune(tune_cmd::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::List(args) => list_cmd::list(args),
         Command::Devices => list_cmd::devices(),
         Command::Bench(args) => bench_cmd::bench(args),
+        Command::Tune(args) => tune_cmd::tune(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -154,15 +154,11 @@ pub fn puzzle(args: PuzzleArgs) -> CliResult {
     let p = config(args.name);
     let expected = p.expected().map_err(CliError::failure)?;
     let kernel = find(p.kernel)?;
-    let sel = select(kernel.name, BackendChoice::Cuda, DType::F32)?;
+    let sel = select(kernel.name, BackendChoice::Cuda, DType::F32, None)?;
     let (a, b) = p.inputs()?;
-    let c = sel.backend.run(
-        sel.kernel,
-        &p.problem(),
-        &a,
-        &b,
-        RunOptions { tile: Some(TPB) },
-    )?;
+    let c = sel
+        .backend
+        .run(sel.kernel, &p.problem(), &a, &b, RunOptions::tile(TPB))?;
     let AnyMatrix::F32(c) = c else {
         return Err(CliError::failure(
             "the puzzle kernel returned a non-f32 matrix",
@@ -198,7 +194,7 @@ mod tests {
             assert_eq!(c.data, p.expected().unwrap(), "{name:?}");
             assert!(find(p.kernel)
                 .unwrap()
-                .can_run(&p.problem(), None, Some(TPB))
+                .can_run(&p.problem(), None, &RunOptions::tile(TPB))
                 .is_ok());
         }
         assert_eq!(host_buffer(&[4.0, 6.0]), "HostBuffer([4.0, 6.0])");

@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// Tile / TPB for kernels that take one (tiled, single-block, naive).
     #[arg(long)]
     tile: Option<u32>,
+    /// Tiling for the SIMT-ladder kernels: BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD]
+    /// (e.g. 128x128x16/8x4/w64x32n2/s3); default: the registry's, or the `matmul tune` winner.
+    #[arg(long)]
+    tiling: Option<matmul::Tiling>,
     /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
     #[arg(long, conflicts_with = "no_check")]
     check: bool,
@@ -64,8 +68,11 @@ pub fn run(args: RunArgs) -> CliResult {
     );
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
-    let sel = select(&args.kernel, args.backend, args.dtype)?;
-    let opts = RunOptions { tile: args.tile };
+    let sel = select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
+    let opts = RunOptions {
+        tile: args.tile,
+        tiling: args.tiling.or(sel.tiling),
+    };
     sel.backend.check(sel.kernel, &problem, opts)?;
 
     let (a, b) = inputs(&args, &problem)?;

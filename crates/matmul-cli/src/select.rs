@@ -1,19 +1,24 @@
 //! Choosing a kernel and the backend it runs on, from `--kernel` and `--backend`.
 
-use matmul::{find, open_backend, Backend, BackendChoice, BackendKind, DType, KernelSpec};
+use matmul::{
+    find, open_backend, Backend, BackendChoice, BackendKind, DType, KernelSpec, Problem, Tiling,
+};
 
 use crate::cli_error::{CliError, CliResult};
 
 pub struct Selection {
     pub kernel: &'static KernelSpec,
     pub backend: Box<dyn Backend>,
+    /// The tuned tiling `auto` chose (None: the kernel's registry default).
+    pub tiling: Option<Tiling>,
 }
 
-/// The kernel `auto` picks on a backend for a dtype: the fastest verified one we have.
+/// The kernel `auto` picks on a backend for a dtype without a tune table: the fastest of our
+/// own kernels measured on H100 (docs/kernels.md), cuBLAS where we have none of the dtype.
 fn default_kernel(backend: BackendKind, dtype: DType) -> &'static str {
     match (backend, dtype) {
         (BackendKind::Cpu, _) => "cpu",
-        (BackendKind::Cuda, DType::F32 | DType::U32) => "tiled",
+        (BackendKind::Cuda, DType::F32 | DType::U32) => "warptile",
         (BackendKind::Cuda, _) => "cublas",
     }
 }
@@ -21,14 +26,39 @@ fn default_kernel(backend: BackendKind, dtype: DType) -> &'static str {
 /// `kernel` is a registry name, a seed alias, or `auto`. A named kernel decides the backend; a
 /// `--backend` that contradicts it is an input error. With `auto`, `--backend auto` means CUDA when
 /// a device is present and the CPU otherwise (the reason is printed on stderr).
-pub fn select(kernel: &str, choice: BackendChoice, dtype: DType) -> CliResult<Selection> {
+///
+/// With `auto` on CUDA, `problem` (when given) lets a `matmul tune` table pick the kernel and
+/// tiling for its dtype and shape class.
+pub fn select(
+    kernel: &str,
+    choice: BackendChoice,
+    dtype: DType,
+    problem: Option<&Problem>,
+) -> CliResult<Selection> {
     if kernel.eq_ignore_ascii_case("auto") {
         let (backend, fallback) = open_backend(choice)?;
         if let Some(reason) = fallback {
             eprintln!("matmul: using the CPU backend ({reason})");
         }
+        if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
+            let tuned = matmul::cuda::CudaBackend::new(0)
+                .ok()
+                .and_then(|b| crate::tune_cmd::load_table(&b))
+                .and_then(|(_, t)| t.best(p));
+            if let Some((kernel, tiling)) = tuned {
+                return Ok(Selection {
+                    kernel,
+                    backend,
+                    tiling: Some(tiling),
+                });
+            }
+        }
         let kernel = find(default_kernel(backend.kind(), dtype))?;
-        return Ok(Selection { kernel, backend });
+        return Ok(Selection {
+            kernel,
+            backend,
+            tiling: None,
+        });
     }
     let spec = find(kernel)?;
     let wanted = match spec.backend {
@@ -47,5 +77,6 @@ pub fn select(kernel: &str, choice: BackendChoice, dtype: DType) -> CliResult<Se
     Ok(Selection {
         kernel: spec,
         backend,
+        tiling: None,
     })
 }

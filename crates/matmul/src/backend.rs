@@ -3,13 +3,40 @@
 use crate::error::{Error, Result};
 use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
-use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
+use crate::registry::{BackendKind, DeviceLimits, KernelSpec, Tiling};
 
 /// Per-call knobs that are not part of the problem.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunOptions {
     /// Overrides the tile / TPB of a `Tile2d` or `SingleBlock` kernel (the Mojo puzzles use 3).
     pub tile: Option<u32>,
+    /// Overrides the tiling of a `BlockTile` kernel (the SIMT ladder; `matmul tune`).
+    pub tiling: Option<Tiling>,
+}
+
+impl RunOptions {
+    pub fn tile(tile: u32) -> RunOptions {
+        RunOptions {
+            tile: Some(tile),
+            ..Default::default()
+        }
+    }
+
+    pub fn tiling(tiling: Tiling) -> RunOptions {
+        RunOptions {
+            tiling: Some(tiling),
+            ..Default::default()
+        }
+    }
+
+    /// A short label for reports ("" when nothing is overridden).
+    pub fn label(&self) -> String {
+        match (self.tile, self.tiling) {
+            (Some(t), _) => format!("tile {t}"),
+            (None, Some(t)) => format!("tiling {t}"),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 /// One input pair for a timed run.
@@ -49,6 +76,7 @@ pub trait Backend {
         inputs: &[Inputs],
         warmup: usize,
         iters: usize,
+        opts: RunOptions,
     ) -> Result<Vec<f64>>;
 
     /// Checks that this backend can run `kernel` on `problem` at all (backend, dtype, shape rules).
@@ -59,7 +87,7 @@ pub trait Backend {
                 backend: self.kind().to_string(),
             });
         }
-        kernel.can_run(problem, self.limits().as_ref(), opts.tile)?;
+        kernel.can_run(problem, self.limits().as_ref(), &opts)?;
         Ok(())
     }
 }

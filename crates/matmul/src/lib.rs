@@ -12,6 +12,7 @@ pub mod judge;
 pub mod matrix;
 pub mod problem;
 pub mod registry;
+pub mod tune;
 pub mod verify;
 
 use std::str::FromStr;
@@ -21,7 +22,7 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result, Unsupported};
 pub use matrix::{AnyMatrix, Init, Matrix};
 pub use problem::{Op, Problem, Shape};
-pub use registry::{find, BackendKind, KernelSpec, KERNELS};
+pub use registry::{find, BackendKind, KernelSpec, Tiling, KERNELS};
 
 /// Which backend the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::{Error, Unsupported};
 use crate::problem::Problem;
@@ -39,6 +40,287 @@ pub enum Geometry {
     Tile2d { tile: u32 },
     /// A single block of `tpb`×`tpb` threads covers all of C.
     SingleBlock { tpb: u32 },
+    /// The SIMT ladder: a BM×BN tile of C per block, [`Tiling::threads`] threads, dynamic shared
+    /// memory of [`Tiling::shared_elems`] elements; grid = (⌈n / BN⌉, ⌈m / BM⌉).
+    BlockTile { tiling: Tiling },
+}
+
+/// The compile-time tile parameters of a SIMT-ladder kernel (`-D` values of its .cu file). The
+/// registry holds each rung's default; `matmul tune` searches others ([`RunOptions::tiling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub struct Tiling {
+    /// The block's tile of C (BM×BN) and the K-slice loaded per step (BK).
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    /// Each thread's register tile (TM×TN); with warp tiling, one of its WMITER×WNITER sub-tiles.
+    pub tm: u32,
+    pub tn: u32,
+    /// The warp's tile of C (0 = no warp tiling) and how many sub-tiles it takes along N.
+    pub wm: u32,
+    pub wn: u32,
+    pub wniter: u32,
+    /// Shared-memory buffers in the load pipeline (1 = load, barrier, compute).
+    pub stages: u32,
+    /// Elements of padding added to each shared-memory row (bank-conflict avoidance).
+    pub pad: u32,
+    /// Blocks per SM the register allocation must allow (`__launch_bounds__`' second argument:
+    /// ptxas then keeps registers ≤ 65536 / (THREADS · MIN_BLOCKS)); trades registers for
+    /// occupancy.
+    #[serde(default = "one")]
+    pub min_blocks: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Tiling {
+    /// A block tile without warp tiling, one stage, no padding.
+    pub const fn block(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32) -> Tiling {
+        Tiling {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            wm: 0,
+            wn: 0,
+            wniter: 1,
+            stages: 1,
+            pad: 0,
+            min_blocks: 1,
+        }
+    }
+
+    /// With warp tiles of WM×WN taken in WNITER sub-tiles along N.
+    pub const fn warps(self, wm: u32, wn: u32, wniter: u32) -> Tiling {
+        Tiling {
+            wm,
+            wn,
+            wniter,
+            ..self
+        }
+    }
+
+    pub const fn with_stages(self, stages: u32) -> Tiling {
+        Tiling { stages, ..self }
+    }
+
+    pub const fn with_pad(self, pad: u32) -> Tiling {
+        Tiling { pad, ..self }
+    }
+
+    pub const fn with_min_blocks(self, min_blocks: u32) -> Tiling {
+        Tiling { min_blocks, ..self }
+    }
+
+    pub fn warp_tiled(&self) -> bool {
+        self.wm > 0
+    }
+
+    /// Threads per block: one per TM×TN tile, or 32 per warp tile.
+    pub fn threads(&self) -> u32 {
+        if self.warp_tiled() {
+            (self.bm / self.wm.max(1)) * (self.bn / self.wn.max(1)) * 32
+        } else {
+            (self.bm / self.tm.max(1)) * (self.bn / self.tn.max(1))
+        }
+    }
+
+    /// Sub-tiles of a warp tile along M: (WM·WN) / (32·TM·TN·WNITER).
+    pub fn wmiter(&self) -> u32 {
+        (self.wm * self.wn) / (32 * self.tm * self.tn * self.wniter).max(1)
+    }
+
+    /// A rough count of the registers a thread needs: its accumulators, one k-step's values of A
+    /// and B, the tile elements it loads per slice, and about 40 for addresses, indices and loop
+    /// state. `matmul tune` leaves out tilings whose estimate exceeds the cap; ptxas has the last
+    /// word (tune also skips a candidate that spills).
+    pub fn registers_estimate(&self) -> u32 {
+        let (rm, rn) = if self.warp_tiled() {
+            (self.wmiter() * self.tm, self.wniter * self.tn)
+        } else {
+            (self.tm, self.tn)
+        };
+        let loads = self.bk * (self.bm + self.bn) / self.threads().max(1);
+        rm * rn + rm + rn + loads + 40
+    }
+
+    /// The register cap `__launch_bounds__(THREADS, MIN_BLOCKS)` imposes (at most 255).
+    pub fn register_cap(&self) -> u32 {
+        (65536 / (self.threads() * self.min_blocks).max(1)).min(255)
+    }
+
+    /// Dynamic shared memory in elements: STAGES buffers of A (BK×(BM+PAD)) and B (BK×(BN+PAD)).
+    pub fn shared_elems(&self) -> u64 {
+        self.stages as u64 * self.bk as u64 * (self.bm + self.bn + 2 * self.pad) as u64
+    }
+
+    /// The -D definitions a BlockTile kernel is compiled with.
+    pub fn defines(&self) -> Vec<(String, String)> {
+        [
+            ("BM", self.bm),
+            ("BN", self.bn),
+            ("BK", self.bk),
+            ("TM", self.tm),
+            ("TN", self.tn),
+            ("WM", self.wm),
+            ("WN", self.wn),
+            ("WNITER", self.wniter),
+            ("STAGES", self.stages),
+            ("PAD", self.pad),
+            ("MIN_BLOCKS", self.min_blocks),
+            ("THREADS", self.threads()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    /// The rules every BlockTile kernel relies on; the error names the one broken. (Each .cu
+    /// file repeats its own as static_asserts.)
+    pub fn check(&self) -> Result<(), String> {
+        let t = self;
+        let all = [t.bm, t.bn, t.bk, t.tm, t.tn, t.stages];
+        if all.contains(&0) {
+            return Err(format!(
+                "tiling {t}: BM, BN, BK, TM, TN and STAGES must be at least 1"
+            ));
+        }
+        let rule = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("tiling {t}: {what}"))
+            }
+        };
+        rule(
+            t.bm % t.tm == 0 && t.bn % t.tn == 0,
+            "BM % TM and BN % TN must be 0",
+        )?;
+        rule(
+            t.bm % 4 == 0 && t.bn % 4 == 0 && t.bk % 4 == 0 && t.pad % 4 == 0,
+            "BM, BN, BK and PAD must be multiples of 4 (128-bit shared-memory rows)",
+        )?;
+        rule(t.stages <= 8, "STAGES must be at most 8")?;
+        rule(
+            (1..=4).contains(&t.min_blocks) && t.threads() * t.min_blocks <= 2048,
+            "MIN_BLOCKS must be 1 to 4, with THREADS·MIN_BLOCKS ≤ 2048",
+        )?;
+        if t.warp_tiled() {
+            rule(t.wniter >= 1, "WNITER must be at least 1")?;
+            rule(
+                t.bm % t.wm == 0 && t.bn % t.wn == 0,
+                "BM % WM and BN % WN must be 0",
+            )?;
+            rule(
+                (t.wm * t.wn) % (32 * t.tm * t.tn * t.wniter) == 0 && t.wmiter() >= 1,
+                "WM·WN must be a multiple of 32·TM·TN·WNITER",
+            )?;
+            rule(
+                t.wn % t.wniter == 0 && (t.wn / t.wniter) % t.tn == 0,
+                "WN / WNITER must be a multiple of TN",
+            )?;
+            rule(
+                t.wm % t.wmiter() == 0 && (t.wm / t.wmiter()) % t.tm == 0,
+                "WM / WMITER must be a multiple of TM",
+            )?;
+            let lanes_n = t.wn / t.wniter / t.tn;
+            let lanes_m = t.wm / t.wmiter() / t.tm;
+            rule(
+                lanes_n * lanes_m == 32,
+                "a warp's sub-tile must give each of its 32 lanes one TM×TN tile",
+            )?;
+        } else {
+            rule(t.wn == 0, "WN must be 0 when WM is 0")?;
+        }
+        let threads = t.threads();
+        rule(
+            (32..=1024).contains(&threads) && threads % 32 == 0,
+            &format!("{threads} threads per block; must be a multiple of 32 from 32 to 1024"),
+        )?;
+        Ok(())
+    }
+}
+
+impl fmt::Display for Tiling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}x{}x{}/{}x{}",
+            self.bm, self.bn, self.bk, self.tm, self.tn
+        )?;
+        if self.warp_tiled() {
+            write!(f, "/w{}x{}n{}", self.wm, self.wn, self.wniter)?;
+        }
+        if self.stages != 1 {
+            write!(f, "/s{}", self.stages)?;
+        }
+        if self.pad != 0 {
+            write!(f, "/p{}", self.pad)?;
+        }
+        if self.min_blocks != 1 {
+            write!(f, "/b{}", self.min_blocks)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Tiling {
+    type Err = String;
+
+    /// Parses the Display form: `BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS]`.
+    fn from_str(s: &str) -> Result<Tiling, String> {
+        let bad = |why: &str| {
+            format!("tiling `{s}`: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS], e.g. 128x128x8/8x8)")
+        };
+        let nums = |part: &str, n: usize| -> Result<Vec<u32>, String> {
+            let v: Vec<u32> = part
+                .split('x')
+                .map(|x| {
+                    x.parse::<u32>()
+                        .map_err(|_| bad(&format!("`{x}` is not a number")))
+                })
+                .collect::<Result<_, _>>()?;
+            if v.len() == n {
+                Ok(v)
+            } else {
+                Err(bad(&format!("`{part}` needs {n} numbers")))
+            }
+        };
+        let mut parts = s.split('/');
+        let b = nums(parts.next().unwrap_or_default(), 3)?;
+        let th = nums(parts.next().ok_or_else(|| bad("missing /TMxTN"))?, 2)?;
+        let mut t = Tiling::block(b[0], b[1], b[2], th[0], th[1]);
+        for part in parts {
+            if let Some(rest) = part.strip_prefix('w') {
+                let (w, n) = rest
+                    .split_once('n')
+                    .ok_or_else(|| bad("warp part is wWMxWNnWNITER"))?;
+                let w = nums(w, 2)?;
+                (t.wm, t.wn) = (w[0], w[1]);
+                t.wniter = n
+                    .parse()
+                    .map_err(|_| bad(&format!("`{n}` is not a number")))?;
+            } else if let Some(v) = part.strip_prefix('s') {
+                t.stages = v
+                    .parse()
+                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
+            } else if let Some(v) = part.strip_prefix('p') {
+                t.pad = v
+                    .parse()
+                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
+            } else if let Some(v) = part.strip_prefix('b') {
+                t.min_blocks = v
+                    .parse()
+                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
+            } else {
+                return Err(bad(&format!("unknown part `{part}`")));
+            }
+        }
+        Ok(t)
+    }
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -48,6 +330,12 @@ pub struct CudaSource {
     pub file: &'static str,
     #[serde(skip)]
     pub text: &'static str,
+    /// Headers under `crates/matmul/kernels/` compiled ahead of `text`, in order (name, text).
+    #[serde(skip)]
+    pub includes: &'static [(&'static str, &'static str)],
+    /// The `__global__` function, when it is not the registry name with `-` written `_` (two
+    /// entries can share a file and differ only in their default parameters).
+    pub entry: Option<&'static str>,
     pub geometry: Geometry,
     /// C must be zeroed before the launch (the kernel accumulates into it).
     pub zero_output: bool,
@@ -96,6 +384,8 @@ pub enum Traffic {
     OnePacked { threads: u32 },
     /// Tiles of TILE (the geometry's, or the override): 2·K/TILE loads per output.
     Tiled,
+    /// BM×BN block tiles: K/BN loads of A and K/BM of B per output.
+    BlockTiled,
     /// Each input element read once and C written once: the minimum (libraries, blocked CPU code).
     Minimal,
 }
@@ -128,9 +418,25 @@ const INT_INDEX_LIMIT: usize = i32::MAX as usize;
 /// CUDA's limit on gridDim.y.
 const MAX_GRID_Y: usize = 65535;
 
+impl CudaSource {
+    /// The text NVRTC compiles: each include, then the file, each behind a `#line 1 "name"` so
+    /// errors point into the right file.
+    pub fn full_text(&self) -> String {
+        let mut out = String::new();
+        for (name, text) in self.includes {
+            out.push_str(&format!("#line 1 \"{name}\"\n{text}\n"));
+        }
+        out.push_str(&format!("#line 1 \"{}\"\n{}", self.file, self.text));
+        out
+    }
+}
+
 impl KernelSpec {
     pub fn entry_point(&self) -> String {
-        self.name.replace('-', "_")
+        match self.cuda_source().and_then(|s| s.entry) {
+            Some(entry) => entry.to_string(),
+            None => self.name.replace('-', "_"),
+        }
     }
 
     pub fn cuda_source(&self) -> Option<&CudaSource> {
@@ -140,9 +446,28 @@ impl KernelSpec {
         }
     }
 
-    /// Global-memory bytes the traffic model predicts for `problem` (before any cache helps).
-    /// `tile` overrides the geometry's tile as in [`KernelSpec::can_run`].
-    pub fn model_bytes(&self, problem: &Problem, tile: Option<u32>) -> f64 {
+    /// The tiling a BlockTile kernel runs with: the override in `opts`, else the registry's.
+    pub fn tiling(&self, opts: &RunOptions) -> Option<Tiling> {
+        match self.cuda_source()?.geometry {
+            Geometry::BlockTile { tiling } => Some(opts.tiling.unwrap_or(tiling)),
+            _ => None,
+        }
+    }
+
+    /// The tile edge a `Tile2d` / `SingleBlock` kernel runs with (`opts.tile` overrides the
+    /// registry's); None for other geometries.
+    pub fn tile(&self, opts: &RunOptions) -> Option<u32> {
+        match self.cuda_source()?.geometry {
+            Geometry::Tile2d { tile: t } | Geometry::SingleBlock { tpb: t } => {
+                Some(opts.tile.unwrap_or(t))
+            }
+            _ => None,
+        }
+    }
+
+    /// Global-memory bytes the traffic model predicts for `problem` (before any cache helps),
+    /// with the tile or tiling of `opts` where it overrides the registry's.
+    pub fn model_bytes(&self, problem: &Problem, opts: &RunOptions) -> f64 {
         let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
         let (elem, out) = (
             problem.dtype.input_bytes() as f64,
@@ -153,15 +478,11 @@ impl KernelSpec {
             Traffic::RowTimesColumn => 2.0 * k,
             Traffic::AccumulateInGlobal => 2.0 * k + k * out / elem,
             Traffic::OnePacked { threads } => k + k / threads as f64,
-            Traffic::Tiled => {
-                let t = match self.cuda_source().map(|s| s.geometry) {
-                    Some(Geometry::Tile2d { tile: t }) | Some(Geometry::SingleBlock { tpb: t }) => {
-                        tile.unwrap_or(t)
-                    }
-                    _ => 1,
-                };
-                2.0 * k / t as f64
-            }
+            Traffic::Tiled => 2.0 * k / self.tile(opts).unwrap_or(1).max(1) as f64,
+            Traffic::BlockTiled => match self.tiling(opts) {
+                Some(t) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
+                None => 2.0 * k,
+            },
             Traffic::Minimal => return problem.min_bytes(),
         };
         let stores = match self.traffic {
@@ -181,12 +502,12 @@ impl KernelSpec {
     }
 
     /// Whether this kernel can run `problem` (CUTLASS's `can_implement`); an error names the rule.
-    /// `tile` overrides the geometry's tile/TPB where the kernel takes one (the puzzles use 3).
+    /// `opts` may override the geometry's tile/TPB (the puzzles use 3) or tiling (`matmul tune`).
     pub fn can_run(
         &self,
         problem: &Problem,
         limits: Option<&DeviceLimits>,
-        tile: Option<u32>,
+        opts: &RunOptions,
     ) -> Result<(), Unsupported> {
         let fail = |rule: String| Unsupported {
             kernel: self.name.to_string(),
@@ -213,22 +534,36 @@ impl KernelSpec {
                 }
             }
         }
+        if let Some(t) = self.tile(opts) {
+            if t == 0 || t > 32 {
+                return Err(fail(format!("TILE {t} needs {} threads per block; TILE must be 1 to 32 (at most 1024 threads)", t as u64 * t as u64)));
+            }
+        }
+        if let Some(t) = self.tiling(opts) {
+            t.check().map_err(fail)?;
+            let need = t.shared_elems() * problem.dtype.input_bytes() as u64;
+            if let Some(l) = limits {
+                if need > l.max_shared_per_block as u64 {
+                    return Err(fail(format!("tiling {t} needs {need} bytes of shared memory; the device allows {} per block", l.max_shared_per_block)));
+                }
+            }
+        }
         if let Some(src) = self.cuda_source() {
             let rows_of_blocks = match src.geometry {
                 Geometry::RowSegment { .. } => problem.m,
-                Geometry::Tile2d { tile: t } => problem.m.div_ceil(tile.unwrap_or(t) as usize),
+                Geometry::Tile2d { .. } => {
+                    problem.m.div_ceil(self.tile(opts).unwrap_or(1) as usize)
+                }
+                Geometry::BlockTile { .. } => problem
+                    .m
+                    .div_ceil(self.tiling(opts).map_or(1, |t| t.bm) as usize),
                 _ => 1,
             };
             if rows_of_blocks > MAX_GRID_Y {
                 return Err(fail(format!("the grid would need {rows_of_blocks} rows of blocks; CUDA allows {MAX_GRID_Y} (gridDim.y)")));
             }
         }
-        let tpb = match self.cuda_source().map(|s| s.geometry) {
-            Some(Geometry::Tile2d { tile: t }) | Some(Geometry::SingleBlock { tpb: t }) => {
-                tile.unwrap_or(t) as usize
-            }
-            _ => 0,
-        };
+        let tpb = self.tile(opts).unwrap_or(0) as usize;
         for c in self.constraints {
             match c {
                 Constraint::KFitsSharedMemory => {
@@ -257,8 +592,25 @@ macro_rules! cu {
         Implementation::Cuda(CudaSource {
             file: $file,
             text: include_str!(concat!("../kernels/", $file)),
+            includes: &[],
+            entry: None,
             geometry: $geometry,
             zero_output: $zero,
+        })
+    };
+}
+
+/// A SIMT-ladder rung: its file (after the shared tile loaders of `simt_tile.cuh`), its entry
+/// point when another entry shares the file, and its default tiling.
+macro_rules! simt {
+    ($file:literal, $entry:expr, $tiling:expr) => {
+        Implementation::Cuda(CudaSource {
+            file: $file,
+            text: include_str!(concat!("../kernels/", $file)),
+            includes: &[("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"))],
+            entry: $entry,
+            geometry: Geometry::BlockTile { tiling: $tiling },
+            zero_output: false,
         })
     };
 }
@@ -267,6 +619,11 @@ const SIMT: &[DType] = &[DType::F32, DType::U32];
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
+const SIMT_LADDER: &str = "SIMT ladder (this crate)";
+/// 128×128 block tiles, 8 warps of 64×32, BK 16, each lane 2×2 sub-tiles of 4×4, padded rows.
+const WARPTILE: Tiling = Tiling::block(128, 128, 16, 4, 4)
+    .warps(64, 32, 2)
+    .with_pad(4);
 
 /// The registry, in ladder order.
 pub static KERNELS: &[KernelSpec] = &[
@@ -392,6 +749,76 @@ pub static KERNELS: &[KernelSpec] = &[
         implementation: cu!("09_tiled_async.cu", Geometry::Tile2d { tile: 16 }),
     },
     KernelSpec {
+        name: "blocktile-1d",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 1: a column of TM outputs per thread, B reused from a register",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!("10_blocktile.cu", Some("blocktile"), Tiling::block(64, 64, 8, 8, 1)),
+    },
+    KernelSpec {
+        name: "blocktile-2d",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 2: a TMxTN register tile per thread (register blocking)",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!("10_blocktile.cu", Some("blocktile"), Tiling::block(128, 128, 8, 8, 8)),
+    },
+    KernelSpec {
+        name: "vectorized",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 3: 128-bit global and shared loads, A transposed as it is stored",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!("11_vectorized.cu", None, Tiling::block(128, 128, 8, 8, 8)),
+    },
+    KernelSpec {
+        name: "vectorized-padded",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 3b: vectorized with padded shared rows (conflict-free transposed stores)",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!(
+            "11_vectorized.cu",
+            Some("vectorized"),
+            Tiling::block(128, 128, 8, 8, 8).with_pad(4)
+        ),
+    },
+    KernelSpec {
+        name: "warptile",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 4: warp tiles, lanes interleaved so every shared read is one wavefront",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!("12_warptile.cu", None, WARPTILE.with_min_blocks(2)),
+    },
+    KernelSpec {
+        name: "multistage",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 5: warptile fed by a STAGES-deep cp.async pipeline (sm_80+)",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!("13_multistage.cu", None, WARPTILE.with_stages(3)),
+    },
+    KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
         origin: "NVIDIA cuBLAS (vendor baseline)",
@@ -455,9 +882,11 @@ mod tests {
     fn every_cuda_entry_names_its_entry_point_in_its_source() {
         for k in KERNELS {
             if let Some(src) = k.cuda_source() {
-                let needle = format!("void {}(", k.entry_point());
+                let entry = k.entry_point();
+                let needle = format!("void {entry}(");
+                let bounded = format!(")\n{entry}(");
                 assert!(
-                    src.text.contains(&needle),
+                    src.text.contains(&needle) || src.text.contains(&bounded),
                     "{} does not define {needle}",
                     src.file
                 );
@@ -474,28 +903,48 @@ mod tests {
     fn can_run_names_the_rule() {
         let rowpack = find("rowpack").unwrap();
         assert!(rowpack
-            .can_run(&Problem::square(65, DType::U32), None, None)
+            .can_run(
+                &Problem::square(65, DType::U32),
+                None,
+                &RunOptions::default()
+            )
             .is_ok());
         let limits = DeviceLimits {
             max_shared_per_block: 1024,
         };
         let e = rowpack
-            .can_run(&Problem::square(512, DType::U32), Some(&limits), None)
+            .can_run(
+                &Problem::square(512, DType::U32),
+                Some(&limits),
+                &RunOptions::default(),
+            )
             .unwrap_err();
         assert!(e.rule.contains("shared memory"), "{e}");
         let single = find("single-block").unwrap();
         assert!(single
-            .can_run(&Problem::square(3, DType::F32), None, None)
+            .can_run(
+                &Problem::square(3, DType::F32),
+                None,
+                &RunOptions::default()
+            )
             .is_ok());
         assert!(single
-            .can_run(&Problem::square(4, DType::F32), None, None)
+            .can_run(
+                &Problem::square(4, DType::F32),
+                None,
+                &RunOptions::default()
+            )
             .is_err());
         assert!(single
-            .can_run(&Problem::square(4, DType::F32), None, Some(4))
+            .can_run(&Problem::square(4, DType::F32), None, &RunOptions::tile(4))
             .is_ok());
         let e = find("tiled")
             .unwrap()
-            .can_run(&Problem::square(4, DType::Bf16), None, None)
+            .can_run(
+                &Problem::square(4, DType::Bf16),
+                None,
+                &RunOptions::default(),
+            )
             .unwrap_err();
         assert!(e.rule.contains("dtype bf16"), "{e}");
     }

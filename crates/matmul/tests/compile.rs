@@ -1,6 +1,7 @@
 //! NVRTC compiles every CUDA kernel of the registry × each of its dtypes for Hopper (sm_90a) and
-//! Ampere (sm_80), at the registry's tile and at the puzzles' TILE 3; any compile error or any
-//! register spill fails. Needs libnvrtc only (no driver, no GPU): CI installs the PyPI wheel
+//! Ampere (sm_80), at the registry's tile and at the puzzles' TILE 3, the SIMT ladder at its
+//! default tiling and three of `matmul tune`'s candidates; any compile error, or a spill at a
+//! kernel's registry default (a spilling tune candidate is only reported), fails. Needs libnvrtc only (no driver, no GPU): CI installs the PyPI wheel
 //! `nvidia-cuda-nvrtc==13.0.*` and puts its `nvidia/cu13/lib` on LD_LIBRARY_PATH.
 //!
 //! Without libnvrtc every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_NVRTC=1.
@@ -8,7 +9,7 @@
 
 use matmul::cuda::compile::{self, DiskCache};
 use matmul::registry::{Geometry, KERNELS};
-use matmul::{DType, Error, KernelSpec};
+use matmul::{tune, DType, Error, KernelSpec, RunOptions, Tiling};
 
 const ARCHS: [&str; 2] = ["sm_90a", "sm_80"];
 
@@ -40,12 +41,35 @@ fn cuda_kernels() -> impl Iterator<Item = &'static KernelSpec> {
     KERNELS.iter().filter(|k| k.cuda_source().is_some())
 }
 
-/// The tile variants to compile: the registry's, and 3 for 2-D tile kernels.
-fn tiles(kernel: &KernelSpec) -> Vec<Option<u32>> {
+/// The variants to compile: the registry's, 3 for 2-D tile kernels, and for the SIMT ladder a
+/// small, a deep and the largest of `matmul tune`'s candidates (the templates must hold for all).
+fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
     match kernel.cuda_source().map(|s| s.geometry) {
-        Some(Geometry::Tile2d { tile: 3 }) | Some(Geometry::SingleBlock { tpb: 3 }) => vec![None],
-        Some(Geometry::Tile2d { .. }) | Some(Geometry::SingleBlock { .. }) => vec![None, Some(3)],
-        _ => vec![None],
+        Some(Geometry::Tile2d { tile: 3 }) | Some(Geometry::SingleBlock { tpb: 3 }) => {
+            vec![RunOptions::default()]
+        }
+        Some(Geometry::Tile2d { .. }) | Some(Geometry::SingleBlock { .. }) => {
+            vec![RunOptions::default(), RunOptions::tile(3)]
+        }
+        Some(Geometry::BlockTile { .. }) => {
+            let c = tune::candidates(kernel, dtype, 227 << 10);
+            let pick = |f: &dyn Fn(&Tiling) -> u64| c.iter().skip(1).max_by_key(|t| f(t)).copied();
+            let mut out = vec![RunOptions::default()];
+            for t in [
+                pick(&|t| u64::MAX - (t.bm * t.bn) as u64),
+                pick(&|t| (t.bk * t.stages) as u64),
+                pick(&|t| t.shared_elems()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !out.contains(&RunOptions::tiling(t)) {
+                    out.push(RunOptions::tiling(t));
+                }
+            }
+            out
+        }
+        _ => vec![RunOptions::default()],
     }
 }
 
@@ -58,19 +82,19 @@ fn every_kernel_compiles_without_spills() {
     let version = compile::nvrtc_version().unwrap();
     println!("NVRTC {}.{}", version.0, version.1);
     println!(
-        "{:<14} {:<5} {:<5} {:<7} {:>5} {:>5} {:>6} {:>6} {:>6}",
+        "{:<14} {:<5} {:<28} {:<7} {:>5} {:>5} {:>6} {:>6} {:>6}",
         "kernel", "dtype", "tile", "arch", "regs", "bars", "smem", "stack", "spill"
     );
     let mut failures = Vec::new();
     let mut count = 0;
     for kernel in cuda_kernels() {
         for &dtype in kernel.dtypes {
-            for tile in tiles(kernel) {
+            for opts in variants(kernel, dtype) {
                 for arch in ARCHS {
                     count += 1;
-                    let label = format!("{} {dtype} tile={tile:?} {arch}", kernel.name);
+                    let label = format!("{} {dtype} {} {arch}", kernel.name, opts.label());
                     let compiled =
-                        match compile::compile_with_cache(kernel, dtype, tile, arch, &cache) {
+                        match compile::compile_with_cache(kernel, dtype, &opts, arch, &cache) {
                             Ok(c) => c,
                             Err(e) => {
                                 failures.push(format!("{label}: {e}"));
@@ -86,11 +110,14 @@ fn every_kernel_compiles_without_spills() {
                         continue;
                     };
                     println!(
-                        "{:<14} {:<5} {:<5} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
+                        "{:<14} {:<5} {:<28} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
                         kernel.name,
                         dtype.name(),
-                        compile::effective_tile(kernel, tile)
-                            .map_or("-".to_string(), |t| t.to_string()),
+                        kernel
+                            .tile(&opts)
+                            .map(|t| t.to_string())
+                            .or(kernel.tiling(&opts).map(|t| t.to_string()))
+                            .unwrap_or("-".to_string()),
                         arch,
                         info.registers,
                         info.barriers,
@@ -100,10 +127,15 @@ fn every_kernel_compiles_without_spills() {
                         info.spill_load_bytes
                     );
                     if compiled.spills() {
-                        failures.push(format!(
-                            "{label}: spills registers: {:?}",
-                            compiled.functions
-                        ));
+                        if opts == RunOptions::default() {
+                            failures.push(format!(
+                                "{label}: spills registers: {:?}",
+                                compiled.functions
+                            ));
+                        } else {
+                            // A candidate that spills is one `matmul tune` skips, not an error.
+                            println!("  (spills: tune skips this candidate)");
+                        }
                     }
                     if info.registers == 0 {
                         failures.push(format!(
@@ -132,10 +164,13 @@ fn disk_cache_hits_and_survives_corruption() {
     }
     let (dir, cache) = temp_cache("cache");
     let kernel = matmul::find("tiled").unwrap();
-    let first = compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    let first =
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
     assert!(!first.from_disk_cache);
     let second =
-        compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
     assert!(
         second.from_disk_cache,
         "second compile missed the disk cache"
@@ -143,7 +178,9 @@ fn disk_cache_hits_and_survives_corruption() {
     assert_eq!(first.cubin, second.cubin);
     assert_eq!(first.functions, second.functions);
     // A different define is a different entry.
-    let other = compile::compile_with_cache(kernel, DType::U32, Some(5), "sm_90a", &cache).unwrap();
+    let other =
+        compile::compile_with_cache(kernel, DType::U32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
     assert_ne!(other.key, first.key);
     // Corrupt every CUBIN: the next compile must notice and recompile, not fail.
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -152,16 +189,22 @@ fn disk_cache_hits_and_survives_corruption() {
             std::fs::write(&path, b"garbage").unwrap();
         }
     }
-    let third = compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+    let third =
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
     assert!(!third.from_disk_cache, "a corrupt entry was used");
     assert_eq!(third.cubin, first.cubin);
     // And the rewritten entry is good again.
     let fourth =
-        compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &cache).unwrap();
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
     assert!(fourth.from_disk_cache);
     // A cache that cannot exist only disables caching.
     let none = DiskCache::at("/proc/no/such/dir");
-    assert!(compile::compile_with_cache(kernel, DType::F32, Some(5), "sm_90a", &none).is_ok());
+    assert!(
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &none)
+            .is_ok()
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -189,8 +232,8 @@ fn compile_errors_carry_the_nvrtc_log() {
     }
     // A dtype the kernel does not take is refused before NVRTC runs.
     let tiled = matmul::find("tiled").unwrap();
-    assert!(compile::compile(tiled, DType::Bf16, None, "sm_90a").is_err());
-    assert!(compile::compile(tiled, DType::F32, Some(0), "sm_90a").is_err());
+    assert!(compile::compile(tiled, DType::Bf16, &RunOptions::default(), "sm_90a").is_err());
+    assert!(compile::compile(tiled, DType::F32, &RunOptions::tile(0), "sm_90a").is_err());
 }
 
 #[test]

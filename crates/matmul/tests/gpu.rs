@@ -4,7 +4,7 @@
 //! overrides, the poisoning of C, timing, and errors that must not be panics.
 //!
 //! Without a GPU every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_GPU=1.
-//! MATMUL_TEST_SMALL=1 keeps only small shapes (for compute-sanitizer runs).
+//! MATMUL_TEST_SMALL=1 keeps only small shapes, =tiny four of them (for compute-sanitizer runs).
 //! `--nocapture` prints one RESULT line per kernel and dtype.
 
 use std::collections::HashMap;
@@ -29,7 +29,8 @@ const OPS: [(Op, Op); 4] = [
 
 /// (m, n, k): degenerate, a long K with m = n = 1, a K whose packed row needs more than 48 KiB of
 /// shared memory (rowpack / elepack opt in), odd, the 16-tile edge ±1, the 64 edge ±1, k = 1 with
-/// a wide C, non-square, and one large square for the faster kernels.
+/// a wide C, non-square, the SIMT ladder's 128 and 256 edges ±1 with K off its 4-element
+/// vectors, a single row or column of C, and one large square for the faster kernels.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 1, 300),
@@ -47,6 +48,10 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (63, 65, 64),
     (255, 257, 1),
     (266, 265, 264),
+    (129, 127, 131),
+    (257, 255, 33),
+    (1, 300, 70),
+    (300, 1, 70),
     (1024, 1024, 1024),
 ];
 
@@ -54,9 +59,17 @@ fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).as_deref() == Ok(value)
 }
 
+/// MATMUL_TEST_SMALL=1: shapes up to m·n·k = 300 000; =tiny: four shapes with several K-slices
+/// and edges on every side, N·N and T·T only (racecheck's cost grows with shared-memory traffic).
 fn small_only() -> bool {
-    env_is("MATMUL_TEST_SMALL", "1")
+    env_is("MATMUL_TEST_SMALL", "1") || tiny_only()
 }
+
+fn tiny_only() -> bool {
+    env_is("MATMUL_TEST_SMALL", "tiny")
+}
+
+const TINY: &[(usize, usize, usize)] = &[(3, 5, 7), (17, 33, 65), (65, 65, 65), (63, 65, 64)];
 
 /// The device, or None after printing SKIP (a failure under MATMUL_REQUIRE_GPU=1).
 fn gpu() -> Option<CudaBackend> {
@@ -125,14 +138,16 @@ fn shapes_for(kernel: &KernelSpec) -> Vec<(usize, usize, usize)> {
         .filter(|&(m, n, k)| {
             let large = m * n * k > 20_000_000;
             let small = m * n * k <= 300_000;
-            !(large && per_row) && (!small_only() || small)
+            !(large && per_row)
+                && (!small_only() || small)
+                && (!tiny_only() || TINY.contains(&(m, n, k)))
         })
         .collect()
 }
 
 /// The large shape runs with N·N and T·T only (its reference is the costly part).
 fn ops_for(m: usize, n: usize, k: usize) -> &'static [(Op, Op)] {
-    if m * n * k > 20_000_000 {
+    if m * n * k > 20_000_000 || tiny_only() {
         &[(Op::N, Op::N), (Op::T, Op::T)]
     } else {
         &OPS
@@ -144,12 +159,12 @@ fn expected_refusal(
     kernel: &KernelSpec,
     problem: &Problem,
     backend: &CudaBackend,
-    tile: Option<u32>,
+    opts: &RunOptions,
 ) -> Option<&'static str> {
     for c in kernel.constraints {
         match c {
             Constraint::FitsOneBlock => {
-                let tpb = cuda::compile::effective_tile(kernel, tile).unwrap_or(0) as usize;
+                let tpb = kernel.tile(opts).unwrap_or(0) as usize;
                 if problem.m.max(problem.n).max(problem.k) > tpb {
                     return Some("must cover the matrix");
                 }
@@ -172,7 +187,7 @@ fn verify(
     problem: &Problem,
     opts: RunOptions,
 ) -> Option<String> {
-    let label = format!("{} tile={:?} {problem}", kernel.name, opts.tile);
+    let label = format!("{} {} {problem}", kernel.name, opts.label());
     let c = case(problem);
     match backend.run(kernel, problem, &c.a, &c.b, opts) {
         Err(e) => Some(format!("{label}: error: {e}")),
@@ -201,7 +216,7 @@ fn sweep(name: &str) {
         for (m, n, k) in shapes_for(kernel) {
             for &(op_a, op_b) in ops_for(m, n, k) {
                 let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
-                let expected = expected_refusal(kernel, &problem, &backend, None);
+                let expected = expected_refusal(kernel, &problem, &backend, &opts);
                 match (backend.check(kernel, &problem, opts), expected) {
                     (Ok(()), None) => match verify(&backend, kernel, &problem, opts) {
                         None => passed += 1,
@@ -256,6 +271,12 @@ kernel_tests! {
     sweep_single_block => "single-block",
     sweep_tiled => "tiled",
     sweep_tiled_async => "tiled-async",
+    sweep_blocktile_1d => "blocktile-1d",
+    sweep_blocktile_2d => "blocktile-2d",
+    sweep_vectorized => "vectorized",
+    sweep_vectorized_padded => "vectorized-padded",
+    sweep_warptile => "warptile",
+    sweep_multistage => "multistage",
     sweep_cublas => "cublas",
 }
 
@@ -283,8 +304,8 @@ fn tile_overrides() {
                 for &(m, n, k) in shapes {
                     for &(op_a, op_b) in &[(Op::N, Op::N), (Op::T, Op::T)] {
                         let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
-                        let opts = RunOptions { tile: Some(tile) };
-                        let expected = expected_refusal(kernel, &problem, &backend, Some(tile));
+                        let opts = RunOptions::tile(tile);
+                        let expected = expected_refusal(kernel, &problem, &backend, &opts);
                         match (backend.check(kernel, &problem, opts), expected) {
                             (Ok(()), None) => {
                                 ran += 1;
@@ -303,13 +324,7 @@ fn tile_overrides() {
             let problem = Problem::new(8, 8, 8, dtype);
             for tile in [0, 33] {
                 let c = case(&problem);
-                match backend.run(
-                    kernel,
-                    &problem,
-                    &c.a,
-                    &c.b,
-                    RunOptions { tile: Some(tile) },
-                ) {
+                match backend.run(kernel, &problem, &c.a, &c.b, RunOptions::tile(tile)) {
                     Err(matmul::Error::Unsupported(u)) => {
                         assert!(u.rule.contains("TILE") || u.rule.contains("threads"), "{u}")
                     }
@@ -322,6 +337,53 @@ fn tile_overrides() {
         }
     }
     println!("RESULT tile-overrides {ran} runs");
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Tiling overrides (RunOptions.tiling, what `matmul tune` searches): every SIMT-ladder kernel at
+/// a spread of its tune candidates on awkward shapes, and a refusal for a broken tiling.
+#[test]
+fn tiling_overrides() {
+    let Some(backend) = gpu() else { return };
+    let max_shared = backend.limits().unwrap().max_shared_per_block;
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    let shapes: &[(usize, usize, usize)] = &[(3, 5, 7), (129, 65, 37), (257, 300, 64)];
+    for kernel in KERNELS {
+        let Some(Geometry::BlockTile { .. }) = kernel.cuda_source().map(|s| s.geometry) else {
+            continue;
+        };
+        for &dtype in kernel.dtypes {
+            let all = matmul::tune::candidates(kernel, dtype, max_shared);
+            // A deterministic spread of the candidates (the default first).
+            let count = if small_only() { 3 } else { 8 };
+            for tiling in matmul::tune::spread(&all, count) {
+                let opts = RunOptions::tiling(tiling);
+                for &(m, n, k) in shapes {
+                    for &(op_a, op_b) in &[(Op::N, Op::N), (Op::T, Op::T)] {
+                        let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                        ran += 1;
+                        failures.extend(verify(&backend, kernel, &problem, opts));
+                    }
+                }
+            }
+            let broken = matmul::Tiling::block(128, 128, 8, 7, 8);
+            let problem = Problem::new(8, 8, 8, dtype);
+            match backend.check(kernel, &problem, RunOptions::tiling(broken)) {
+                Err(matmul::Error::Unsupported(u)) if u.rule.contains("TM") => {}
+                other => failures.push(format!(
+                    "{} tiling {broken}: expected a refusal naming TM, got {other:?}",
+                    kernel.name
+                )),
+            }
+        }
+    }
+    println!("RESULT tiling-overrides {ran} runs");
     assert!(
         failures.is_empty(),
         "{} failure(s):\n{}",
@@ -360,7 +422,7 @@ fn puzzle_configurations() {
             let a = AnyMatrix::generate(dtype, size, size, Init::Arange { scale: 1 }).unwrap();
             let b = AnyMatrix::generate(dtype, size, size, Init::Arange { scale: 2 }).unwrap();
             let got = backend
-                .run(kernel, &problem, &a, &b, RunOptions { tile })
+                .run(kernel, &problem, &a, &b, RunOptions { tile, tiling: None })
                 .unwrap_or_else(|e| panic!("{name} {problem}: {e}"));
             assert_eq!(got.to_f64_vec(), want, "{name} tile {tile:?} {problem}");
         }
@@ -407,7 +469,9 @@ fn timing_returns_one_duration_per_launch() {
                 b: AnyMatrix::generate(dtype, n, n, Init::Random { seed: s + 10 }).unwrap(),
             })
             .collect();
-        let times = backend.time(kernel, &problem, &sets, 2, 7).unwrap();
+        let times = backend
+            .time(kernel, &problem, &sets, 2, 7, RunOptions::default())
+            .unwrap();
         assert_eq!(times.len(), 7, "{name}");
         assert!(
             times.iter().all(|&t| t > 0.0 && t < 10.0),
@@ -419,7 +483,9 @@ fn timing_returns_one_duration_per_launch() {
             "RESULT time {name} {problem}: median {:.1} us",
             sorted[3] * 1e6
         );
-        assert!(backend.time(kernel, &problem, &[], 0, 1).is_err());
+        assert!(backend
+            .time(kernel, &problem, &[], 0, 1, RunOptions::default())
+            .is_err());
     }
     // The backend still computes correctly after timing.
     let problem = Problem::square(64, DType::F32);
@@ -484,7 +550,11 @@ fn device_properties() {
     let all = cuda::list_devices().unwrap();
     assert!(all.iter().any(|d| d.name == info.name && d.ordinal == 0));
     let info = backend
-        .compile_info(matmul::find("tiled").unwrap(), DType::F32, None)
+        .compile_info(
+            matmul::find("tiled").unwrap(),
+            DType::F32,
+            &RunOptions::default(),
+        )
         .unwrap();
     assert!(info.registers > 0 && !info.spills(), "{info:?}");
 }

@@ -72,8 +72,9 @@ impl Backend for CpuBackend {
         inputs: &[Inputs],
         warmup: usize,
         iters: usize,
+        opts: RunOptions,
     ) -> Result<Vec<f64>> {
-        self.check(kernel, problem, RunOptions::default())?;
+        self.check(kernel, problem, opts)?;
         if inputs.is_empty() {
             return Err(Error::Invalid("timing needs at least one input set".into()));
         }

@@ -6,7 +6,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::libs::Context;
 use super::CudaBackend;
-use crate::backend::{Backend, Inputs};
+use crate::backend::{Backend, Inputs, RunOptions};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::matrix::{AnyMatrix, Init};
@@ -114,7 +114,7 @@ fn cublas_rate(cuda: &CudaBackend, dtype: DType, n: usize) -> Result<f64> {
         a: AnyMatrix::generate(dtype, n, n, Init::Random { seed: 1 })?,
         b: AnyMatrix::generate(dtype, n, n, Init::Random { seed: 2 })?,
     }];
-    let mut times = cuda.time(kernel, &problem, &inputs, 2, 7)?;
+    let mut times = cuda.time(kernel, &problem, &inputs, 2, 7, RunOptions::default())?;
     times.sort_by(f64::total_cmp);
     Ok(problem.flops() / times[times.len() / 2] / 1e9)
 }

@@ -6,8 +6,8 @@
 //! `--ptxas-options=-v` (the log then carries registers, spills, shared memory and stack per
 //! function), `--generate-line-info` (compute-sanitizer and profilers map SASS to source lines),
 //! `--std=c++17`, `--no-cache` (NVRTC ≥ 12.9 would otherwise skip ptxas, and its report, for a
-//! PTX it has compiled before), and the kernel's `-D` parameters: `ELEM` (the element type) and `TILE` (2-D tile
-//! kernels). A short prelude is prepended to every source to name types that a `-D` value cannot
+//! PTX it has compiled before), and the kernel's `-D` parameters: `ELEM` (the element type), `TILE`
+//! (2-D tile kernels) and the tiling of the SIMT ladder (`BM`, `BN`, `BK`, `TM`, `TN`, ...). A short prelude is prepended to every source to name types that a `-D` value cannot
 //! spell portably (`matmul_u32` for `unsigned int`); a `#line 1` directive after it keeps NVRTC's
 //! error positions those of the `.cu` file.
 //!
@@ -27,9 +27,10 @@ use serde::Serialize;
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 
 use super::libs::{self, Context};
+use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Unsupported};
-use crate::registry::{Geometry, KernelSpec};
+use crate::registry::KernelSpec;
 
 /// Bumped whenever the cache layout or the compile recipe changes in a way the key cannot see.
 const CACHE_FORMAT: &str = "matmul-cubin-v1";
@@ -145,22 +146,12 @@ pub fn elem_type(dtype: DType) -> Result<&'static str> {
     }
 }
 
-/// The tile edge a `Tile2d` / `SingleBlock` kernel runs with (`tile` overrides the registry's);
-/// None for other geometries.
-pub fn effective_tile(kernel: &KernelSpec, tile: Option<u32>) -> Option<u32> {
-    match kernel.cuda_source()?.geometry {
-        Geometry::Tile2d { tile: t } | Geometry::SingleBlock { tpb: t } => Some(tile.unwrap_or(t)),
-        Geometry::RowPerThread { .. }
-        | Geometry::ElementPerThread { .. }
-        | Geometry::RowSegment { .. } => None,
-    }
-}
-
-/// The `-D` parameters of `kernel` for `dtype`: `ELEM`, and `TILE` where the geometry has one.
+/// The `-D` parameters of `kernel` for `dtype`: `ELEM`, `TILE` where the geometry has one, and
+/// the tiling (`BM`, `BN`, ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two.
 pub fn kernel_defines(
     kernel: &KernelSpec,
     dtype: DType,
-    tile: Option<u32>,
+    opts: &RunOptions,
 ) -> Result<Vec<(String, String)>> {
     if kernel.cuda_source().is_none() {
         return Err(Error::Invalid(format!(
@@ -168,46 +159,53 @@ pub fn kernel_defines(
             kernel.name
         )));
     }
-    if !kernel.supports(dtype) {
-        return Err(Unsupported {
+    let unsupported = |rule: String| -> Error {
+        Unsupported {
             kernel: kernel.name.to_string(),
             problem: dtype.to_string(),
-            rule: format!("dtype {dtype} is not supported"),
+            rule,
         }
-        .into());
+        .into()
+    };
+    if !kernel.supports(dtype) {
+        return Err(unsupported(format!("dtype {dtype} is not supported")));
     }
     let mut defines = vec![("ELEM".to_string(), elem_type(dtype)?.to_string())];
-    if let Some(t) = effective_tile(kernel, tile) {
+    if let Some(t) = kernel.tile(opts) {
         if t == 0 {
-            return Err(Error::Invalid("TILE must be at least 1".into()));
+            return Err(unsupported("TILE must be at least 1".into()));
         }
         defines.push(("TILE".to_string(), t.to_string()));
+    }
+    if let Some(t) = kernel.tiling(opts) {
+        t.check().map_err(unsupported)?;
+        defines.extend(t.defines());
     }
     Ok(defines)
 }
 
-/// Compiles registry kernel `kernel` for `dtype` (and tile override) to a CUBIN for `arch`
-/// (e.g. "sm_90a"), through the default disk cache. Needs libnvrtc only.
+/// Compiles registry kernel `kernel` for `dtype` (with the tile or tiling of `opts`) to a CUBIN
+/// for `arch` (e.g. "sm_90a"), through the default disk cache. Needs libnvrtc only.
 pub fn compile(
     kernel: &KernelSpec,
     dtype: DType,
-    tile: Option<u32>,
+    opts: &RunOptions,
     arch: &str,
 ) -> Result<Compiled> {
-    compile_with_cache(kernel, dtype, tile, arch, &DiskCache::from_env())
+    compile_with_cache(kernel, dtype, opts, arch, &DiskCache::from_env())
 }
 
 /// [`compile`] with an explicit disk cache.
 pub fn compile_with_cache(
     kernel: &KernelSpec,
     dtype: DType,
-    tile: Option<u32>,
+    opts: &RunOptions,
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
-    let defines = kernel_defines(kernel, dtype, tile)?;
+    let defines = kernel_defines(kernel, dtype, opts)?;
     let src = kernel.cuda_source().expect("checked by kernel_defines");
-    let mut compiled = compile_source(src.file, src.text, &defines, arch, cache)?;
+    let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
     compiled.name = kernel.name.to_string();
     Ok(compiled)
 }

@@ -154,9 +154,9 @@ impl CudaBackend {
         &self,
         kernel: &KernelSpec,
         dtype: DType,
-        tile: Option<u32>,
+        opts: &RunOptions,
     ) -> Result<CompileInfo> {
-        let loaded = self.load_kernel(kernel, dtype, tile)?;
+        let loaded = self.load_kernel(kernel, dtype, opts)?;
         loaded.info.clone().ok_or_else(|| Error::Cuda {
             context: format!("compiling {}", kernel.name),
             message: "ptxas reported nothing for the entry point".into(),
@@ -175,13 +175,13 @@ impl CudaBackend {
         &self,
         kernel: &KernelSpec,
         dtype: DType,
-        tile: Option<u32>,
+        opts: &RunOptions,
     ) -> Result<Arc<Loaded>> {
         let src = kernel.cuda_source().ok_or_else(|| {
             Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name))
         })?;
-        let defines = compile::kernel_defines(kernel, dtype, tile)?;
-        self.load(src.file, src.text, &defines, &kernel.entry_point())
+        let defines = compile::kernel_defines(kernel, dtype, opts)?;
+        self.load(src.file, &src.full_text(), &defines, &kernel.entry_point())
     }
 
     fn load(
@@ -233,7 +233,7 @@ impl CudaBackend {
         kernel: &KernelSpec,
         src: &CudaSource,
         problem: &Problem,
-        tile: Option<u32>,
+        opts: &RunOptions,
     ) -> Result<LaunchConfig> {
         let unsupported = |rule: String| -> Error {
             Unsupported {
@@ -271,18 +271,25 @@ impl CudaBackend {
                 ((blocks(n, threads)?, blocks(m, 1)?, 1), (threads, 1, 1))
             }
             Geometry::Tile2d { tile: t } => {
-                let t = square(tile.unwrap_or(t))?;
+                let t = square(opts.tile.unwrap_or(t))?;
                 ((blocks(n, t)?, blocks(m, t)?, 1), (t, t, 1))
             }
             Geometry::SingleBlock { tpb } => {
-                let t = square(tile.unwrap_or(tpb))?;
+                let t = square(opts.tile.unwrap_or(tpb))?;
                 ((1, 1, 1), (t, t, 1))
+            }
+            Geometry::BlockTile { tiling } => {
+                let t = opts.tiling.unwrap_or(tiling);
+                t.check().map_err(unsupported)?;
+                ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads(), 1, 1))
             }
         };
         // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
         // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
         // discarded). The device limit is a multiple of 16, so rounding never crosses it.
-        let shared = if kernel
+        let shared = if let Some(t) = kernel.tiling(opts) {
+            t.shared_elems() as usize * problem.dtype.input_bytes()
+        } else if kernel
             .constraints
             .contains(&crate::registry::Constraint::KFitsSharedMemory)
         {
@@ -321,12 +328,12 @@ impl CudaBackend {
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
-        tile: Option<u32>,
+        opts: &RunOptions,
     ) -> Result<Launcher> {
         match &kernel.implementation {
             Implementation::Cuda(src) => {
-                let config = self.launch_config(kernel, src, problem, tile)?;
-                let loaded = self.load_kernel(kernel, problem.dtype, tile)?;
+                let config = self.launch_config(kernel, src, problem, opts)?;
+                let loaded = self.load_kernel(kernel, problem.dtype, opts)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
                 Ok(Launcher::Kernel { loaded, config })
             }
@@ -500,7 +507,7 @@ impl Backend for CudaBackend {
         self.check_tile(kernel, problem, opts)?;
         self.check(kernel, problem, opts)?;
         check_inputs(problem, a, b)?;
-        let launcher = self.launcher(kernel, problem, opts.tile)?;
+        let launcher = self.launcher(kernel, problem, &opts)?;
         let (da, db) = (self.upload(a)?, self.upload(b)?);
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
@@ -518,8 +525,9 @@ impl Backend for CudaBackend {
         inputs: &[Inputs],
         warmup: usize,
         iters: usize,
+        opts: RunOptions,
     ) -> Result<Vec<f64>> {
-        let opts = RunOptions::default();
+        self.check_tile(kernel, problem, opts)?;
         self.check(kernel, problem, opts)?;
         if inputs.is_empty() {
             return Err(Error::Invalid("timing needs at least one input set".into()));
@@ -527,7 +535,7 @@ impl Backend for CudaBackend {
         for set in inputs {
             check_inputs(problem, &set.a, &set.b)?;
         }
-        let launcher = self.launcher(kernel, problem, opts.tile)?;
+        let launcher = self.launcher(kernel, problem, &opts)?;
         let sets = inputs
             .iter()
             .map(|set| Ok((self.upload(&set.a)?, self.upload(&set.b)?)))

@@ -1,0 +1,250 @@
+//! `matmul tune`: searches the tiling of the SIMT ladder's top kernels on this GPU, per dtype and
+//! shape class, and caches the winners (see `matmul::tune`). Each candidate is compiled (one
+//! that spills is skipped), verified against the CPU reference on an awkward shape with both
+//! operand layouts, then timed with CUDA events; the fastest verified one wins.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use matmul::cpu::reference;
+use matmul::cuda::CudaBackend;
+use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
+use matmul::verify::compare;
+use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
+
+use crate::cli_error::{CliError, CliResult};
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// Kernels to tune (default: the warp-tiled SIMT kernels).
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<String>,
+    /// Comma-separated dtypes.
+    #[arg(long, value_delimiter = ',', default_value = "f32,u32")]
+    dtypes: Vec<DType>,
+    /// Shapes MxNxK to tune on; one per shape class is enough (small < 1536 ≤ medium < 6144 ≤ large).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1024x1024x1024,4096x4096x4096,8192x8192x8192"
+    )]
+    shapes: Vec<Shape>,
+    /// Candidates timed per kernel × dtype × shape (an even spread of the space, default first).
+    #[arg(long, default_value_t = 24)]
+    max_candidates: usize,
+    /// Timed launches per candidate (the median counts).
+    #[arg(long, default_value_t = 5)]
+    iters: usize,
+    /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Where the tune table of `backend`'s device lives (None: no cache directory).
+pub fn table_path(backend: &CudaBackend) -> Option<PathBuf> {
+    let dir = matmul::cuda::DiskCache::from_env().dir()?.to_path_buf();
+    let info = backend.info();
+    Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
+}
+
+/// The table for `backend`'s device, if one was written; a corrupt one is reported and ignored.
+pub fn load_table(backend: &CudaBackend) -> Option<(PathBuf, TuneTable)> {
+    let path = table_path(backend)?;
+    match TuneTable::load(&path) {
+        Ok(t) => t.map(|t| (path, t)),
+        Err(e) => {
+            eprintln!("matmul: ignoring the tune table: {e}");
+            None
+        }
+    }
+}
+
+/// Runs `kernel` with `opts` on an awkward shape, both layouts, against the CPU reference.
+fn verify(
+    backend: &CudaBackend,
+    kernel: &KernelSpec,
+    dtype: DType,
+    opts: RunOptions,
+) -> Result<(), String> {
+    for (op_a, op_b) in [(Op::N, Op::N), (Op::T, Op::T)] {
+        let problem = Problem::new(257, 131, 67, dtype).with_ops(op_a, op_b);
+        let (ar, ac) = problem.a_stored();
+        let (br, bc) = problem.b_stored();
+        let a = AnyMatrix::generate(dtype, ar, ac, Init::Random { seed: 7 })
+            .map_err(|e| e.to_string())?;
+        let b = AnyMatrix::generate(dtype, br, bc, Init::Random { seed: 8 })
+            .map_err(|e| e.to_string())?;
+        let want = reference::matmul(&problem, &a, &b).map_err(|e| e.to_string())?;
+        let got = backend
+            .run(kernel, &problem, &a, &b, opts)
+            .map_err(|e| e.to_string())?;
+        let v = compare(&problem, &got, &want);
+        if !v.passed {
+            return Err(format!("wrong result on {problem}: {v:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn median_seconds(
+    backend: &CudaBackend,
+    kernel: &KernelSpec,
+    problem: &Problem,
+    sets: &[Inputs],
+    iters: usize,
+    opts: RunOptions,
+) -> matmul::Result<f64> {
+    let mut t = backend.time(kernel, problem, sets, 2, iters.max(1), opts)?;
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+pub fn tune(args: TuneArgs) -> CliResult {
+    let backend = CudaBackend::new(0)
+        .map_err(|e| CliError::failure(format!("tuning needs a CUDA device: {e}")))?;
+    let kernels: Vec<&'static KernelSpec> = if args.kernels.is_empty() {
+        tune::tunable_kernels()
+    } else {
+        args.kernels
+            .iter()
+            .map(|n| matmul::find(n))
+            .collect::<Result<_, _>>()?
+    };
+    for k in &kernels {
+        if k.tiling(&RunOptions::default()).is_none() {
+            return Err(CliError::input(format!(
+                "kernel `{}` has no tiling to tune (SIMT-ladder kernels do)",
+                k.name
+            )));
+        }
+    }
+    let path = match &args.out {
+        Some(p) => p.clone(),
+        None => table_path(&backend)
+            .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
+    };
+    let info = backend.info().clone();
+    let mut table = match TuneTable::load(&path) {
+        Ok(Some(t)) => t,
+        Ok(None) => TuneTable::default(),
+        Err(e) => {
+            eprintln!("matmul: starting a new tune table: {e}");
+            TuneTable::default()
+        }
+    };
+    table.device = info.name.clone();
+    table.driver = info.driver_version.clone();
+    table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
+    let max_shared = info.shared_per_block_optin;
+    eprintln!("matmul: tuning on {}", backend.describe());
+    for &dtype in &args.dtypes {
+        for shape in &args.shapes {
+            let problem = Problem::new(shape.m, shape.n, shape.k, dtype);
+            let class = ShapeClass::of(&problem);
+            let sets: Vec<Inputs> = (0..2)
+                .map(|s| {
+                    Ok(Inputs {
+                        a: AnyMatrix::generate(
+                            dtype,
+                            shape.m,
+                            shape.k,
+                            Init::Random { seed: 2 * s },
+                        )?,
+                        b: AnyMatrix::generate(
+                            dtype,
+                            shape.k,
+                            shape.n,
+                            Init::Random { seed: 2 * s + 1 },
+                        )?,
+                    })
+                })
+                .collect::<matmul::Result<_>>()?;
+            for kernel in &kernels {
+                if !kernel.supports(dtype) {
+                    continue;
+                }
+                let all = tune::candidates(kernel, dtype, max_shared);
+                let tried = tune::spread(&all, args.max_candidates);
+                let mut best: Option<(matmul::Tiling, f64)> = None;
+                let mut default_rate = 0.0;
+                for (i, tiling) in tried.iter().enumerate() {
+                    let opts = RunOptions::tiling(*tiling);
+                    let verdict = backend
+                        .compile_info(kernel, dtype, &opts)
+                        .map_err(|e| e.to_string())
+                        .and_then(|ci| {
+                            if ci.spills() {
+                                Err(format!("spills ({} registers)", ci.registers))
+                            } else {
+                                Ok(ci)
+                            }
+                        })
+                        .and_then(|_| {
+                            backend
+                                .check(kernel, &problem, opts)
+                                .map_err(|e| e.to_string())
+                        })
+                        .and_then(|_| verify(&backend, kernel, dtype, opts))
+                        .and_then(|_| {
+                            median_seconds(&backend, kernel, &problem, &sets, args.iters, opts)
+                                .map_err(|e| e.to_string())
+                        });
+                    match verdict {
+                        Ok(secs) => {
+                            let rate = problem.flops() / secs / 1e9;
+                            if i == 0 {
+                                default_rate = rate;
+                            }
+                            eprintln!(
+                                "  {} {dtype} {} {tiling}: {:.1} {}",
+                                kernel.name,
+                                problem.shape_label(),
+                                rate / 1e3,
+                                if dtype.is_integer() {
+                                    "TOPS"
+                                } else {
+                                    "TFLOP/s"
+                                }
+                            );
+                            if best.is_none_or(|(_, r)| rate > r) {
+                                best = Some((*tiling, rate));
+                            }
+                        }
+                        Err(why) => eprintln!(
+                            "  {} {dtype} {} {tiling}: skipped: {why}",
+                            kernel.name,
+                            problem.shape_label()
+                        ),
+                    }
+                }
+                if let Some((tiling, rate)) = best {
+                    println!(
+                        "{:<12} {:<4} {:<6} {:<16} best {:<32} {:>7.2} T/s (default {:>7.2}, {} of {} candidates tried)",
+                        kernel.name,
+                        dtype.name(),
+                        class.name(),
+                        problem.shape_label(),
+                        tiling.to_string(),
+                        rate / 1e3,
+                        default_rate / 1e3,
+                        tried.len(),
+                        all.len()
+                    );
+                    table.insert(TuneEntry {
+                        kernel: kernel.name.to_string(),
+                        dtype,
+                        class,
+                        shape: problem.shape_label(),
+                        tiling,
+                        rate_gops: rate,
+                        default_rate_gops: default_rate,
+                    });
+                    // Saved after every winner: an interrupted tune keeps what it found.
+                    table.save(&path)?;
+                }
+            }
+        }
+    }
+    eprintln!("matmul: tune table written to {}", path.display());
+    Ok(())
+}

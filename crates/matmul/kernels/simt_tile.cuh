@@ -1,0 +1,196 @@
+// simt_tile.cuh — what the SIMT ladder shares from rung 12 (vectorized) on: moving a tile of A or
+// B from global to shared memory, for any strides (op(A), op(B) = N or T) and any M, N, K, with
+// zeros past the edges; 128-bit words where the layout allows them. Compiled ahead of the rung's
+// own file (registry: `simt!`), which defines the tile parameters (BM, BN, BK, ..., THREADS).
+//
+// Both operands are kept k-major in shared memory, As[BK][BM + PAD] and Bs[BK][BN + PAD], so the
+// inner-product loop reads TM consecutive values of A and TN of B as 128-bit words.
+// A global element at (outer o = k, inner i = m for A, n for B) is g[o * outer_stride + i *
+// inner_stride]: for A outer_stride = a_cs, inner_stride = a_rs; for B b_rs and b_cs.
+// Three paths, chosen per launch (a uniform branch):
+//   inner-contiguous (inner_stride == 1, outer_stride % 4 == 0): 16-byte loads along i, stored as
+//     16-byte words — B as usual, and A when op(A) = T (A stored K×M);
+//   outer-contiguous (outer_stride == 1, inner_stride % 4 == 0): 16-byte loads along k, stored as
+//     4 scalars (the transpose) — A as usual, and B when op(B) = T;
+//   anything else (a dimension not a multiple of 4): one element at a time.
+// The "% 4" conditions put every aligned 4-element group wholly inside or wholly outside the
+// matrix, so one bounds check covers a group. cudaMalloc'd bases are 256-byte aligned.
+// With ASYNC the copies are cp.async (sm_80+): 16-byte ones where the group is stored whole,
+// 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
+// copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
+
+struct __align__(16) Vec4 {
+    ELEM x, y, z, w;
+};
+
+// Reads 4 adjacent shared-memory elements (16-byte aligned) into registers with one LDS.128.
+__device__ __forceinline__ void load4(ELEM* dst, const ELEM* smem_src)
+{
+    Vec4 v = *reinterpret_cast<const Vec4*>(smem_src);
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+}
+
+__device__ __forceinline__ void cp_async16(ELEM* smem_dst, const ELEM* src, bool in_range)
+{
+    unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async4(ELEM* smem_dst, const ELEM* src, bool in_range)
+{
+    unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// The layout of one operand for the whole launch.
+enum TilePath { INNER_CONTIGUOUS, OUTER_CONTIGUOUS, SCALAR };
+
+__device__ __forceinline__ TilePath tile_path(int outer_stride, int inner_stride)
+{
+    if (inner_stride == 1 && outer_stride % 4 == 0) return INNER_CONTIGUOUS;
+    if (outer_stride == 1 && inner_stride % 4 == 0) return OUTER_CONTIGUOUS;
+    return SCALAR;
+}
+
+// Copies the OUTER×INNER tile at (o0, i0) of g into smem[OUTER][LD] (rows o, columns i); elements
+// past (o_lim, i_lim) become zero. Every thread of the block calls it (THREADS of them).
+template <int OUTER, int INNER, int LD, bool ASYNC>
+__device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* __restrict__ g, TilePath path,
+                                          int outer_stride, int inner_stride, int o0, int i0, int o_lim, int i_lim)
+{
+    static_assert(OUTER % 4 == 0 && INNER % 4 == 0 && LD % 4 == 0, "tiles are made of 4-element groups");
+    const int tid = threadIdx.x;
+    if (path == INNER_CONTIGUOUS) {
+        // Consecutive threads take consecutive groups along i: coalesced 16-byte loads.
+#pragma unroll
+        for (int idx = tid; idx < OUTER * INNER / 4; idx += THREADS) {
+            int o = idx / (INNER / 4), i = (idx % (INNER / 4)) * 4;
+            int go = o0 + o, gi = i0 + i;
+            bool in = go < o_lim && gi < i_lim;
+            const ELEM* src = in ? &g[go * outer_stride + gi] : g;
+            ELEM* dst = &smem[o * LD + i];
+            if (ASYNC) {
+                cp_async16(dst, src, in);
+            } else {
+                Vec4 v = in ? *reinterpret_cast<const Vec4*>(src) : Vec4{0, 0, 0, 0};
+                *reinterpret_cast<Vec4*>(dst) = v;
+            }
+        }
+    } else if (path == OUTER_CONTIGUOUS) {
+        // Consecutive threads take consecutive groups along o (k): coalesced along the matrix's
+        // contiguous dimension; each group is written transposed, one element per row of smem.
+#pragma unroll
+        for (int idx = tid; idx < OUTER * INNER / 4; idx += THREADS) {
+            int i = idx / (OUTER / 4), o = (idx % (OUTER / 4)) * 4;
+            int go = o0 + o, gi = i0 + i;
+            bool in = go < o_lim && gi < i_lim;
+            const ELEM* src = in ? &g[gi * inner_stride + go] : g;
+            if (ASYNC) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) cp_async4(&smem[(o + j) * LD + i], in ? src + j : g, in);
+            } else {
+                Vec4 v = in ? *reinterpret_cast<const Vec4*>(src) : Vec4{0, 0, 0, 0};
+                smem[(o + 0) * LD + i] = v.x;
+                smem[(o + 1) * LD + i] = v.y;
+                smem[(o + 2) * LD + i] = v.z;
+                smem[(o + 3) * LD + i] = v.w;
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (int idx = tid; idx < OUTER * INNER; idx += THREADS) {
+            int o = idx / INNER, i = idx % INNER;
+            int go = o0 + o, gi = i0 + i;
+            bool in = go < o_lim && gi < i_lim;
+            const ELEM* src = in ? &g[go * outer_stride + gi * inner_stride] : g;
+            if (ASYNC) {
+                cp_async4(&smem[o * LD + i], src, in);
+            } else {
+                smem[o * LD + i] = in ? *src : (ELEM)0;
+            }
+        }
+    }
+}
+
+// Stores v = C[r][c .. c+3] (row-major, N columns), skipping what lies past (M, N); one 16-byte
+// store when the group is whole and N % 4 == 0 keeps rows 16-byte aligned.
+__device__ __forceinline__ void store4(ELEM* __restrict__ C, int r, int c, int M, int N, Vec4 v)
+{
+    if (r >= M) return;
+    ELEM* p = &C[r * N + c];
+    if (N % 4 == 0 && c + 3 < N) {
+        *reinterpret_cast<Vec4*>(p) = v;
+    } else {
+        if (c < N) p[0] = v.x;
+        if (c + 1 < N) p[1] = v.y;
+        if (c + 2 < N) p[2] = v.z;
+        if (c + 3 < N) p[3] = v.w;
+    }
+}
+
+// Warp tiling (rungs 12 and up). A warp owns a WM×WN tile of the block's C, split into
+// WMITER×WNITER sub-tiles of (WM/WMITER)×(WN/WNITER); in each sub-tile its 32 lanes own one TM×TN
+// register tile apiece, lanes adjacent along N. So a lane's values of B in one sub-tile sit next
+// to its neighbours' (conflict-free 16-byte reads), and the warp's A values are few and broadcast.
+struct WarpTile {
+    static constexpr int WMITER = WM > 0 ? (WM * WN) / (32 * TM * TN * WNITER) : 1;
+    static constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static constexpr int LANES_N = WSUBN / TN;
+    static constexpr int RM = WMITER * TM, RN = WNITER * TN;  // a lane's register tile
+    int m0, n0;  // the lane's first row and column within the block's tile
+
+    __device__ __forceinline__ WarpTile(int tid)
+    {
+        int warp = tid / 32, lane = tid % 32;
+        m0 = (warp / (BN / WN)) * WM + (lane / LANES_N) * TM;
+        n0 = (warp % (BN / WN)) * WN + (lane % LANES_N) * TN;
+    }
+
+    // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
+    template <int LDA, int LDB>
+    __device__ __forceinline__ void mma(ELEM (&acc)[RM][RN], const ELEM* As, const ELEM* Bs) const
+    {
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            ELEM a[RM], b[RN];
+#pragma unroll
+            for (int wi = 0; wi < WMITER; wi++)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
+#pragma unroll
+            for (int wj = 0; wj < WNITER; wj++)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
+#pragma unroll
+            for (int i = 0; i < RM; i++)
+#pragma unroll
+                for (int j = 0; j < RN; j++) acc[i][j] += a[i] * b[j];
+        }
+    }
+
+    // Writes the lane's register tile to C, whose block tile starts at (row0, col0).
+    __device__ __forceinline__ void store(ELEM* C, const ELEM (&acc)[RM][RN], int row0, int col0, int M, int N) const
+    {
+#pragma unroll
+        for (int wi = 0; wi < WMITER; wi++)
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int wj = 0; wj < WNITER; wj++)
+#pragma unroll
+                    for (int j = 0; j < TN; j += 4) {
+                        const ELEM* v = &acc[wi * TM + i][wj * TN + j];
+                        store4(C, row0 + m0 + wi * WSUBM + i, col0 + n0 + wj * WSUBN + j, M, N,
+                               Vec4{v[0], v[1], v[2], v[3]});
+                    }
+    }
+};

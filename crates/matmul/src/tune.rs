@@ -1,0 +1,323 @@
+//! Tile-parameter tuning for the SIMT ladder: the search space of a BlockTile kernel, the table
+//! of winners (per device × kernel × dtype × shape class), and where that table lives on disk.
+//!
+//! `matmul tune` fills the table by timing every candidate that [`Tiling::check`] and the device
+//! accept, after verifying it; `--kernel auto` and `matmul bench` read it. The file is JSON in the
+//! user's cache directory (the NVRTC cache's directory, see `cuda::compile::DiskCache`), one table
+//! per device name and driver version: a new driver or another GPU starts from the defaults.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+use crate::registry::{Geometry, KernelSpec, Tiling, KERNELS};
+
+/// Shapes are tuned by class: the best tiling for 1024² is not the best for 8192².
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeClass {
+    /// min(m, n) < 1536: too few 128×128 tiles to fill 132 SMs; smaller tiles win.
+    Small,
+    /// min(m, n) < 6144.
+    Medium,
+    Large,
+}
+
+impl ShapeClass {
+    pub fn of(problem: &Problem) -> ShapeClass {
+        match problem.m.min(problem.n) {
+            x if x < 1536 => ShapeClass::Small,
+            x if x < 6144 => ShapeClass::Medium,
+            _ => ShapeClass::Large,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShapeClass::Small => "small",
+            ShapeClass::Medium => "medium",
+            ShapeClass::Large => "large",
+        }
+    }
+}
+
+/// One winner: the best verified tiling of `kernel` for `dtype` on shapes of `class`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneEntry {
+    pub kernel: String,
+    pub dtype: DType,
+    pub class: ShapeClass,
+    /// The shape it was measured on (e.g. "4096x4096x4096").
+    pub shape: String,
+    pub tiling: Tiling,
+    /// Its measured rate, 10^9 FLOP/s or OP/s.
+    pub rate_gops: f64,
+    /// The registry default's rate on the same shape, for comparison.
+    pub default_rate_gops: f64,
+}
+
+/// The winners for one device and driver.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TuneTable {
+    pub device: String,
+    pub driver: String,
+    pub date: String,
+    pub entries: Vec<TuneEntry>,
+}
+
+impl TuneTable {
+    /// The tuned tiling of `kernel` for `problem`'s dtype and class, if any.
+    pub fn lookup(&self, kernel: &str, problem: &Problem) -> Option<Tiling> {
+        let class = ShapeClass::of(problem);
+        self.entries
+            .iter()
+            .find(|e| e.kernel == kernel && e.dtype == problem.dtype && e.class == class)
+            .map(|e| e.tiling)
+    }
+
+    /// Replaces any entry of the same kernel, dtype and class.
+    pub fn insert(&mut self, entry: TuneEntry) {
+        self.entries.retain(|e| {
+            !(e.kernel == entry.kernel && e.dtype == entry.dtype && e.class == entry.class)
+        });
+        self.entries.push(entry);
+        self.entries.sort_by(|a, b| {
+            (&a.kernel, a.dtype.name(), a.class).cmp(&(&b.kernel, b.dtype.name(), b.class))
+        });
+    }
+
+    /// The fastest tuned (kernel, tiling) for `problem` among `kernels`: what `--kernel auto`
+    /// runs when a table exists.
+    pub fn best(&self, problem: &Problem) -> Option<(&'static KernelSpec, Tiling)> {
+        let class = ShapeClass::of(problem);
+        self.entries
+            .iter()
+            .filter(|e| e.dtype == problem.dtype && e.class == class)
+            .max_by(|a, b| a.rate_gops.total_cmp(&b.rate_gops))
+            .and_then(|e| Some((crate::registry::find(&e.kernel).ok()?, e.tiling)))
+    }
+
+    /// The file for `device` and `driver` under `dir`.
+    pub fn path_in(dir: &Path, device: &str, driver: &str) -> PathBuf {
+        let slug: String = format!("{device}-{driver}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        dir.join(format!("tune-{slug}.json"))
+    }
+
+    /// Reads a table; a missing file is `Ok(None)`, an unreadable or corrupt one an error
+    /// naming the file.
+    pub fn load(path: &Path) -> Result<Option<TuneTable>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::Invalid(format!("reading {}: {e}", path.display()))),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            Error::Invalid(format!(
+                "{} is not a tune table ({e}); delete it or run `matmul tune` again",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Invalid(format!("creating {}: {e}", dir.display())))?;
+        }
+        let text = serde_json::to_string_pretty(self).expect("a tune table serializes");
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))
+    }
+}
+
+/// The kernels `matmul tune` searches by default: the BlockTile rungs from warp tiling up.
+pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
+    KERNELS
+        .iter()
+        .filter(|k| matches!(k.cuda_source().map(|s| s.geometry), Some(Geometry::BlockTile { tiling }) if tiling.warp_tiled()))
+        .collect()
+}
+
+/// The candidate tilings of `kernel` for `dtype` that pass [`Tiling::check`] and fit in
+/// `max_shared` bytes of shared memory, the registry default first. The space: block tiles
+/// 64–256 on each side, BK 8/16/32, thread tiles 4×4 to 8×8, warp tiles that give 32 lanes whole
+/// sub-tiles, 2–4 stages where the kernel pipelines, padding 0 or 4.
+pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<Tiling> {
+    let Some(Geometry::BlockTile { tiling: base }) = kernel.cuda_source().map(|s| s.geometry)
+    else {
+        return Vec::new();
+    };
+    let elem = dtype.input_bytes() as u64;
+    let fits = |t: &Tiling| {
+        t.check().is_ok()
+            && t.shared_elems() * elem <= max_shared as u64
+            && t.registers_estimate() <= t.register_cap()
+    };
+    let mut out = vec![base];
+    let stages: &[u32] = if base.stages > 1 { &[2, 3, 4] } else { &[1] };
+    let pads: &[u32] = if base.pad > 0 { &[base.pad] } else { &[0] };
+    for &bm in &[64, 128, 256] {
+        for &bn in &[64, 128, 256] {
+            for &bk in &[8, 16, 32] {
+                for &(tm, tn) in &[(4, 4), (8, 4), (4, 8), (8, 8)] {
+                    for &(wm, wn) in &[(32, 64), (64, 32), (64, 64), (32, 32), (64, 128), (128, 64)]
+                    {
+                        for &wniter in &[1, 2, 4] {
+                            for &s in stages {
+                                for &pad in pads {
+                                    if !base.warp_tiled() && (wm, wn, wniter) != (32, 64, 1) {
+                                        continue;
+                                    }
+                                    let (wm, wn, wniter) = if base.warp_tiled() {
+                                        (wm, wn, wniter)
+                                    } else {
+                                        (0, 0, 1)
+                                    };
+                                    for min_blocks in [1, 2] {
+                                        let t = Tiling {
+                                            bm,
+                                            bn,
+                                            bk,
+                                            tm,
+                                            tn,
+                                            wm,
+                                            wn,
+                                            wniter,
+                                            stages: s,
+                                            pad,
+                                            min_blocks,
+                                        };
+                                        if fits(&t) && !out.contains(&t) {
+                                            out.push(t);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// At most `n` of `candidates`, evenly spread over the list, the first (the default) always
+/// included: what one `matmul tune` run times when the space is larger than its budget.
+pub fn spread(candidates: &[Tiling], n: usize) -> Vec<Tiling> {
+    if candidates.len() <= n {
+        return candidates.to_vec();
+    }
+    let mut out: Vec<Tiling> = (0..n)
+        .map(|i| candidates[i * candidates.len() / n])
+        .collect();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(
+            ShapeClass::of(&Problem::square(1024, DType::F32)),
+            ShapeClass::Small
+        );
+        assert_eq!(
+            ShapeClass::of(&Problem::square(4096, DType::F32)),
+            ShapeClass::Medium
+        );
+        assert_eq!(
+            ShapeClass::of(&Problem::new(8192, 8192, 64, DType::F32)),
+            ShapeClass::Large
+        );
+    }
+
+    #[test]
+    fn table_round_trips_and_replaces() {
+        let dir = std::env::temp_dir().join(format!("matmul-tune-test-{}", std::process::id()));
+        let path = TuneTable::path_in(&dir, "NVIDIA H100 80GB HBM3", "13.0");
+        assert!(TuneTable::load(&path).unwrap().is_none());
+        let t = Tiling::block(128, 128, 8, 8, 8);
+        let e = TuneEntry {
+            kernel: "blocktile-2d".into(),
+            dtype: DType::F32,
+            class: ShapeClass::Medium,
+            shape: "4096x4096x4096".into(),
+            tiling: t,
+            rate_gops: 1.0,
+            default_rate_gops: 0.5,
+        };
+        let mut table = TuneTable::default();
+        table.insert(e.clone());
+        table.insert(TuneEntry {
+            rate_gops: 2.0,
+            ..e
+        });
+        assert_eq!(table.entries.len(), 1);
+        table.save(&path).unwrap();
+        let back = TuneTable::load(&path).unwrap().unwrap();
+        assert_eq!(back, table);
+        let p = Problem::square(4096, DType::F32);
+        assert_eq!(back.lookup("blocktile-2d", &p), Some(t));
+        assert_eq!(
+            back.lookup("blocktile-2d", &Problem::square(512, DType::F32)),
+            None
+        );
+        std::fs::write(&path, "{not json").unwrap();
+        let err = TuneTable::load(&path).unwrap_err().to_string();
+        assert!(err.contains("not a tune table"), "{err}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn candidates_all_pass_the_rules() {
+        for k in KERNELS {
+            if let Some(Geometry::BlockTile { tiling }) = k.cuda_source().map(|s| s.geometry) {
+                assert!(
+                    tiling.check().is_ok(),
+                    "{}: default {tiling}: {:?}",
+                    k.name,
+                    tiling.check()
+                );
+                let c = candidates(k, DType::F32, 227 << 10);
+                println!("{}: {} candidates", k.name, c.len());
+                assert_eq!(c[0], tiling);
+                let few = spread(&c, 20);
+                assert_eq!((few.len(), few[0]), (20, tiling));
+                assert!(c.iter().all(|t| t.check().is_ok()));
+            }
+        }
+    }
+
+    #[test]
+    fn tiling_text_round_trips() {
+        for s in [
+            "128x128x8/8x8",
+            "128x128x16/8x4/w64x32n2/s3/p4",
+            "64x64x8/8x1",
+        ] {
+            let t: Tiling = s.parse().unwrap();
+            assert_eq!(t.to_string(), s);
+        }
+        for bad in ["128x128/8x8", "axbxc/1x1", "128x128x8/8x8/q3", "128x128x8"] {
+            assert!(bad.parse::<Tiling>().is_err(), "{bad}");
+        }
+    }
+}
