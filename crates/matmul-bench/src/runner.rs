@@ -50,6 +50,8 @@ pub struct BenchConfig {
     pub max_case_seconds: Option<f64>,
     /// Tilings found by `matmul tune` for this device (None: every kernel's registry default).
     pub tuned: Option<matmul::tune::TuneTable>,
+    /// One tiling for every SIMT-ladder kernel of the run (overrides `tuned`).
+    pub tiling: Option<matmul::Tiling>,
 }
 
 impl BenchConfig {
@@ -76,19 +78,20 @@ impl BenchConfig {
             gpu_info: None,
             max_case_seconds: None,
             tuned: None,
+            tiling: None,
         }
     }
 
-    /// The options `kernel` runs `problem` with: a tiling from `tuned` when one matches (the
-    /// kernel, the dtype and the shape's class), else the registry's defaults.
+    /// The options `kernel` runs `problem` with: `tiling` for a SIMT-ladder kernel when given,
+    /// else a tiling from `tuned` when one matches (the kernel, the dtype and the shape's
+    /// class), else the registry's defaults.
     pub fn options_for(&self, kernel: &KernelSpec, problem: &Problem) -> RunOptions {
-        match self
-            .tuned
-            .as_ref()
-            .and_then(|t| t.lookup(kernel.name, problem))
-        {
-            Some(tiling) => RunOptions::tiling(tiling),
-            None => RunOptions::default(),
+        let tuned = || self.tuned.as_ref()?.lookup(kernel.name, problem);
+        match self.tiling.or_else(tuned) {
+            Some(tiling) if kernel.tiling(&RunOptions::default()).is_some() => {
+                RunOptions::tiling(tiling)
+            }
+            _ => RunOptions::default(),
         }
     }
 
@@ -430,6 +433,36 @@ mod tests {
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("x"), None);
         assert!(default_cpu_cache_bytes() >= 1 << 10);
+    }
+
+    #[test]
+    fn options_follow_the_override_then_the_tune_table() {
+        let warptile = matmul::find("warptile").unwrap();
+        let tiled = matmul::find("tiled").unwrap();
+        let p = Problem::square(4096, DType::F32);
+        let mut c = BenchConfig::new(vec![], vec![DType::F32], vec![]);
+        assert_eq!(c.options_for(warptile, &p), RunOptions::default());
+        let tuned = matmul::Tiling::block(64, 64, 16, 4, 4).warps(64, 32, 1);
+        let mut table = matmul::tune::TuneTable::default();
+        table.insert(matmul::tune::TuneEntry {
+            kernel: "warptile".into(),
+            dtype: DType::F32,
+            class: matmul::tune::ShapeClass::of(&p),
+            shape: p.shape_label(),
+            tiling: tuned,
+            rate_gops: 1.0,
+            default_rate_gops: 1.0,
+        });
+        c.tuned = Some(table);
+        assert_eq!(c.options_for(warptile, &p), RunOptions::tiling(tuned));
+        assert_eq!(
+            c.options_for(warptile, &Problem::square(512, DType::F32)),
+            RunOptions::default()
+        );
+        let forced = matmul::Tiling::block(128, 128, 8, 8, 8);
+        c.tiling = Some(forced);
+        assert_eq!(c.options_for(warptile, &p), RunOptions::tiling(forced));
+        assert_eq!(c.options_for(tiled, &p), RunOptions::default());
     }
 
     #[test]

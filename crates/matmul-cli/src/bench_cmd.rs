@@ -54,6 +54,10 @@ pub struct BenchArgs {
     /// Run the SIMT kernels at their registry tilings even when `matmul tune` has found others.
     #[arg(long)]
     no_tuned: bool,
+    /// Run every SIMT-ladder kernel of the run with this tiling
+    /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS]).
+    #[arg(long)]
+    tiling: Option<matmul::Tiling>,
 }
 
 fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
@@ -150,6 +154,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         config.min_time = Some(t);
     }
     config.max_case_seconds = Some(args.max_case_seconds);
+    config.tiling = args.tiling;
     match &opened {
         Opened::Cpu(_) => {
             config.cache_bytes = matmul_bench::default_cpu_cache_bytes();

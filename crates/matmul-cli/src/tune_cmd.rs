@@ -29,8 +29,9 @@ pub struct TuneArgs {
         default_value = "1024x1024x1024,4096x4096x4096,8192x8192x8192"
     )]
     shapes: Vec<Shape>,
-    /// Candidates timed per kernel × dtype × shape (an even spread of the space, default first).
-    #[arg(long, default_value_t = 24)]
+    /// Candidates timed per kernel × dtype × shape in each of two passes: an even spread of the
+    /// space (the default first), then neighbours of the first pass's winner (one knob changed).
+    #[arg(long, default_value_t = 16)]
     max_candidates: usize,
     /// Timed launches per candidate (the median counts).
     #[arg(long, default_value_t = 5)]
@@ -47,16 +48,24 @@ pub fn table_path(backend: &CudaBackend) -> Option<PathBuf> {
     Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
 }
 
-/// The table for `backend`'s device, if one was written; a corrupt one is reported and ignored.
+/// The table for `backend`'s device: the one `matmul tune` wrote, else the one this project
+/// measured on the same GPU model (shipped in the binary); a corrupt file is reported and skipped.
+/// The path names where it came from.
 pub fn load_table(backend: &CudaBackend) -> Option<(PathBuf, TuneTable)> {
-    let path = table_path(backend)?;
-    match TuneTable::load(&path) {
+    let user = table_path(backend).and_then(|path| match TuneTable::load(&path) {
         Ok(t) => t.map(|t| (path, t)),
         Err(e) => {
             eprintln!("matmul: ignoring the tune table: {e}");
             None
         }
-    }
+    });
+    user.or_else(|| {
+        let name = &backend.info().name;
+        tune::builtin(name).map(|t| {
+            let origin = format!("the built-in table for {name}, measured {}", t.date);
+            (PathBuf::from(origin), t)
+        })
+    })
 }
 
 /// Runs `kernel` with `opts` on an awkward shape, both layouts, against the CPU reference.
@@ -124,14 +133,16 @@ pub fn tune(args: TuneArgs) -> CliResult {
             .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
     };
     let info = backend.info().clone();
-    let mut table = match TuneTable::load(&path) {
-        Ok(Some(t)) => t,
-        Ok(None) => TuneTable::default(),
-        Err(e) => {
-            eprintln!("matmul: starting a new tune table: {e}");
-            TuneTable::default()
-        }
-    };
+    // Starts from this machine's table, else the built-in one for its GPU model.
+    let mut table =
+        match TuneTable::load(&path).map(|t| t.or_else(|| tune::builtin(&backend.info().name))) {
+            Ok(Some(t)) => t,
+            Ok(None) => TuneTable::default(),
+            Err(e) => {
+                eprintln!("matmul: starting a new tune table: {e}");
+                TuneTable::default()
+            }
+        };
     table.device = info.name.clone();
     table.driver = info.driver_version.clone();
     table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
@@ -164,57 +175,90 @@ pub fn tune(args: TuneArgs) -> CliResult {
                     continue;
                 }
                 let all = tune::candidates(kernel, dtype, max_shared);
-                let tried = tune::spread(&all, args.max_candidates);
+                let mut tried: Vec<matmul::Tiling> = Vec::new();
                 let mut best: Option<(matmul::Tiling, f64)> = None;
                 let mut default_rate = 0.0;
-                for (i, tiling) in tried.iter().enumerate() {
-                    let opts = RunOptions::tiling(*tiling);
-                    let verdict = backend
-                        .compile_info(kernel, dtype, &opts)
-                        .map_err(|e| e.to_string())
-                        .and_then(|ci| {
-                            if ci.spills() {
-                                Err(format!("spills ({} registers)", ci.registers))
-                            } else {
-                                Ok(ci)
-                            }
-                        })
-                        .and_then(|_| {
-                            backend
-                                .check(kernel, &problem, opts)
-                                .map_err(|e| e.to_string())
-                        })
-                        .and_then(|_| verify(&backend, kernel, dtype, opts))
-                        .and_then(|_| {
-                            median_seconds(&backend, kernel, &problem, &sets, args.iters, opts)
-                                .map_err(|e| e.to_string())
-                        });
-                    match verdict {
-                        Ok(secs) => {
-                            let rate = problem.flops() / secs / 1e9;
-                            if i == 0 {
-                                default_rate = rate;
-                            }
-                            eprintln!(
-                                "  {} {dtype} {} {tiling}: {:.1} {}",
-                                kernel.name,
-                                problem.shape_label(),
-                                rate / 1e3,
-                                if dtype.is_integer() {
-                                    "TOPS"
-                                } else {
-                                    "TFLOP/s"
+                for pass in 0..2 {
+                    let batch: Vec<matmul::Tiling> = match (pass, best) {
+                        (0, _) => {
+                            // The spread, plus what the other kernels won on this dtype and
+                            // class, adapted to this one's pipeline depth.
+                            let mut b = tune::spread(&all, args.max_candidates);
+                            for e in table.entries.iter().filter(|e| {
+                                e.dtype == dtype && e.class == class && e.kernel != kernel.name
+                            }) {
+                                for stages in [2, 3] {
+                                    let t = matmul::Tiling {
+                                        stages: if all[0].stages > 1 { stages } else { 1 },
+                                        ..e.tiling
+                                    };
+                                    if all.contains(&t) && !b.contains(&t) {
+                                        b.push(t);
+                                    }
                                 }
-                            );
-                            if best.is_none_or(|(_, r)| rate > r) {
-                                best = Some((*tiling, rate));
                             }
+                            b
                         }
-                        Err(why) => eprintln!(
-                            "  {} {dtype} {} {tiling}: skipped: {why}",
-                            kernel.name,
-                            problem.shape_label()
-                        ),
+                        (_, Some((b, _))) => {
+                            tune::spread(&tune::neighbours(&b, &all), args.max_candidates)
+                        }
+                        _ => Vec::new(),
+                    };
+                    for tiling in batch
+                        .into_iter()
+                        .filter(|t| !tried.contains(t))
+                        .collect::<Vec<_>>()
+                    {
+                        let first = tried.is_empty();
+                        tried.push(tiling);
+                        let opts = RunOptions::tiling(tiling);
+                        let verdict = backend
+                            .compile_info(kernel, dtype, &opts)
+                            .map_err(|e| e.to_string())
+                            .and_then(|ci| {
+                                if ci.spills() {
+                                    Err(format!("spills ({} registers)", ci.registers))
+                                } else {
+                                    Ok(ci)
+                                }
+                            })
+                            .and_then(|_| {
+                                backend
+                                    .check(kernel, &problem, opts)
+                                    .map_err(|e| e.to_string())
+                            })
+                            .and_then(|_| verify(&backend, kernel, dtype, opts))
+                            .and_then(|_| {
+                                median_seconds(&backend, kernel, &problem, &sets, args.iters, opts)
+                                    .map_err(|e| e.to_string())
+                            });
+                        match verdict {
+                            Ok(secs) => {
+                                let rate = problem.flops() / secs / 1e9;
+                                if first {
+                                    default_rate = rate;
+                                }
+                                eprintln!(
+                                    "  {} {dtype} {} {tiling}: {:.1} {}",
+                                    kernel.name,
+                                    problem.shape_label(),
+                                    rate / 1e3,
+                                    if dtype.is_integer() {
+                                        "TOPS"
+                                    } else {
+                                        "TFLOP/s"
+                                    }
+                                );
+                                if best.is_none_or(|(_, r)| rate > r) {
+                                    best = Some((tiling, rate));
+                                }
+                            }
+                            Err(why) => eprintln!(
+                                "  {} {dtype} {} {tiling}: skipped: {why}",
+                                kernel.name,
+                                problem.shape_label()
+                            ),
+                        }
                     }
                 }
                 if let Some((tiling, rate)) = best {

@@ -336,6 +336,8 @@ pub struct CudaSource {
     /// The `__global__` function, when it is not the registry name with `-` written `_` (two
     /// entries can share a file and differ only in their default parameters).
     pub entry: Option<&'static str>,
+    /// Fixed `-D` values of this entry (a feature switch of a shared file).
+    pub defines: &'static [(&'static str, &'static str)],
     pub geometry: Geometry,
     /// C must be zeroed before the launch (the kernel accumulates into it).
     pub zero_output: bool,
@@ -594,6 +596,7 @@ macro_rules! cu {
             text: include_str!(concat!("../kernels/", $file)),
             includes: &[],
             entry: None,
+            defines: &[],
             geometry: $geometry,
             zero_output: $zero,
         })
@@ -604,11 +607,15 @@ macro_rules! cu {
 /// point when another entry shares the file, and its default tiling.
 macro_rules! simt {
     ($file:literal, $entry:expr, $tiling:expr) => {
+        simt!($file, $entry, $tiling, &[])
+    };
+    ($file:literal, $entry:expr, $tiling:expr, $defines:expr) => {
         Implementation::Cuda(CudaSource {
             file: $file,
             text: include_str!(concat!("../kernels/", $file)),
             includes: &[("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"))],
             entry: $entry,
+            defines: $defines,
             geometry: Geometry::BlockTile { tiling: $tiling },
             zero_output: false,
         })
@@ -817,6 +824,22 @@ pub static KERNELS: &[KernelSpec] = &[
         constraints: &[],
         traffic: Traffic::BlockTiled,
         implementation: simt!("13_multistage.cu", None, WARPTILE.with_stages(3)),
+    },
+    KernelSpec {
+        name: "multistage-raster",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 6: multistage at its tuned H100 tiling, blocks walking C in groups of 8 block-rows (L2 reuse)",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: simt!(
+            "13_multistage.cu",
+            Some("multistage"),
+            Tiling::block(128, 256, 32, 8, 4).warps(64, 64, 1).with_stages(3).with_pad(4),
+            &[("RASTER_GROUP", "8")]
+        ),
     },
     KernelSpec {
         name: "cublas",

@@ -144,6 +144,29 @@ impl TuneTable {
     }
 }
 
+/// Tables this project measured on known GPUs (device name, JSON): what `--kernel auto` and
+/// `matmul bench` use on such a GPU until the user runs `matmul tune` there.
+const BUILTIN: &[(&str, &str)] = &[(
+    "NVIDIA H100 80GB HBM3",
+    include_str!("../tuned/h100-80gb-hbm3.json"),
+)];
+
+/// The built-in table for a GPU named `device`, if this project has measured one.
+pub fn builtin(device: &str) -> Option<TuneTable> {
+    BUILTIN
+        .iter()
+        .find(|(name, _)| *name == device)
+        .and_then(|(_, json)| serde_json::from_str(json).ok())
+}
+
+/// Every built-in table (for tests that must verify each tiling they hold).
+pub fn builtin_tables() -> Vec<TuneTable> {
+    BUILTIN
+        .iter()
+        .filter_map(|(name, _)| builtin(name))
+        .collect()
+}
+
 /// The kernels `matmul tune` searches by default: the BlockTile rungs from warp tiling up.
 pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
     KERNELS
@@ -229,6 +252,30 @@ pub fn spread(candidates: &[Tiling], n: usize) -> Vec<Tiling> {
     out
 }
 
+/// The candidates one step from `best`: those that differ from it in exactly one knob (the
+/// block tile's M, N or K, the thread tile, the warp tile, stages, padding, blocks per SM). The
+/// second pass of `matmul tune` times these: a local search around the spread's winner.
+pub fn neighbours(best: &Tiling, candidates: &[Tiling]) -> Vec<Tiling> {
+    let knobs = |t: &Tiling| {
+        [
+            t.bm,
+            t.bn,
+            t.bk,
+            t.tm * 1000 + t.tn,
+            (t.wm * 1000 + t.wn) * 10 + t.wniter,
+            t.stages,
+            t.pad,
+            t.min_blocks,
+        ]
+    };
+    let b = knobs(best);
+    candidates
+        .iter()
+        .filter(|t| knobs(t).iter().zip(&b).filter(|(x, y)| x != y).count() == 1)
+        .copied()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,9 +348,35 @@ mod tests {
                 assert_eq!(c[0], tiling);
                 let few = spread(&c, 20);
                 assert_eq!((few.len(), few[0]), (20, tiling));
+                let near = neighbours(&tiling, &c);
+                assert!(near.iter().all(|t| *t != tiling && c.contains(t)));
                 assert!(c.iter().all(|t| t.check().is_ok()));
             }
         }
+    }
+
+    #[test]
+    fn builtin_tables_parse_and_name_registry_kernels() {
+        for (device, _) in BUILTIN {
+            let t = builtin(device).expect("a built-in table parses");
+            assert_eq!(&t.device, device);
+            assert!(!t.entries.is_empty());
+            for e in &t.entries {
+                let k = crate::registry::find(&e.kernel).unwrap();
+                assert!(
+                    k.tiling(&crate::RunOptions::default()).is_some(),
+                    "{}",
+                    e.kernel
+                );
+                assert!(
+                    e.tiling.check().is_ok(),
+                    "{}: {:?}",
+                    e.tiling,
+                    e.tiling.check()
+                );
+            }
+        }
+        assert!(builtin("no such GPU").is_none());
     }
 
     #[test]

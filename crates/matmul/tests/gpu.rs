@@ -277,6 +277,7 @@ kernel_tests! {
     sweep_vectorized_padded => "vectorized-padded",
     sweep_warptile => "warptile",
     sweep_multistage => "multistage",
+    sweep_multistage_raster => "multistage-raster",
     sweep_cublas => "cublas",
 }
 
@@ -346,7 +347,8 @@ fn tile_overrides() {
 }
 
 /// Tiling overrides (RunOptions.tiling, what `matmul tune` searches): every SIMT-ladder kernel at
-/// a spread of its tune candidates on awkward shapes, and a refusal for a broken tiling.
+/// a spread of its tune candidates and at every tiling of the built-in tune tables, on awkward
+/// shapes, and a refusal for a broken tiling.
 #[test]
 fn tiling_overrides() {
     let Some(backend) = gpu() else { return };
@@ -362,7 +364,17 @@ fn tiling_overrides() {
             let all = matmul::tune::candidates(kernel, dtype, max_shared);
             // A deterministic spread of the candidates (the default first).
             let count = if small_only() { 3 } else { 8 };
-            for tiling in matmul::tune::spread(&all, count) {
+            let mut tilings = matmul::tune::spread(&all, count);
+            // And every tiling the built-in tune tables would run this kernel with.
+            for e in matmul::tune::builtin_tables()
+                .into_iter()
+                .flat_map(|t| t.entries)
+            {
+                if e.kernel == kernel.name && e.dtype == dtype && !tilings.contains(&e.tiling) {
+                    tilings.push(e.tiling);
+                }
+            }
+            for tiling in tilings {
                 let opts = RunOptions::tiling(tiling);
                 for &(m, n, k) in shapes {
                     for &(op_a, op_b) in &[(Op::N, Op::N), (Op::T, Op::T)] {

@@ -171,6 +171,13 @@ pub fn kernel_defines(
         return Err(unsupported(format!("dtype {dtype} is not supported")));
     }
     let mut defines = vec![("ELEM".to_string(), elem_type(dtype)?.to_string())];
+    if let Some(src) = kernel.cuda_source() {
+        defines.extend(
+            src.defines
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+    }
     if let Some(t) = kernel.tile(opts) {
         if t == 0 {
             return Err(unsupported("TILE must be at least 1".into()));
