@@ -13,6 +13,7 @@
 pub mod ceilings;
 pub mod check;
 pub mod fmt;
+pub mod profile;
 pub mod report;
 pub mod roofline;
 pub mod runner;

@@ -327,6 +327,16 @@ impl Report {
         }
     }
 
+    /// Where the intensities placing records on the roofline come from.
+    pub fn intensity_source(&self) -> &'static str {
+        let measured = self.records.iter().any(|r| r.intensity_measured.is_some());
+        if measured {
+            "DRAM bytes measured by ncu where profiled, else the traffic model"
+        } else {
+            "traffic model"
+        }
+    }
+
     /// The roofs in force (measured where measured, else datasheet).
     pub fn roofs(&self) -> Roofs {
         Roofs::effective(
@@ -523,9 +533,10 @@ impl Report {
         if rows.is_empty() {
             out.push_str("(no kernel ran)\n");
         }
+        let source = self.intensity_source();
         let _ = writeln!(
             out,
-            "vs naive = speedup over `{naive}`; roof = % of the bounding roof (traffic model)"
+            "vs naive = speedup over `{naive}`; roof = % of the bounding roof (intensity: {source})"
         );
         for r in self.records.iter().filter(|r| r.status == Status::Failed) {
             let _ = writeln!(
@@ -708,9 +719,11 @@ impl Report {
         } else {
             out.push_str(&table(&header, &rows));
         }
-        out.push_str(
+        let _ = writeln!(
+            out,
             "\nRates from the median time; `% of roof` against the lower of bandwidth × intensity \
-             (traffic model) and the dtype's compute peak.\n",
+             ({}) and the dtype's compute peak.",
+            self.intensity_source()
         );
         let _ = writeln!(out, "\n## Roofline\n\n![roofline]({svg_path})\n");
         out.push_str("## Ceilings\n\n");

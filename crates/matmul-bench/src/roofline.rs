@@ -491,7 +491,7 @@ pub fn render_svg(title: &str, subtitle: &str, roofs: &Roofs, points: &[PlotPoin
     );
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">arithmetic intensity (FLOP or OP per byte, kernel traffic model)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">arithmetic intensity (FLOP or OP per byte: traffic model, or DRAM bytes measured by ncu)</text>"#,
         left + pw / 2.0,
         top + ph + 40.0
     );

@@ -54,6 +54,10 @@ pub struct BenchArgs {
     /// Run the SIMT kernels at their registry tilings even when `matmul tune` has found others.
     #[arg(long)]
     no_tuned: bool,
+    /// Measure each verified CUDA kernel's DRAM bytes with Nsight Compute (ncu) and place it on
+    /// the roofline by that measured intensity (a note, not an error, when ncu is absent).
+    #[arg(long)]
+    profile: bool,
     /// Run every SIMT-ladder kernel of the run with this tiling
     /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS]).
     #[arg(long)]
@@ -204,6 +208,10 @@ pub fn bench(args: BenchArgs) -> CliResult {
         ProgressEvent::Finished { .. } => bar.inc(1),
     });
     bar.finish_and_clear();
+    let mut report = report;
+    if args.profile {
+        profile(&mut report);
+    }
 
     println!("{}", report.table());
     let files = matmul_bench::write_reports(&report, &args.out).map_err(|e| {
@@ -241,4 +249,90 @@ fn gpu_ceilings(cuda: &CudaBackend, quick: bool) -> CliResult<Ceilings> {
         tensor: m.tensor_gflops,
         source: format!("measured: {}", m.method),
     })
+}
+
+/// `--profile`: each OK CUDA record runs once more under ncu (`matmul run` of the same kernel,
+/// dtype, shape and tiling), and its DRAM bytes become the record's measured traffic.
+fn profile(report: &mut matmul_bench::Report) {
+    use matmul_bench::profile::{find_ncu, ncu_args, parse_dram_bytes};
+    let Some(ncu) = find_ncu() else {
+        eprintln!("matmul: --profile: ncu was not found; DRAM bytes not measured (the roofline uses the traffic models)");
+        return;
+    };
+    let Ok(me) = std::env::current_exe() else {
+        eprintln!("matmul: --profile: cannot find this program's path; DRAM bytes not measured");
+        return;
+    };
+    for rec in report.records.iter_mut() {
+        if rec.status != matmul_bench::Status::Ok || rec.backend != "cuda" {
+            continue;
+        }
+        let Ok(kernel) = matmul::find(&rec.kernel) else {
+            continue;
+        };
+        let p = rec.problem;
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "--backend".into(),
+            "cuda".into(),
+            "--no-check".into(),
+            "--kernel".into(),
+            rec.kernel.clone(),
+            "--dtype".into(),
+            p.dtype.name().into(),
+            "-m".into(),
+            p.m.to_string(),
+            "-n".into(),
+            p.n.to_string(),
+            "-k".into(),
+            p.k.to_string(),
+        ];
+        if p.op_a == Op::T {
+            args.push("--transpose-a".into());
+        }
+        if p.op_b == Op::T {
+            args.push("--transpose-b".into());
+        }
+        if let Some(t) = &rec.tiling {
+            args.extend(["--tiling".to_string(), t.clone()]);
+        }
+        // Our kernels by entry point; cuBLAS's kernel names are its own: the first launch.
+        let entry = kernel.cuda_source().map(|_| kernel.entry_point());
+        let out = std::process::Command::new(&ncu)
+            .args(ncu_args(entry.as_deref(), &me, &args))
+            .output();
+        match out.map(|o| {
+            (
+                o.status.success(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            )
+        }) {
+            Ok((true, text)) => match parse_dram_bytes(&text) {
+                Some(bytes) => {
+                    rec.set_measured_bytes(bytes);
+                    eprintln!(
+                        "matmul: --profile: {} {} {}: {:.3} GB of DRAM traffic",
+                        rec.kernel,
+                        rec.dtype,
+                        rec.shape,
+                        bytes / 1e9
+                    );
+                }
+                None => eprintln!(
+                    "matmul: --profile: {} {}: ncu printed no DRAM metrics",
+                    rec.kernel, rec.shape
+                ),
+            },
+            Ok((false, _)) => eprintln!(
+                "matmul: --profile: ncu failed on {} {} (permissions for GPU counters?)",
+                rec.kernel, rec.shape
+            ),
+            Err(e) => eprintln!("matmul: --profile: cannot run {}: {e}", ncu.display()),
+        }
+    }
+    let (measured, sheet) = (
+        report.ceilings.measured.clone(),
+        report.ceilings.datasheet.clone(),
+    );
+    report.apply_ceilings(measured, sheet);
 }

@@ -1,0 +1,142 @@
+//! Measured DRAM traffic for the roofline (`matmul bench --profile`): each verified CUDA record is
+//! run once more under Nsight Compute (`ncu`), which reads the DRAM byte counters of the kernel's
+//! launch; the record's measured intensity then places it on the roofline instead of the traffic
+//! model's. This module builds the ncu command and parses its CSV; the CLI runs it.
+
+use std::path::{Path, PathBuf};
+
+/// The ncu metrics read: bytes read from and written to DRAM by one launch.
+pub const DRAM_METRICS: &str = "dram__bytes_read.sum,dram__bytes_write.sum";
+
+/// `ncu` on PATH or in the usual CUDA locations.
+pub fn find_ncu() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ncu"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        ["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    })
+}
+
+/// The arguments of `ncu` that profile the first launch of `kernel_regex` (None: the first
+/// launch of any kernel) in `program args...`, printing the DRAM metrics as CSV.
+pub fn ncu_args(kernel_regex: Option<&str>, program: &Path, args: &[String]) -> Vec<String> {
+    let mut out = vec![
+        "--csv".to_string(),
+        "--metrics".to_string(),
+        DRAM_METRICS.to_string(),
+        "--launch-count".to_string(),
+        "1".to_string(),
+    ];
+    if let Some(re) = kernel_regex {
+        out.push("--kernel-name".to_string());
+        out.push(format!("regex:^{re}$"));
+    }
+    out.push(program.display().to_string());
+    out.extend(args.iter().cloned());
+    out
+}
+
+/// Bytes per unit ncu may print.
+fn unit_scale(unit: &str) -> Option<f64> {
+    Some(match unit.trim().to_ascii_lowercase().as_str() {
+        "byte" | "bytes" => 1.0,
+        "kbyte" => 1e3,
+        "mbyte" => 1e6,
+        "gbyte" => 1e9,
+        "kibyte" => 1024.0,
+        "mibyte" => 1024.0 * 1024.0,
+        "gibyte" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    })
+}
+
+/// Splits one CSV line of ncu's output (quoted fields, commas inside quotes kept).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut cur, mut quoted) = (String::new(), false);
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// DRAM bytes read + written in ncu's `--csv` output (the columns "Metric Name", "Metric Unit",
+/// "Metric Value"; thousands separators allowed). None when either metric is missing.
+pub fn parse_dram_bytes(csv: &str) -> Option<f64> {
+    let mut lines = csv.lines().filter(|l| l.starts_with('"'));
+    let header = csv_fields(lines.next()?);
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (name_c, unit_c, value_c) = (
+        col("Metric Name")?,
+        col("Metric Unit")?,
+        col("Metric Value")?,
+    );
+    let (mut read, mut write) = (None, None);
+    for line in lines {
+        let f = csv_fields(line);
+        let (Some(name), Some(unit), Some(value)) = (f.get(name_c), f.get(unit_c), f.get(value_c))
+        else {
+            continue;
+        };
+        let Ok(v) = value.replace(',', "").parse::<f64>() else {
+            continue;
+        };
+        let bytes = v * unit_scale(unit)?;
+        match name.as_str() {
+            "dram__bytes_read.sum" => *read.get_or_insert(0.0) += bytes,
+            "dram__bytes_write.sum" => *write.get_or_insert(0.0) += bytes,
+            _ => {}
+        }
+    }
+    Some(read? + write?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = r#"==PROF== Connected to process 123
+==PROF== Profiling "multistage" - 0: 0%....50%....100% - 3 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","123","matmul","127.0.0.1","multistage","1","13","(256, 1, 1)","(32, 64, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Mbyte","1,234.50"
+"0","123","matmul","127.0.0.1","multistage","1","13","(256, 1, 1)","(32, 64, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","Kbyte","512"
+"#;
+
+    #[test]
+    fn parses_ncu_csv() {
+        let b = parse_dram_bytes(CSV).unwrap();
+        assert!((b - (1234.5e6 + 512e3)).abs() < 1.0, "{b}");
+        assert_eq!(parse_dram_bytes("no csv here"), None);
+        let only_read: String = CSV
+            .lines()
+            .filter(|l| !l.contains("write"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(parse_dram_bytes(&only_read), None);
+    }
+
+    #[test]
+    fn command_names_the_kernel() {
+        let a = ncu_args(
+            Some("multistage"),
+            Path::new("/bin/matmul"),
+            &["run".into()],
+        );
+        assert!(a
+            .windows(2)
+            .any(|w| w[0] == "--kernel-name" && w[1] == "regex:^multistage$"));
+        assert_eq!(a.last().unwrap(), "run");
+        assert!(!ncu_args(None, Path::new("m"), &[]).contains(&"--kernel-name".to_string()));
+    }
+}
