@@ -786,7 +786,11 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: SIMT,
         constraints: &[],
         traffic: Traffic::BlockTiled,
-        implementation: simt!("11_vectorized.cu", None, Tiling::block(128, 128, 8, 8, 8)),
+        implementation: simt!(
+            "11_vectorized.cu",
+            None,
+            Tiling::block(128, 128, 8, 8, 8).with_min_blocks(2)
+        ),
     },
     KernelSpec {
         name: "vectorized-padded",
@@ -800,7 +804,9 @@ pub static KERNELS: &[KernelSpec] = &[
         implementation: simt!(
             "11_vectorized.cu",
             Some("vectorized"),
-            Tiling::block(128, 128, 8, 8, 8).with_pad(4)
+            Tiling::block(128, 128, 8, 8, 8)
+                .with_pad(4)
+                .with_min_blocks(2)
         ),
     },
     KernelSpec {
