@@ -178,7 +178,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
             config.cache_bytes = 2 * cuda.info().l2_bytes.max(1);
             config.gpu_info = serde_json::to_value(cuda.info()).ok();
             if !args.no_tuned {
-                if let Some((path, table)) = crate::tune_cmd::load_table(cuda) {
+                if let Some((path, table)) = crate::tune_cmd::load_table(cuda.info()) {
                     eprintln!(
                         "matmul: SIMT kernels use the tilings tuned in {} ({} entries; --no-tuned for the registry's)",
                         path.display(),

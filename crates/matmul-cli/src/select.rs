@@ -41,9 +41,11 @@ pub fn select(
             eprintln!("matmul: using the CPU backend ({reason})");
         }
         if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
-            let tuned = matmul::cuda::CudaBackend::new(0)
+            // Device 0's properties, read without a second context.
+            let tuned = matmul::cuda::list_devices()
                 .ok()
-                .and_then(|b| crate::tune_cmd::load_table(&b))
+                .and_then(|d| d.into_iter().next())
+                .and_then(|info| crate::tune_cmd::load_table(&info))
                 .and_then(|(_, t)| t.best(p));
             if let Some((kernel, tiling)) = tuned {
                 return Ok(Selection {

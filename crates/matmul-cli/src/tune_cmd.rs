@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use matmul::cpu::reference;
-use matmul::cuda::CudaBackend;
+use matmul::cuda::{CudaBackend, DeviceInfo};
 use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
 use matmul::verify::compare;
 use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
@@ -41,18 +41,17 @@ pub struct TuneArgs {
     out: Option<PathBuf>,
 }
 
-/// Where the tune table of `backend`'s device lives (None: no cache directory).
-pub fn table_path(backend: &CudaBackend) -> Option<PathBuf> {
+/// Where the tune table of device `info` lives (None: no cache directory).
+pub fn table_path(info: &DeviceInfo) -> Option<PathBuf> {
     let dir = matmul::cuda::DiskCache::from_env().dir()?.to_path_buf();
-    let info = backend.info();
     Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
 }
 
-/// The table for `backend`'s device: the one `matmul tune` wrote, else the one this project
-/// measured on the same GPU model (shipped in the binary); a corrupt file is reported and skipped.
-/// The path names where it came from.
-pub fn load_table(backend: &CudaBackend) -> Option<(PathBuf, TuneTable)> {
-    let user = table_path(backend).and_then(|path| match TuneTable::load(&path) {
+/// The table for device `info`: the one `matmul tune` wrote, else the one this project measured
+/// on the same GPU model (shipped in the binary); a corrupt file is reported and skipped. The
+/// path names where it came from.
+pub fn load_table(info: &DeviceInfo) -> Option<(PathBuf, TuneTable)> {
+    let user = table_path(info).and_then(|path| match TuneTable::load(&path) {
         Ok(t) => t.map(|t| (path, t)),
         Err(e) => {
             eprintln!("matmul: ignoring the tune table: {e}");
@@ -60,7 +59,7 @@ pub fn load_table(backend: &CudaBackend) -> Option<(PathBuf, TuneTable)> {
         }
     });
     user.or_else(|| {
-        let name = &backend.info().name;
+        let name = &info.name;
         tune::builtin(name).map(|t| {
             let origin = format!("the built-in table for {name}, measured {}", t.date);
             (PathBuf::from(origin), t)
@@ -102,10 +101,13 @@ fn median_seconds(
     sets: &[Inputs],
     iters: usize,
     opts: RunOptions,
-) -> matmul::Result<f64> {
-    let mut t = backend.time(kernel, problem, sets, 2, iters.max(1), opts)?;
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
+) -> Result<f64, String> {
+    let t = backend
+        .time(kernel, problem, sets, 2, iters.max(1), opts)
+        .map_err(|e| e.to_string())?;
+    matmul_bench::Stats::from_samples(&t)
+        .map(|s| s.median)
+        .ok_or_else(|| "timing returned no usable samples".to_string())
 }
 
 pub fn tune(args: TuneArgs) -> CliResult {
@@ -129,7 +131,7 @@ pub fn tune(args: TuneArgs) -> CliResult {
     }
     let path = match &args.out {
         Some(p) => p.clone(),
-        None => table_path(&backend)
+        None => table_path(backend.info())
             .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
     };
     let info = backend.info().clone();
@@ -230,7 +232,6 @@ pub fn tune(args: TuneArgs) -> CliResult {
                             .and_then(|_| verify(&backend, kernel, dtype, opts))
                             .and_then(|_| {
                                 median_seconds(&backend, kernel, &problem, &sets, args.iters, opts)
-                                    .map_err(|e| e.to_string())
                             });
                         match verdict {
                             Ok(secs) => {

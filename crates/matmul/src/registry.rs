@@ -275,14 +275,12 @@ impl std::str::FromStr for Tiling {
         let bad = |why: &str| {
             format!("tiling `{s}`: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS], e.g. 128x128x8/8x8)")
         };
+        let num = |x: &str| {
+            x.parse::<u32>()
+                .map_err(|_| bad(&format!("`{x}` is not a number")))
+        };
         let nums = |part: &str, n: usize| -> Result<Vec<u32>, String> {
-            let v: Vec<u32> = part
-                .split('x')
-                .map(|x| {
-                    x.parse::<u32>()
-                        .map_err(|_| bad(&format!("`{x}` is not a number")))
-                })
-                .collect::<Result<_, _>>()?;
+            let v: Vec<u32> = part.split('x').map(num).collect::<Result<_, _>>()?;
             if v.len() == n {
                 Ok(v)
             } else {
@@ -294,29 +292,19 @@ impl std::str::FromStr for Tiling {
         let th = nums(parts.next().ok_or_else(|| bad("missing /TMxTN"))?, 2)?;
         let mut t = Tiling::block(b[0], b[1], b[2], th[0], th[1]);
         for part in parts {
-            if let Some(rest) = part.strip_prefix('w') {
-                let (w, n) = rest
-                    .split_once('n')
-                    .ok_or_else(|| bad("warp part is wWMxWNnWNITER"))?;
-                let w = nums(w, 2)?;
-                (t.wm, t.wn) = (w[0], w[1]);
-                t.wniter = n
-                    .parse()
-                    .map_err(|_| bad(&format!("`{n}` is not a number")))?;
-            } else if let Some(v) = part.strip_prefix('s') {
-                t.stages = v
-                    .parse()
-                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
-            } else if let Some(v) = part.strip_prefix('p') {
-                t.pad = v
-                    .parse()
-                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
-            } else if let Some(v) = part.strip_prefix('b') {
-                t.min_blocks = v
-                    .parse()
-                    .map_err(|_| bad(&format!("`{v}` is not a number")))?;
-            } else {
-                return Err(bad(&format!("unknown part `{part}`")));
+            let (key, rest) = part.split_at(part.chars().next().map_or(0, char::len_utf8));
+            match key {
+                "w" => {
+                    let (w, n) = rest
+                        .split_once('n')
+                        .ok_or_else(|| bad("warp part is wWMxWNnWNITER"))?;
+                    let w = nums(w, 2)?;
+                    (t.wm, t.wn, t.wniter) = (w[0], w[1], num(n)?);
+                }
+                "s" => t.stages = num(rest)?,
+                "p" => t.pad = num(rest)?,
+                "b" => t.min_blocks = num(rest)?,
+                _ => return Err(bad(&format!("unknown part `{part}`"))),
             }
         }
         Ok(t)

@@ -178,7 +178,7 @@ pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
 /// The candidate tilings of `kernel` for `dtype` that pass [`Tiling::check`] and fit in
 /// `max_shared` bytes of shared memory, the registry default first. The space: block tiles
 /// 64–256 on each side, BK 8/16/32, thread tiles 4×4 to 8×8, warp tiles that give 32 lanes whole
-/// sub-tiles, 2–4 stages where the kernel pipelines, padding 0 or 4.
+/// sub-tiles, 2–4 stages where the kernel pipelines, the kernel's own padding, 1 or 2 blocks per SM.
 pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<Tiling> {
     let Some(Geometry::BlockTile { tiling: base }) = kernel.cuda_source().map(|s| s.geometry)
     else {
@@ -190,44 +190,40 @@ pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<T
             && t.shared_elems() * elem <= max_shared as u64
             && t.registers_estimate() <= t.register_cap()
     };
-    let mut out = vec![base];
     let stages: &[u32] = if base.stages > 1 { &[2, 3, 4] } else { &[1] };
-    let pads: &[u32] = if base.pad > 0 { &[base.pad] } else { &[0] };
-    for &bm in &[64, 128, 256] {
-        for &bn in &[64, 128, 256] {
-            for &bk in &[8, 16, 32] {
-                for &(tm, tn) in &[(4, 4), (8, 4), (4, 8), (8, 8)] {
-                    for &(wm, wn) in &[(32, 64), (64, 32), (64, 64), (32, 32), (64, 128), (128, 64)]
-                    {
-                        for &wniter in &[1, 2, 4] {
-                            for &s in stages {
-                                for &pad in pads {
-                                    if !base.warp_tiled() && (wm, wn, wniter) != (32, 64, 1) {
-                                        continue;
-                                    }
-                                    let (wm, wn, wniter) = if base.warp_tiled() {
-                                        (wm, wn, wniter)
-                                    } else {
-                                        (0, 0, 1)
-                                    };
-                                    for min_blocks in [1, 2] {
-                                        let t = Tiling {
-                                            bm,
-                                            bn,
-                                            bk,
-                                            tm,
-                                            tn,
-                                            wm,
-                                            wn,
-                                            wniter,
-                                            stages: s,
-                                            pad,
-                                            min_blocks,
-                                        };
-                                        if fits(&t) && !out.contains(&t) {
-                                            out.push(t);
-                                        }
-                                    }
+    // (WM, WN, WNITER): the warp tiles of a warp-tiled kernel, else "no warp tiling".
+    let warps: Vec<(u32, u32, u32)> = if base.warp_tiled() {
+        let shapes = [(32, 64), (64, 32), (64, 64), (32, 32), (64, 128), (128, 64)];
+        shapes
+            .iter()
+            .flat_map(|&(wm, wn)| [1, 2, 4].map(|wniter| (wm, wn, wniter)))
+            .collect()
+    } else {
+        vec![(0, 0, 1)]
+    };
+    let mut out = vec![base];
+    for bm in [64, 128, 256] {
+        for bn in [64, 128, 256] {
+            for bk in [8, 16, 32] {
+                for (tm, tn) in [(4, 4), (8, 4), (4, 8), (8, 8)] {
+                    for &(wm, wn, wniter) in &warps {
+                        for &stages in stages {
+                            for min_blocks in [1, 2] {
+                                let t = Tiling {
+                                    bm,
+                                    bn,
+                                    bk,
+                                    tm,
+                                    tn,
+                                    wm,
+                                    wn,
+                                    wniter,
+                                    stages,
+                                    pad: base.pad,
+                                    min_blocks,
+                                };
+                                if fits(&t) && !out.contains(&t) {
+                                    out.push(t);
                                 }
                             }
                         }
