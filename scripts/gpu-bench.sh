@@ -16,19 +16,7 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cu
 done
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} MATMUL_BIN=$here/bin/matmul
 bin=$MATMUL_BIN
-results=()
-step() { # step NAME TIMEOUT COMMAND...
-    local name=$1 limit=$2 start rc
-    shift 2
-    start=$(date +%s)
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
-    rc=$?
-    local secs=$(($(date +%s) - start))
-    if [[ $rc == 0 ]]; then results+=("PASS  $name (${secs}s)"); else
-        results+=("FAIL  $name (exit $rc, ${secs}s)")
-        tail -n 20 "$out/$name.log"
-    fi
-}
+source "$here/gpu-steps.sh"
 for flag in TILING ELE ELEPACK ROW ROWPACK; do
     step "test.sh-$flag" 120 ./test.sh "$flag"
     tail -n 1 "$out/test.sh-$flag.log"
@@ -39,11 +27,4 @@ done
 if [[ $# == 0 ]]; then set -- --sizes 1024,2048,4096; fi
 step bench "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --out "$out/report" "$@"
 cat "$out/bench.log" | grep -v "^\s*$" | tail -n 80
-echo
-echo "== gpu-bench summary ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
-failed=0
-for r in "${results[@]}"; do
-    echo "$r"
-    [[ $r == FAIL* ]] && failed=1
-done
-exit $failed
+summary gpu-bench

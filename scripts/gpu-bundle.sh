@@ -59,7 +59,7 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
 if command -v strip >/dev/null; then

@@ -28,24 +28,9 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 export MATMUL_CACHE_DIR=$cache
 
-results=()
-step() { # step NAME COMMAND...: runs, logs, records PASS/FAIL with the wall time
-    local name=$1 start rc
-    shift
-    echo "== $name: $*"
-    start=$(date +%s)
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
-    rc=$?
-    local secs=$(($(date +%s) - start))
-    if [[ $rc == 0 ]]; then
-        results+=("PASS  $name (${secs}s)")
-    else
-        results+=("FAIL  $name (exit $rc, ${secs}s; log $out/$name.log)")
-        tail -n 40 "$out/$name.log"
-    fi
-}
+source "$here/gpu-steps.sh"
 
-step nvidia-smi nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,temperature.gpu,power.limit --format=csv
+step nvidia-smi "$limit" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,temperature.gpu,power.limit --format=csv
 cat "$out/nvidia-smi.log"
 
 tests=()
@@ -56,10 +41,10 @@ if [[ ${#tests[@]} == 0 ]]; then
     results+=("FAIL  no test executables in $here/bin (run scripts/gpu-bundle.sh)")
 fi
 for exe in "${tests[@]}"; do
-    step "$(basename "$exe")" "$exe" --nocapture
+    step "$(basename "$exe")" "$limit" "$exe" --nocapture
 done
 if [[ -x $here/bin/matmul ]]; then
-    step cli-devices "$here/bin/matmul" devices
+    step cli-devices "$limit" "$here/bin/matmul" devices
     cat "$out/cli-devices.log"
 fi
 # What the sweeps and the compile table printed.
@@ -86,18 +71,11 @@ if [[ ${GPU_CHECK_SKIP_SANITIZER:-0} != 1 ]]; then
             # grows with shared-memory traffic, and the big SIMT tiles have a lot of it).
             size=1
             [[ $tool == memcheck || $tool == initcheck ]] || size=tiny
-            MATMUL_TEST_SMALL=$size step "sanitizer-$tool" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+            MATMUL_TEST_SMALL=$size step "sanitizer-$tool" "$limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
                 "$here/bin/test-gpu" --test-threads 4 "${filter[@]}"
             grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|hazard" "$out/sanitizer-$tool.log" | sort | uniq -c | head -n 5
         done
     fi
 fi
 
-echo
-echo "== gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
-failed=0
-for r in "${results[@]}"; do
-    echo "$r"
-    [[ $r == FAIL* ]] && failed=1
-done
-exit $failed
+summary gpu-check
