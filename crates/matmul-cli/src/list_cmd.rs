@@ -134,6 +134,16 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
     };
     let mut rows = Vec::new();
     for k in kernels.into_iter().filter(|k| k.cuda_source().is_some()) {
+        if !k.compiles_for(&arch) {
+            let mut row = vec![
+                k.name.to_string(),
+                "-".into(),
+                format!("(needs sm_90a, not {arch})"),
+            ];
+            row.resize(9, String::new());
+            rows.push(row);
+            continue;
+        }
         for &dtype in k.dtypes {
             let compiled = matmul::cuda::compile(k, dtype, &opts, &arch)
                 .map_err(|e| CliError::failure(format!("{} {dtype} for {arch}: {e}", k.name)))?;
@@ -145,10 +155,13 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
                 .tiling(&opts)
                 .map(|t| t.to_string())
                 .or(k.tile(&opts).map(|t| format!("TILE {t}")))
+                .or(k.tc_tile().map(|t| t.to_string()))
                 .unwrap_or_default();
-            let dynamic = k
-                .tiling(&opts)
-                .map_or(0, |t| t.shared_elems() * dtype.input_bytes() as u64);
+            let dynamic = match (k.tiling(&opts), k.tc_tile()) {
+                (Some(t), _) => t.shared_elems() * dtype.input_bytes() as u64,
+                (None, Some(t)) => t.shared_bytes(dtype, k.persistent()) as u64,
+                (None, None) => 0,
+            };
             rows.push(vec![
                 k.name.to_string(),
                 dtype.name().to_string(),

@@ -96,7 +96,7 @@ pub fn run(args: RunArgs) -> CliResult {
     let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
     if check {
         let reference = reference::matmul(&problem, &a, &b)?;
-        let v = verify::compare(&problem, &c, &reference);
+        let v = verify::compare_inputs(&problem, &a, &b, &c, &reference);
         let verdict = if v.passed { "PASS" } else { "FAIL" };
         println!(
             "check    {verdict}: rel. Frobenius error {:.3e} (tolerance {:.1e}), max |error| {:.3e}, {} mismatches",

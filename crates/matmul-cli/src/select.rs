@@ -13,13 +13,15 @@ pub struct Selection {
     pub tiling: Option<Tiling>,
 }
 
-/// The kernel `auto` picks on a backend for a dtype without a tune table: the fastest of our
-/// own kernels measured on H100 (docs/kernels.md), cuBLAS where we have none of the dtype.
-fn default_kernel(backend: BackendKind, dtype: DType) -> &'static str {
+/// The kernels `auto` tries, in order, on a backend for a dtype without a tune table: the fastest
+/// of our own kernels measured on H100 (docs/kernels.md) first, then the ones that run any shape
+/// the faster ones refuse (TMA's 16-byte rows, Hopper only).
+fn default_kernels(backend: BackendKind, dtype: DType) -> &'static [&'static str] {
     match (backend, dtype) {
-        (BackendKind::Cpu, _) => "cpu",
-        (BackendKind::Cuda, DType::F32 | DType::U32) => "warptile",
-        (BackendKind::Cuda, _) => "cublas",
+        (BackendKind::Cpu, _) => &["cpu"],
+        (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma-cluster", "wgmma", "mma-sync"],
+        (BackendKind::Cuda, DType::Tf32) => &["mma-sync"],
     }
 }
 
@@ -55,7 +57,23 @@ pub fn select(
                 });
             }
         }
-        let kernel = find(default_kernel(backend.kind(), dtype))?;
+        let candidates = default_kernels(backend.kind(), dtype);
+        let runs = |k: &KernelSpec| {
+            problem.is_none_or(|p| {
+                k.can_run(p, backend.limits().as_ref(), &Default::default())
+                    .is_ok()
+            })
+        };
+        let specs = candidates
+            .iter()
+            .map(|name| find(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        // The last candidate refuses with a clear error later if it cannot run either.
+        let kernel = specs
+            .iter()
+            .copied()
+            .find(|k| runs(k))
+            .unwrap_or(specs[specs.len() - 1]);
         return Ok(Selection {
             kernel,
             backend,

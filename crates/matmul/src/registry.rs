@@ -43,6 +43,83 @@ pub enum Geometry {
     /// The SIMT ladder: a BM×BN tile of C per block, [`Tiling::threads`] threads, dynamic shared
     /// memory of [`Tiling::shared_elems`] elements; grid = (⌈n / BN⌉, ⌈m / BM⌉).
     BlockTile { tiling: Tiling },
+    /// Tensor cores through mma.sync: a BM×BN tile of C per block of `tile.threads`, dynamic
+    /// shared memory of [`TcTile::shared_bytes`]; grid = (⌈n / BN⌉, ⌈m / BM⌉).
+    Mma { tile: TcTile },
+    /// Hopper tensor cores through TMA and wgmma (sm_90a): a persistent grid of
+    /// min(tiles, SMs) blocks of `tile.threads` that walk the BM×BN tiles of C; A and B also
+    /// reach the kernel as two TMA tensor maps after the usual arguments.
+    Wgmma { tile: TcTile },
+}
+
+/// The compile-time tile of a tensor-core kernel (`-D` values of its .cu file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct TcTile {
+    /// C's tile per block (or per work unit of a persistent block) and the K-slice per stage.
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    /// Shared-memory buffers in the load pipeline.
+    pub stages: u32,
+    pub threads: u32,
+    /// Blocks per thread-block cluster (along M; they share B's slices by TMA multicast).
+    pub cluster: u32,
+}
+
+impl TcTile {
+    pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32, threads: u32) -> TcTile {
+        TcTile {
+            bm,
+            bn,
+            bk,
+            stages,
+            threads,
+            cluster: 1,
+        }
+    }
+
+    pub const fn with_cluster(self, cluster: u32) -> TcTile {
+        TcTile { cluster, ..self }
+    }
+
+    /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN), plus 1 KiB for a
+    /// persistent kernel to align its buffers to the 1024-byte period of the 128-byte swizzle.
+    pub fn shared_bytes(&self, dtype: DType, persistent: bool) -> usize {
+        let slices = self.stages as usize
+            * (self.bm + self.bn) as usize
+            * self.bk as usize
+            * dtype.input_bytes();
+        slices + if persistent { 1024 } else { 0 }
+    }
+
+    /// The -D definitions a tensor-core kernel is compiled with.
+    pub fn defines(&self) -> Vec<(String, String)> {
+        [
+            ("BM", self.bm),
+            ("BN", self.bn),
+            ("BK", self.bk),
+            ("STAGES", self.stages),
+            ("THREADS", self.threads),
+            ("CLUSTER", self.cluster),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+}
+
+impl fmt::Display for TcTile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}x{}x{}/s{}/t{}",
+            self.bm, self.bn, self.bk, self.stages, self.threads
+        )?;
+        if self.cluster > 1 {
+            write!(f, "/c{}", self.cluster)?;
+        }
+        Ok(())
+    }
 }
 
 /// The compile-time tile parameters of a SIMT-ladder kernel (`-D` values of its .cu file). The
@@ -350,6 +427,11 @@ pub enum Constraint {
     KFitsSharedMemory,
     /// All of C, and K, must fit in the single block: m, n, k ≤ tpb.
     FitsOneBlock,
+    /// TMA reads A and B: every stored row must be a multiple of 16 bytes (the tensor map's
+    /// global strides).
+    TmaRows,
+    /// The kernel uses sm_90a instructions (wgmma, setmaxnreg, TMA): Hopper only.
+    Sm90a,
 }
 
 impl Constraint {
@@ -357,6 +439,8 @@ impl Constraint {
         match self {
             Constraint::KFitsSharedMemory => "K·elem ≤ shared mem/block",
             Constraint::FitsOneBlock => "M,N,K ≤ TPB",
+            Constraint::TmaRows => "stored rows of A, B: 16-byte multiples",
+            Constraint::Sm90a => "Hopper (sm_90a)",
         }
     }
 }
@@ -401,6 +485,8 @@ pub struct KernelSpec {
 pub struct DeviceLimits {
     /// Largest dynamic shared memory one block may opt in to, in bytes.
     pub max_shared_per_block: usize,
+    /// Whether the device runs sm_90a code (wgmma, setmaxnreg, TMA: Hopper).
+    pub sm90a: bool,
 }
 
 /// Every CUDA kernel indexes with 32-bit `int`: each matrix must have fewer than 2^31 elements.
@@ -444,6 +530,27 @@ impl KernelSpec {
         }
     }
 
+    /// Whether NVRTC can compile this kernel for `arch` (the wgmma kernel needs "sm_90a").
+    pub fn compiles_for(&self, arch: &str) -> bool {
+        !self.constraints.contains(&Constraint::Sm90a) || arch == "sm_90a"
+    }
+
+    /// The tile of a tensor-core kernel (None for other kernels).
+    pub fn tc_tile(&self) -> Option<TcTile> {
+        match self.cuda_source()?.geometry {
+            Geometry::Mma { tile } | Geometry::Wgmma { tile } => Some(tile),
+            _ => None,
+        }
+    }
+
+    /// Whether the kernel runs a persistent grid (one block per SM walking the tiles of C).
+    pub fn persistent(&self) -> bool {
+        matches!(
+            self.cuda_source().map(|s| s.geometry),
+            Some(Geometry::Wgmma { .. })
+        )
+    }
+
     /// The tile edge a `Tile2d` / `SingleBlock` kernel runs with (`opts.tile` overrides the
     /// registry's); None for other geometries.
     pub fn tile(&self, opts: &RunOptions) -> Option<u32> {
@@ -469,9 +576,10 @@ impl KernelSpec {
             Traffic::AccumulateInGlobal => 2.0 * k + k * out / elem,
             Traffic::OnePacked { threads } => k + k / threads as f64,
             Traffic::Tiled => 2.0 * k / self.tile(opts).unwrap_or(1).max(1) as f64,
-            Traffic::BlockTiled => match self.tiling(opts) {
-                Some(t) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
-                None => 2.0 * k,
+            Traffic::BlockTiled => match (self.tiling(opts), self.tc_tile()) {
+                (Some(t), _) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
+                (None, Some(t)) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
+                (None, None) => 2.0 * k,
             },
             Traffic::Minimal => return problem.min_bytes(),
         };
@@ -538,8 +646,18 @@ impl KernelSpec {
                 }
             }
         }
+        if let (Some(t), Some(l)) = (self.tc_tile(), limits) {
+            let need = t.shared_bytes(problem.dtype, self.persistent());
+            if need > l.max_shared_per_block {
+                return Err(fail(format!(
+                    "tile {t} needs {need} bytes of shared memory; the device allows {} per block",
+                    l.max_shared_per_block
+                )));
+            }
+        }
         if let Some(src) = self.cuda_source() {
             let rows_of_blocks = match src.geometry {
+                Geometry::Mma { tile } => problem.m.div_ceil(tile.bm as usize),
                 Geometry::RowSegment { .. } => problem.m,
                 Geometry::Tile2d { .. } => {
                     problem.m.div_ceil(self.tile(opts).unwrap_or(1) as usize)
@@ -567,6 +685,21 @@ impl KernelSpec {
                 Constraint::FitsOneBlock if problem.m.max(problem.n).max(problem.k) > tpb => {
                     return Err(fail(format!("one block of {tpb}x{tpb} threads must cover the matrix: m, n, k must be at most {tpb}")));
                 }
+                Constraint::TmaRows => {
+                    let per_row = 16 / problem.dtype.input_bytes();
+                    for (what, (_, cols)) in [("A", problem.a_stored()), ("B", problem.b_stored())]
+                    {
+                        if cols % per_row != 0 {
+                            return Err(fail(format!("TMA needs 16-byte rows: {what} is stored with rows of {cols} elements, not a multiple of {per_row} (use mma-sync for any shape)")));
+                        }
+                    }
+                }
+                Constraint::Sm90a if limits.is_some_and(|l| !l.sm90a) => {
+                    return Err(fail(
+                        "needs sm_90a (Hopper: wgmma, TMA, setmaxnreg); this device is not one"
+                            .into(),
+                    ));
+                }
                 _ => {}
             }
         }
@@ -574,19 +707,29 @@ impl KernelSpec {
     }
 }
 
-macro_rules! cu {
+/// The `CudaSource` of a kernel file with no shared header, entry point named after the kernel.
+macro_rules! cu_source {
     ($file:literal, $geometry:expr) => {
-        cu!($file, $geometry, false)
-    };
-    ($file:literal, $geometry:expr, $zero:expr) => {
-        Implementation::Cuda(CudaSource {
+        CudaSource {
             file: $file,
             text: include_str!(concat!("../kernels/", $file)),
             includes: &[],
             entry: None,
             defines: &[],
             geometry: $geometry,
+            zero_output: false,
+        }
+    };
+}
+
+macro_rules! cu {
+    ($file:literal, $geometry:expr) => {
+        Implementation::Cuda(cu_source!($file, $geometry))
+    };
+    ($file:literal, $geometry:expr, $zero:expr) => {
+        Implementation::Cuda(CudaSource {
             zero_output: $zero,
+            ..cu_source!($file, $geometry)
         })
     };
 }
@@ -611,6 +754,10 @@ macro_rules! simt {
 }
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
+const TENSOR: &[DType] = &[DType::Bf16, DType::F16, DType::Tf32];
+const TC_LADDER: &str = "tensor-core ladder (this crate)";
+/// 128×256 tiles of C, 64 of K per stage, 4 stages, a producer and two consumer warpgroups.
+const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384);
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
@@ -836,6 +983,42 @@ pub static KERNELS: &[KernelSpec] = &[
         ),
     },
     KernelSpec {
+        name: "mma-sync",
+        aliases: &[],
+        origin: TC_LADDER,
+        summary: "tensor-core rung 1: mma.sync warp tiles fed by ldmatrix from swizzled shared memory, cp.async pipeline; any M, N, K",
+        backend: BackendKind::Cuda,
+        dtypes: TENSOR,
+        constraints: &[],
+        traffic: Traffic::BlockTiled,
+        implementation: cu!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 128, 32, 4, 256) }),
+    },
+    KernelSpec {
+        name: "wgmma",
+        aliases: &[],
+        origin: TC_LADDER,
+        summary: "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
+        backend: BackendKind::Cuda,
+        dtypes: &[DType::Bf16, DType::F16],
+        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+        traffic: Traffic::BlockTiled,
+        implementation: cu!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA }),
+    },
+    KernelSpec {
+        name: "wgmma-cluster",
+        aliases: &[],
+        origin: TC_LADDER,
+        summary: "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
+        backend: BackendKind::Cuda,
+        dtypes: &[DType::Bf16, DType::F16],
+        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+        traffic: Traffic::BlockTiled,
+        implementation: Implementation::Cuda(CudaSource {
+            entry: Some("wgmma"),
+            ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA.with_cluster(2) })
+        }),
+    },
+    KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
         origin: "NVIDIA cuBLAS (vendor baseline)",
@@ -928,6 +1111,7 @@ mod tests {
             .is_ok());
         let limits = DeviceLimits {
             max_shared_per_block: 1024,
+            sm90a: false,
         };
         let e = rowpack
             .can_run(

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::dtype::DType;
 use crate::matrix::AnyMatrix;
-use crate::problem::Problem;
+use crate::problem::{Op, Problem};
 
 /// The outcome of one comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -21,23 +21,83 @@ pub struct Verdict {
     pub tolerance: f64,
 }
 
-/// Relative Frobenius tolerance for a float product of depth k: a few unit roundoffs of the
-/// input type, growing like √k for random-sign data (and never below 1e-6 for f32 accumulation).
-pub fn tolerance(problem: &Problem) -> f64 {
+/// The two parts of the float tolerance, both relative: rounding the inputs to the kernel's
+/// input type (2u: each product a·b gains at most two roundings), and accumulating in f32 (a few
+/// ε growing like √k for random-sign data).
+fn tolerance_parts(problem: &Problem) -> (f64, f64) {
     if problem.dtype == DType::U32 {
-        return 0.0;
+        return (0.0, 0.0);
     }
     let u = problem.dtype.unit_roundoff().max(f32::EPSILON as f64 / 2.0);
     let input_rounding = match problem.dtype {
         DType::F32 => 0.0,
         _ => 2.0 * u,
     };
-    input_rounding + 4.0 * (f32::EPSILON as f64) * (problem.k as f64).sqrt().max(1.0)
+    let accumulation = 4.0 * (f32::EPSILON as f64) * (problem.k as f64).sqrt().max(1.0);
+    (input_rounding, accumulation)
+}
+
+/// Relative Frobenius tolerance for a float product of depth k: a few unit roundoffs of the
+/// input type, growing like √k for random-sign data (and never below 1e-6 for f32 accumulation).
+pub fn tolerance(problem: &Problem) -> f64 {
+    let (input, accumulation) = tolerance_parts(problem);
+    input + accumulation
+}
+
+/// √(Σ_ijp (op(A)_ip · op(B)_pj)²) = √(Σ_p ‖column p of op(A)‖² · ‖row p of op(B)‖²), in
+/// O(k·(m + n)): the size of the products that C sums. Rounding the inputs (tf32 rounds f32
+/// operands to 10 mantissa bits inside the kernel) errs by about u times this, however much the
+/// products cancel in C — for a 1×1 C of a long K, ‖C‖ can be far smaller.
+pub fn product_norm(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> f64 {
+    let mut col_a = vec![0.0f64; problem.k];
+    let mut row_b = vec![0.0f64; problem.k];
+    // Stored A is m×k (op N: p is the column) or k×m (op T: p is the row); B is k×n or n×k.
+    let a_p_is_col = problem.op_a == Op::N;
+    let b_p_is_col = problem.op_b == Op::T;
+    for (m, sums, p_is_col) in [(a, &mut col_a, a_p_is_col), (b, &mut row_b, b_p_is_col)] {
+        let cols = m.cols();
+        for (idx, v) in m.to_f64_vec().into_iter().enumerate() {
+            let p = if p_is_col { idx % cols } else { idx / cols };
+            if let Some(s) = sums.get_mut(p) {
+                *s += v * v;
+            }
+        }
+    }
+    col_a
+        .iter()
+        .zip(&row_b)
+        .map(|(x, y)| x * y)
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Compares `c` with `reference`; NaN anywhere (e.g. an unwritten poisoned element) fails.
+/// Without the inputs the input-rounding part of the tolerance is relative to ‖reference‖_F;
+/// [`compare_inputs`] measures it against the products' size instead.
 pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdict {
-    let tol = tolerance(problem);
+    compare_scaled(problem, c, reference, None)
+}
+
+/// [`compare`] with the input-rounding part of the tolerance relative to [`product_norm`]: the
+/// sound bound when a kernel rounds its inputs (tf32) and C cancels heavily (few, long dot
+/// products), where a bound relative to ‖C‖ fails a correct kernel at random.
+pub fn compare_inputs(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    c: &AnyMatrix,
+    reference: &AnyMatrix,
+) -> Verdict {
+    compare_scaled(problem, c, reference, Some(product_norm(problem, a, b)))
+}
+
+fn compare_scaled(
+    problem: &Problem,
+    c: &AnyMatrix,
+    reference: &AnyMatrix,
+    products: Option<f64>,
+) -> Verdict {
+    let mut tol = tolerance(problem);
     let (mut diff2, mut ref2, mut max_abs, mut worst, mut mismatches) =
         (0.0f64, 0.0f64, 0.0f64, None, 0usize);
     let shapes_match = c.rows() == reference.rows()
@@ -76,6 +136,11 @@ pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdi
     } else {
         0.0
     };
+    if let (Some(products), true) = (products, ref2 > 0.0) {
+        // The same absolute budget, expressed relative to ‖reference‖_F.
+        let (input, accumulation) = tolerance_parts(problem);
+        tol = input * products.max(ref2.sqrt()) / ref2.sqrt() + accumulation;
+    }
     if !exact {
         // Element-wise: an error far above the Frobenius budget at one element is a bug even
         // when the norm hides it (a single unwritten tile).
@@ -100,4 +165,37 @@ pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdi
 fn exceeds(x: f64, r: f64, bound: f64) -> bool {
     let d = (x - r).abs();
     d.is_nan() || d > bound
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+
+    fn f32s(rows: usize, cols: usize, v: &[f32]) -> AnyMatrix {
+        AnyMatrix::F32(Matrix::from_vec(rows, cols, v.to_vec()).unwrap())
+    }
+
+    /// A 1×1 C of two nearly cancelling products: tf32's input rounding moves C by 2 % of itself,
+    /// which is correct (within 2u of the products), and only `compare_inputs` can tell.
+    #[test]
+    fn input_rounding_is_judged_against_the_products() {
+        let problem = Problem::new(1, 1, 2, DType::Tf32);
+        let (a, b) = (f32s(1, 2, &[1.0, 1.0]), f32s(2, 1, &[1.0, -0.999]));
+        let want = f32s(1, 1, &[0.001]);
+        let tf32 = f32s(1, 1, &[1.0 - 0.999_023_4]); // B rounded to 10 mantissa bits
+        let wrong = f32s(1, 1, &[0.01]);
+        assert!((product_norm(&problem, &a, &b) - (1.0f64 + 0.998_001).sqrt()).abs() < 1e-6);
+        assert!(!compare(&problem, &tf32, &want).passed);
+        assert!(compare_inputs(&problem, &a, &b, &tf32, &want).passed);
+        assert!(!compare_inputs(&problem, &a, &b, &wrong, &want).passed);
+    }
+
+    #[test]
+    fn product_norm_follows_the_ops() {
+        // op(A) = [[1, 2]] stored transposed (2×1), op(B) = [[3], [4]] stored transposed (1×2).
+        let problem = Problem::new(1, 1, 2, DType::F32).with_ops(Op::T, Op::T);
+        let (a, b) = (f32s(2, 1, &[1.0, 2.0]), f32s(1, 2, &[3.0, 4.0]));
+        assert!((product_norm(&problem, &a, &b) - (9.0f64 + 64.0).sqrt()).abs() < 1e-12);
+    }
 }

@@ -14,7 +14,7 @@ use matmul::cpu::reference;
 use matmul::cuda::{self, CudaBackend};
 use matmul::matrix::{POISON_F32, POISON_U32};
 use matmul::registry::{Constraint, Geometry, KERNELS};
-use matmul::verify::compare;
+use matmul::verify::{compare, compare_inputs};
 use matmul::{
     open_backend, AnyMatrix, Backend, BackendChoice, BackendKind, DType, Init, Inputs, KernelSpec,
     Op, Problem, RunOptions,
@@ -30,7 +30,10 @@ const OPS: [(Op, Op); 4] = [
 /// (m, n, k): degenerate, a long K with m = n = 1, a K whose packed row needs more than 48 KiB of
 /// shared memory (rowpack / elepack opt in), odd, the 16-tile edge ±1, the 64 edge ±1, k = 1 with
 /// a wide C, non-square, the SIMT ladder's 128 and 256 edges ±1 with K off its 4-element
-/// vectors, a single row or column of C, and one large square for the faster kernels.
+/// vectors, a single row or column of C, shapes whose stored rows are 16-byte multiples (what
+/// TMA needs) with partial tiles on every side and an odd number of 128-row tiles (a cluster's
+/// second block past the edge), one large square for the faster kernels, and one with more tiles
+/// than a persistent grid has blocks.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 1, 300),
@@ -52,7 +55,11 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (257, 255, 33),
     (1, 300, 70),
     (300, 1, 70),
+    (8, 8, 8),
+    (136, 264, 72),
+    (264, 520, 200),
     (1024, 1024, 1024),
+    (3072, 2048, 64),
 ];
 
 fn env_is(name: &str, value: &str) -> bool {
@@ -175,6 +182,17 @@ fn expected_refusal(
                     return Some("shared memory");
                 }
             }
+            Constraint::TmaRows => {
+                let per_row = 16 / problem.dtype.input_bytes();
+                if problem.a_stored().1 % per_row != 0 || problem.b_stored().1 % per_row != 0 {
+                    return Some("TMA needs 16-byte rows");
+                }
+            }
+            Constraint::Sm90a => {
+                if !backend.limits().unwrap().sm90a {
+                    return Some("needs sm_90a");
+                }
+            }
         }
     }
     None
@@ -192,7 +210,7 @@ fn verify(
     match backend.run(kernel, problem, &c.a, &c.b, opts) {
         Err(e) => Some(format!("{label}: error: {e}")),
         Ok(got) => {
-            let v = compare(problem, &got, &c.want);
+            let v = compare_inputs(problem, &c.a, &c.b, &got, &c.want);
             if !v.passed {
                 Some(format!("{label}: {v:?}"))
             } else if problem.dtype == DType::U32 && got != c.want {
@@ -278,6 +296,9 @@ kernel_tests! {
     sweep_warptile => "warptile",
     sweep_multistage => "multistage",
     sweep_multistage_raster => "multistage-raster",
+    sweep_mma_sync => "mma-sync",
+    sweep_wgmma => "wgmma",
+    sweep_wgmma_cluster => "wgmma-cluster",
     sweep_cublas => "cublas",
 }
 

@@ -36,7 +36,7 @@ use crate::registry::KernelSpec;
 const CACHE_FORMAT: &str = "matmul-cubin-v1";
 
 /// Prepended to every source: type names for `-DELEM=...`.
-const PRELUDE: &str = "typedef unsigned int matmul_u32;\n";
+const PRELUDE: &str = "typedef unsigned int matmul_u32;\ntypedef unsigned short matmul_u16;\n";
 
 /// The NVRTC target for a device of compute capability `cc`: the architecture-specific `sm_90a`
 /// on Hopper (wgmma, setmaxnreg), else the plain `sm_XY`.
@@ -135,14 +135,14 @@ impl Compiled {
     }
 }
 
-/// The C++ type a kernel's `ELEM` stands for with `dtype` inputs (tf32 runs on f32 storage).
-pub fn elem_type(dtype: DType) -> Result<&'static str> {
+/// The C++ storage type a kernel's `ELEM` stands for with `dtype` inputs: tf32 runs on f32
+/// storage, bf16 and f16 are stored as 16-bit words (the tensor-core kernels hand them to PTX as
+/// bits, so no half-precision header is needed).
+pub fn elem_type(dtype: DType) -> &'static str {
     match dtype {
-        DType::F32 | DType::Tf32 => Ok("float"),
-        DType::U32 => Ok("matmul_u32"),
-        DType::Bf16 | DType::F16 => Err(Error::Invalid(format!(
-            "the SIMT kernel ABI (ELEM in, ELEM out) has no {dtype} form: {dtype} produces f32"
-        ))),
+        DType::F32 | DType::Tf32 => "float",
+        DType::U32 => "matmul_u32",
+        DType::Bf16 | DType::F16 => "matmul_u16",
     }
 }
 
@@ -170,7 +170,14 @@ pub fn kernel_defines(
     if !kernel.supports(dtype) {
         return Err(unsupported(format!("dtype {dtype} is not supported")));
     }
-    let mut defines = vec![("ELEM".to_string(), elem_type(dtype)?.to_string())];
+    // ELEM is the storage type; IN_<DTYPE> = 1 tells a kernel that serves several dtypes which.
+    let mut defines = vec![
+        ("ELEM".to_string(), elem_type(dtype).to_string()),
+        (
+            format!("IN_{}", dtype.name().to_uppercase()),
+            "1".to_string(),
+        ),
+    ];
     if let Some(src) = kernel.cuda_source() {
         defines.extend(
             src.defines
@@ -186,6 +193,9 @@ pub fn kernel_defines(
     }
     if let Some(t) = kernel.tiling(opts) {
         t.check().map_err(unsupported)?;
+        defines.extend(t.defines());
+    }
+    if let Some(t) = kernel.tc_tile() {
         defines.extend(t.defines());
     }
     Ok(defines)

@@ -14,6 +14,7 @@ pub mod compile;
 mod cublas;
 pub mod device;
 pub mod libs;
+mod tma;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,7 @@ use crate::error::{Error, Result, Unsupported};
 use crate::matrix::{AnyMatrix, Matrix, POISON_F32, POISON_U32};
 use crate::problem::Problem;
 use crate::registry::{
-    BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec,
+    BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec, TcTile,
 };
 use libs::Context;
 
@@ -84,8 +85,18 @@ enum Launcher {
     Kernel {
         loaded: Arc<Loaded>,
         config: LaunchConfig,
+        /// The tile whose TMA tensor maps follow the usual arguments (`Geometry::Wgmma`).
+        tma: Option<TcTile>,
     },
     Cublas,
+}
+
+/// The device addresses of one launch's operands and, for a TMA kernel, their tensor maps
+/// (encoded on the host before any timed region).
+struct Operands {
+    a: u64,
+    b: u64,
+    maps: Option<[tma::TensorMap; 2]>,
 }
 
 impl CudaBackend {
@@ -283,12 +294,28 @@ impl CudaBackend {
                 t.check().map_err(unsupported)?;
                 ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads(), 1, 1))
             }
+            Geometry::Mma { tile: t } => {
+                ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads, 1, 1))
+            }
+            Geometry::Wgmma { tile: t } => {
+                // Persistent: one block per SM (or per tile when there are fewer tiles), in
+                // whole clusters of `t.cluster` blocks that take vertically adjacent tiles.
+                let c = t.cluster.max(1) as u64;
+                let units = (blocks(m, t.bm)? as u64).div_ceil(c) * blocks(n, t.bn)? as u64;
+                let clusters = units.min((self.info.sm_count as u64 / c).max(1));
+                (
+                    (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),
+                    (t.threads, 1, 1),
+                )
+            }
         };
         // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
         // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
         // discarded). The device limit is a multiple of 16, so rounding never crosses it.
         let shared = if let Some(t) = kernel.tiling(opts) {
             t.shared_elems() as usize * problem.dtype.input_bytes()
+        } else if let Some(t) = kernel.tc_tile() {
+            t.shared_bytes(problem.dtype, kernel.persistent())
         } else if kernel
             .constraints
             .contains(&crate::registry::Constraint::KFitsSharedMemory)
@@ -332,10 +359,35 @@ impl CudaBackend {
     ) -> Result<Launcher> {
         match &kernel.implementation {
             Implementation::Cuda(src) => {
-                let config = self.launch_config(kernel, src, problem, opts)?;
+                let mut config = self.launch_config(kernel, src, problem, opts)?;
                 let loaded = self.load_kernel(kernel, problem.dtype, opts)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
-                Ok(Launcher::Kernel { loaded, config })
+                let tma = match src.geometry {
+                    Geometry::Wgmma { tile } => Some(tile),
+                    _ => None,
+                };
+                if let Some(t) = tma.filter(|t| t.cluster > 1) {
+                    // A persistent grid must be co-resident: not every SM can host half of a
+                    // cluster (the GPCs' SM counts), so ask the driver how many clusters fit.
+                    let fit = loaded
+                        .func
+                        .occupancy_max_active_clusters(config, &self.stream)
+                        .ctx(|| format!("cuOccupancyMaxActiveClusters for {}", kernel.name))?;
+                    if fit == 0 {
+                        return Err(Unsupported {
+                            kernel: kernel.name.to_string(),
+                            problem: problem.to_string(),
+                            rule: format!("the device cannot run one cluster of {} blocks with {} bytes of shared memory each", t.cluster, config.shared_mem_bytes),
+                        }
+                        .into());
+                    }
+                    config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
+                }
+                Ok(Launcher::Kernel {
+                    loaded,
+                    config,
+                    tma,
+                })
             }
             Implementation::Cublas => {
                 let mut blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
@@ -355,10 +407,27 @@ impl CudaBackend {
         }
     }
 
+    /// The operands of one launch: `a` and `b` as they are, plus tensor maps for a TMA kernel.
+    fn operands(
+        &self,
+        launcher: &Launcher,
+        problem: &Problem,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+    ) -> Result<Operands> {
+        let (a, b) = (a.ptr(&self.stream), b.ptr(&self.stream));
+        let maps = match launcher {
+            Launcher::Kernel { tma: Some(t), .. } => Some(tma::operand_maps(problem, t, a, b)?),
+            _ => None,
+        };
+        Ok(Operands { a, b, maps })
+    }
+
     /// Enqueues one product on the stream.
-    fn launch(&self, launcher: &Launcher, problem: &Problem, a: u64, b: u64, c: u64) -> Result<()> {
+    fn launch(&self, launcher: &Launcher, problem: &Problem, ops: &Operands, c: u64) -> Result<()> {
+        let (a, b) = (ops.a, ops.b);
         match launcher {
-            Launcher::Kernel { loaded, config } => {
+            Launcher::Kernel { loaded, config, .. } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
                 let (sa, sb) = (problem.a_strides(), problem.b_strides());
                 let args = [
@@ -375,8 +444,12 @@ impl CudaBackend {
                 for v in &args {
                     builder.arg(v);
                 }
-                // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints);
-                // the buffers are sized for `problem`, which the kernels index within.
+                if let Some([map_a, map_b]) = &ops.maps {
+                    builder.arg(map_a).arg(map_b);
+                }
+                // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
+                // and for a TMA kernel two tensor maps); the buffers are sized for `problem`,
+                // which the kernels index within (TMA bounds its own reads).
                 unsafe { builder.launch(*config) }
                     .map(|_| ())
                     .ctx(|| format!("launching {} with {config:?}", loaded.entry))
@@ -493,6 +566,7 @@ impl Backend for CudaBackend {
     fn limits(&self) -> Option<DeviceLimits> {
         Some(DeviceLimits {
             max_shared_per_block: self.info.shared_per_block_optin,
+            sm90a: self.info.arch == "sm_90a",
         })
     }
 
@@ -512,8 +586,8 @@ impl Backend for CudaBackend {
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
         self.fill_output(&mut c, problem.dtype, zero)?;
-        let s = &self.stream;
-        self.launch(&launcher, problem, da.ptr(s), db.ptr(s), c.ptr(s))?;
+        let ops = self.operands(&launcher, problem, &da, &db)?;
+        self.launch(&launcher, problem, &ops, c.ptr(&self.stream))?;
         self.sync(|| format!("running {} on {problem}", kernel.name))?;
         self.download(&c, problem)
     }
@@ -536,9 +610,13 @@ impl Backend for CudaBackend {
             check_inputs(problem, &set.a, &set.b)?;
         }
         let launcher = self.launcher(kernel, problem, &opts)?;
-        let sets = inputs
+        let bufs = inputs
             .iter()
             .map(|set| Ok((self.upload(&set.a)?, self.upload(&set.b)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let sets = bufs
+            .iter()
+            .map(|(a, b)| self.operands(&launcher, problem, a, b))
             .collect::<Result<Vec<_>>>()?;
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
@@ -558,16 +636,14 @@ impl Backend for CudaBackend {
                 // Accumulating kernels start from zero each time (outside the timed region).
                 self.fill_output(&mut c, problem.dtype, true)?;
             }
-            let (a, b) = &sets[i % sets.len()];
-            self.launch(&launcher, problem, a.ptr(s), b.ptr(s), cp)?;
+            self.launch(&launcher, problem, &sets[i % sets.len()], cp)?;
         }
         for (i, (start, end)) in events.iter().enumerate() {
             if zero {
                 self.fill_output(&mut c, problem.dtype, true)?;
             }
             start.record(s).ctx(|| "recording a timing event".into())?;
-            let (a, b) = &sets[i % sets.len()];
-            self.launch(&launcher, problem, a.ptr(s), b.ptr(s), cp)?;
+            self.launch(&launcher, problem, &sets[i % sets.len()], cp)?;
             end.record(s).ctx(|| "recording a timing event".into())?;
         }
         self.sync(|| format!("timing {} on {problem}", kernel.name))?;

@@ -1,0 +1,123 @@
+//! TMA tensor maps for the Hopper kernels (`Geometry::Wgmma`): one map per operand, built on the
+//! host by `cuTensorMapEncodeTiled` and passed by value as a `__grid_constant__` parameter.
+//!
+//! Every map reads boxes whose inner (contiguous) edge is 128 bytes (64 16-bit elements) with the
+//! 128-byte swizzle, which is the shared-memory layout wgmma's descriptors describe. The outer
+//! edge of the box depends on which dimension is contiguous in memory:
+//! - the operand's K is contiguous (A stored m×k, B stored n×k: "K-major"): one box of
+//!   64 (K) × BM (or BN) rows per pipeline stage;
+//! - its M or N is contiguous (A stored k×m, B stored k×n: "MN-major"): BM/64 (or BN/64) boxes of
+//!   64 (M or N) × BK rows, placed one after another.
+//!
+//! With a cluster of blocks sharing B (`TcTile::cluster`), each block loads 1/cluster of B's K-major
+//! rows (or of its MN-major boxes) and multicasts them, so B's K-major box has BN/cluster rows.
+//!
+//! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
+//! a K that is not a multiple of BK need no special code. The one rule TMA imposes is that every
+//! stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys::{
+    self as cu_sys, CUtensorMap, CUtensorMapDataType as DataType,
+    CUtensorMapFloatOOBfill as OobFill, CUtensorMapInterleave as Interleave,
+    CUtensorMapL2promotion as L2Promotion, CUtensorMapSwizzle as Swizzle,
+};
+use cudarc::driver::DeviceRepr;
+
+use super::libs::Context;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::problem::{Op, Problem};
+use crate::registry::TcTile;
+
+/// A tensor map as a kernel parameter (128 bytes, copied by the driver at launch).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub(crate) struct TensorMap(CUtensorMap);
+
+// SAFETY: a plain-old-data struct of 16 u64 words, which the kernel declares with the same size.
+unsafe impl DeviceRepr for TensorMap {}
+
+/// The swizzle span: 128 bytes of a stored row per box.
+const SWIZZLE_BYTES: usize = 128;
+
+/// The two maps of `problem` for buffers at `a` and `b`, boxed for `tile`.
+pub(crate) fn operand_maps(
+    problem: &Problem,
+    tile: &TcTile,
+    a: u64,
+    b: u64,
+) -> Result<[TensorMap; 2]> {
+    let inner = (SWIZZLE_BYTES / problem.dtype.input_bytes()) as u32;
+    // (stored rows, stored cols, box rows): K contiguous → a box of BM (BN) rows of K;
+    // M (N) contiguous → boxes of BK rows.
+    let (ar, ac) = problem.a_stored();
+    let (br, bc) = problem.b_stored();
+    let a_box = match problem.op_a {
+        Op::N => tile.bm,
+        Op::T => tile.bk,
+    };
+    // With a cluster each block loads (and multicasts) its share of B's rows.
+    let b_box = match problem.op_b {
+        Op::N => tile.bk,
+        Op::T => tile.bn / tile.cluster.max(1),
+    };
+    Ok([
+        encode(problem.dtype, a, ar, ac, a_box, inner, "A")?,
+        encode(problem.dtype, b, br, bc, b_box, inner, "B")?,
+    ])
+}
+
+/// One map over a row-major `rows`×`cols` matrix at `ptr`, read in boxes of `box_rows` rows ×
+/// `box_cols` elements.
+fn encode(
+    dtype: DType,
+    ptr: u64,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+    what: &str,
+) -> Result<TensorMap> {
+    let data_type = match dtype {
+        DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        other => {
+            return Err(Error::Invalid(format!(
+                "the TMA kernels read 16-bit inputs, not {other}"
+            )))
+        }
+    };
+    let row_bytes = (cols * dtype.input_bytes()) as u64;
+    let dims = [cols as u64, rows as u64];
+    let strides = [row_bytes]; // the outer dimension's stride; the inner one is the element
+    let boxes = [box_cols, box_rows];
+    let element_strides = [1u32, 1];
+    // SAFETY: `CUtensorMap` is plain data that the call fills; every pointer is to a live local
+    // array of the rank (2) the call is given.
+    let mut map: CUtensorMap = unsafe { std::mem::zeroed() };
+    unsafe {
+        cu_sys::cuTensorMapEncodeTiled(
+            &mut map,
+            data_type,
+            2,
+            ptr as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            Interleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            Swizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            L2Promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            OobFill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    }
+    .result()
+    .ctx(|| {
+        format!(
+            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} {dtype}, box {box_rows}x{box_cols})"
+        )
+    })?;
+    Ok(TensorMap(map))
+}
