@@ -20,7 +20,7 @@ fn default_kernels(backend: BackendKind, dtype: DType) -> &'static [&'static str
     match (backend, dtype) {
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma-cluster", "wgmma", "mma-sync"],
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "mma-sync"],
         (BackendKind::Cuda, DType::Tf32) => &["mma-sync"],
     }
 }
