@@ -157,11 +157,7 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
                 .or(k.tile(&opts).map(|t| format!("TILE {t}")))
                 .or(k.tc_tile().map(|t| t.to_string()))
                 .unwrap_or_default();
-            let dynamic = match (k.tiling(&opts), k.tc_tile()) {
-                (Some(t), _) => t.shared_elems() * dtype.input_bytes() as u64,
-                (None, Some(t)) => t.shared_bytes(dtype, k.persistent()) as u64,
-                (None, None) => 0,
-            };
+            let dynamic = k.tile_shared_bytes(dtype, &opts).map_or(0, |(_, b)| b);
             rows.push(vec![
                 k.name.to_string(),
                 dtype.name().to_string(),

@@ -52,6 +52,14 @@ pub enum Geometry {
     Wgmma { tile: TcTile },
 }
 
+/// `-D` definitions from (name, value) pairs.
+fn defines(pairs: &[(&str, u32)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// The compile-time tile of a tensor-core kernel (`-D` values of its .cu file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct TcTile {
@@ -94,17 +102,14 @@ impl TcTile {
 
     /// The -D definitions a tensor-core kernel is compiled with.
     pub fn defines(&self) -> Vec<(String, String)> {
-        [
+        defines(&[
             ("BM", self.bm),
             ("BN", self.bn),
             ("BK", self.bk),
             ("STAGES", self.stages),
             ("THREADS", self.threads),
             ("CLUSTER", self.cluster),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+        ])
     }
 }
 
@@ -236,7 +241,7 @@ impl Tiling {
 
     /// The -D definitions a BlockTile kernel is compiled with.
     pub fn defines(&self) -> Vec<(String, String)> {
-        [
+        defines(&[
             ("BM", self.bm),
             ("BN", self.bn),
             ("BK", self.bk),
@@ -249,10 +254,7 @@ impl Tiling {
             ("PAD", self.pad),
             ("MIN_BLOCKS", self.min_blocks),
             ("THREADS", self.threads()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+        ])
     }
 
     /// The rules every BlockTile kernel relies on; the error names the one broken. (Each .cu
@@ -543,6 +545,32 @@ impl KernelSpec {
         }
     }
 
+    /// BM×BN, the tile of C a block computes, for the SIMT ladder (its tiling in `opts`, else the
+    /// registry's) and the tensor-core kernels; None for other kernels.
+    pub fn block_tile(&self, opts: &RunOptions) -> Option<(u32, u32)> {
+        match (self.tiling(opts), self.tc_tile()) {
+            (Some(t), _) => Some((t.bm, t.bn)),
+            (None, Some(t)) => Some((t.bm, t.bn)),
+            (None, None) => None,
+        }
+    }
+
+    /// The dynamic shared memory a launch of a SIMT-ladder or tensor-core kernel asks for, with
+    /// a label of the tile that needs it; None for other kernels.
+    pub fn tile_shared_bytes(&self, dtype: DType, opts: &RunOptions) -> Option<(String, usize)> {
+        match (self.tiling(opts), self.tc_tile()) {
+            (Some(t), _) => Some((
+                format!("tiling {t}"),
+                t.shared_elems() as usize * dtype.input_bytes(),
+            )),
+            (None, Some(t)) => Some((
+                format!("tile {t}"),
+                t.shared_bytes(dtype, self.persistent()),
+            )),
+            (None, None) => None,
+        }
+    }
+
     /// Whether the kernel runs a persistent grid (one block per SM walking the tiles of C).
     pub fn persistent(&self) -> bool {
         matches!(
@@ -576,10 +604,9 @@ impl KernelSpec {
             Traffic::AccumulateInGlobal => 2.0 * k + k * out / elem,
             Traffic::OnePacked { threads } => k + k / threads as f64,
             Traffic::Tiled => 2.0 * k / self.tile(opts).unwrap_or(1).max(1) as f64,
-            Traffic::BlockTiled => match (self.tiling(opts), self.tc_tile()) {
-                (Some(t), _) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
-                (None, Some(t)) => k / t.bn.max(1) as f64 + k / t.bm.max(1) as f64,
-                (None, None) => 2.0 * k,
+            Traffic::BlockTiled => match self.block_tile(opts) {
+                Some((bm, bn)) => k / bn.max(1) as f64 + k / bm.max(1) as f64,
+                None => 2.0 * k,
             },
             Traffic::Minimal => return problem.min_bytes(),
         };
@@ -639,32 +666,25 @@ impl KernelSpec {
         }
         if let Some(t) = self.tiling(opts) {
             t.check().map_err(fail)?;
-            let need = t.shared_elems() * problem.dtype.input_bytes() as u64;
-            if let Some(l) = limits {
-                if need > l.max_shared_per_block as u64 {
-                    return Err(fail(format!("tiling {t} needs {need} bytes of shared memory; the device allows {} per block", l.max_shared_per_block)));
-                }
-            }
         }
-        if let (Some(t), Some(l)) = (self.tc_tile(), limits) {
-            let need = t.shared_bytes(problem.dtype, self.persistent());
+        if let (Some((what, need)), Some(l)) = (self.tile_shared_bytes(problem.dtype, opts), limits)
+        {
             if need > l.max_shared_per_block {
                 return Err(fail(format!(
-                    "tile {t} needs {need} bytes of shared memory; the device allows {} per block",
+                    "{what} needs {need} bytes of shared memory; the device allows {} per block",
                     l.max_shared_per_block
                 )));
             }
         }
         if let Some(src) = self.cuda_source() {
             let rows_of_blocks = match src.geometry {
-                Geometry::Mma { tile } => problem.m.div_ceil(tile.bm as usize),
                 Geometry::RowSegment { .. } => problem.m,
                 Geometry::Tile2d { .. } => {
                     problem.m.div_ceil(self.tile(opts).unwrap_or(1) as usize)
                 }
-                Geometry::BlockTile { .. } => problem
+                Geometry::BlockTile { .. } | Geometry::Mma { .. } => problem
                     .m
-                    .div_ceil(self.tiling(opts).map_or(1, |t| t.bm) as usize),
+                    .div_ceil(self.block_tile(opts).map_or(1, |(bm, _)| bm) as usize),
                 _ => 1,
             };
             if rows_of_blocks > MAX_GRID_Y {

@@ -312,10 +312,8 @@ impl CudaBackend {
         // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
         // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
         // discarded). The device limit is a multiple of 16, so rounding never crosses it.
-        let shared = if let Some(t) = kernel.tiling(opts) {
-            t.shared_elems() as usize * problem.dtype.input_bytes()
-        } else if let Some(t) = kernel.tc_tile() {
-            t.shared_bytes(problem.dtype, kernel.persistent())
+        let shared = if let Some((_, bytes)) = kernel.tile_shared_bytes(problem.dtype, opts) {
+            bytes
         } else if kernel
             .constraints
             .contains(&crate::registry::Constraint::KFitsSharedMemory)
