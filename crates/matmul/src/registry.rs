@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::{Error, Unsupported};
-use crate::problem::Problem;
+use crate::problem::{Op, Problem};
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -50,6 +50,40 @@ pub enum Geometry {
     /// min(tiles, SMs) blocks of `tile.threads` that walk the BM×BN tiles of C; A and B also
     /// reach the kernel as two TMA tensor maps after the usual arguments.
     Wgmma { tile: TcTile },
+    /// The tf32 wgmma kernel: as `Wgmma`, for a D of BM×BN tiles that is C (op(B) = T) or C^T
+    /// (op(B) = N), BM along the operand it loads into registers and BN along the one wgmma reads
+    /// from shared memory; its tensor maps are boxed per role ([`WgmmaTf32Orientation`]).
+    WgmmaTf32 { tile: TcTile },
+}
+
+/// How the tf32 wgmma kernel maps a problem onto wgmma, whose shared-memory operand must be
+/// K-major for tf32: D = R·S, with R loaded into registers (BM rows of D per tile) and S read by
+/// descriptor (BN columns of D per tile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum WgmmaTf32Orientation {
+    /// op(B) = T (B stored N×K, K-major): D = C, R = op(A), S = B.
+    Direct,
+    /// op(A) = N, op(B) = N: D = C^T, R = op(B)^T (B stored K×N), S = op(A)^T (A stored M×K).
+    Swapped,
+}
+
+impl WgmmaTf32Orientation {
+    /// The orientation of `problem`, or None for op(A) = T with op(B) = N (no K-major operand).
+    pub fn of(problem: &Problem) -> Option<WgmmaTf32Orientation> {
+        match (problem.op_a, problem.op_b) {
+            (_, Op::T) => Some(WgmmaTf32Orientation::Direct),
+            (Op::N, Op::N) => Some(WgmmaTf32Orientation::Swapped),
+            (Op::T, Op::N) => None,
+        }
+    }
+
+    /// (rows, columns) of D: (m, n) direct, (n, m) swapped.
+    pub fn d_shape(self, problem: &Problem) -> (usize, usize) {
+        match self {
+            WgmmaTf32Orientation::Direct => (problem.m, problem.n),
+            WgmmaTf32Orientation::Swapped => (problem.n, problem.m),
+        }
+    }
 }
 
 /// `-D` definitions from (name, value) pairs.
@@ -434,6 +468,9 @@ pub enum Constraint {
     TmaRows,
     /// The kernel uses sm_90a instructions (wgmma, setmaxnreg, TMA): Hopper only.
     Sm90a,
+    /// tf32 wgmma reads its shared-memory operand K-major only: op(A) = N (A stored M×K) or
+    /// op(B) = T (B stored N×K); op(A) = T with op(B) = N has no K-major operand.
+    TcTf32Layout,
 }
 
 impl Constraint {
@@ -443,6 +480,7 @@ impl Constraint {
             Constraint::FitsOneBlock => "M,N,K ≤ TPB",
             Constraint::TmaRows => "stored rows of A, B: 16-byte multiples",
             Constraint::Sm90a => "Hopper (sm_90a)",
+            Constraint::TcTf32Layout => "op(A)=N or op(B)=T",
         }
     }
 }
@@ -490,6 +528,9 @@ pub struct DeviceLimits {
     /// Whether the device runs sm_90a code (wgmma, setmaxnreg, TMA: Hopper).
     pub sm90a: bool,
 }
+
+/// The refusal of [`Constraint::TcTf32Layout`].
+pub const TF32_LAYOUT_RULE: &str = "tf32 wgmma reads its shared-memory operand K-major only, so it needs op(A)=N or op(B)=T; op(A)=T with op(B)=N (A stored KxM, B stored KxN) has no K-major operand (use mma-sync)";
 
 /// Every CUDA kernel indexes with 32-bit `int`: each matrix must have fewer than 2^31 elements.
 const INT_INDEX_LIMIT: usize = i32::MAX as usize;
@@ -540,7 +581,9 @@ impl KernelSpec {
     /// The tile of a tensor-core kernel (None for other kernels).
     pub fn tc_tile(&self) -> Option<TcTile> {
         match self.cuda_source()?.geometry {
-            Geometry::Mma { tile } | Geometry::Wgmma { tile } => Some(tile),
+            Geometry::Mma { tile } | Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
+                Some(tile)
+            }
             _ => None,
         }
     }
@@ -575,7 +618,7 @@ impl KernelSpec {
     pub fn persistent(&self) -> bool {
         matches!(
             self.cuda_source().map(|s| s.geometry),
-            Some(Geometry::Wgmma { .. })
+            Some(Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. })
         )
     }
 
@@ -720,6 +763,9 @@ impl KernelSpec {
                             .into(),
                     ));
                 }
+                Constraint::TcTf32Layout if WgmmaTf32Orientation::of(problem).is_none() => {
+                    return Err(fail(TF32_LAYOUT_RULE.into()));
+                }
                 _ => {}
             }
         }
@@ -778,6 +824,8 @@ const TENSOR: &[DType] = &[DType::Bf16, DType::F16, DType::Tf32];
 const TC_LADDER: &str = "tensor-core ladder (this crate)";
 /// 128×256 tiles of C, 64 of K per stage, 4 stages, a producer and two consumer warpgroups.
 const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384);
+/// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages.
+const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384);
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
@@ -1039,6 +1087,17 @@ pub static KERNELS: &[KernelSpec] = &[
         }),
     },
     KernelSpec {
+        name: "wgmma-tf32",
+        aliases: &[],
+        origin: TC_LADDER,
+        summary: "tensor-core rung 4 (Hopper, tf32): wgmma with one operand from registers (C^T = B^T A^T for row-major B), TMA/mbarrier pipeline, persistent grid",
+        backend: BackendKind::Cuda,
+        dtypes: &[DType::Tf32],
+        constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
+        traffic: Traffic::BlockTiled,
+        implementation: cu!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 }),
+    },
+    KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
         origin: "NVIDIA cuBLAS (vendor baseline)",
@@ -1117,6 +1176,67 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// wgmma-tf32: the layout rule names the ops, TMA's 16-byte rows are 4 floats, Hopper only,
+    /// and the D tile (C direct, C^T swapped) fits the shared memory of an H100.
+    #[test]
+    fn wgmma_tf32_rules_and_orientation() {
+        let k = find("wgmma-tf32").unwrap();
+        let hopper = DeviceLimits {
+            max_shared_per_block: 232_448,
+            sm90a: true,
+        };
+        let opts = RunOptions::default();
+        let p = Problem::new(300, 260, 36, DType::Tf32);
+        for (op_a, op_b, orientation, d) in [
+            (Op::N, Op::N, WgmmaTf32Orientation::Swapped, (260, 300)),
+            (Op::N, Op::T, WgmmaTf32Orientation::Direct, (300, 260)),
+            (Op::T, Op::T, WgmmaTf32Orientation::Direct, (300, 260)),
+        ] {
+            let p = p.with_ops(op_a, op_b);
+            assert!(k.can_run(&p, Some(&hopper), &opts).is_ok(), "{p}");
+            assert_eq!(WgmmaTf32Orientation::of(&p), Some(orientation), "{p}");
+            assert_eq!(orientation.d_shape(&p), d, "{p}");
+        }
+        let tn = p.with_ops(Op::T, Op::N);
+        assert_eq!(WgmmaTf32Orientation::of(&tn), None);
+        let e = k.can_run(&tn, Some(&hopper), &opts).unwrap_err();
+        assert!(e.rule.contains("op(A)=N or op(B)=T"), "{e}");
+        assert!(e.rule.contains("mma-sync"), "{e}");
+        assert_eq!(Constraint::TcTf32Layout.describe(), "op(A)=N or op(B)=T");
+        // Rows of 4k+2 floats are not 16-byte multiples.
+        let e = k
+            .can_run(&Problem::new(64, 64, 66, DType::Tf32), Some(&hopper), &opts)
+            .unwrap_err();
+        assert!(
+            e.rule.contains("TMA needs 16-byte rows") && e.rule.contains("multiple of 4"),
+            "{e}"
+        );
+        let e = k
+            .can_run(
+                &p,
+                Some(&DeviceLimits {
+                    sm90a: false,
+                    ..hopper
+                }),
+                &opts,
+            )
+            .unwrap_err();
+        assert!(e.rule.contains("sm_90a"), "{e}");
+        let e = k
+            .can_run(&Problem::new(64, 64, 64, DType::Bf16), Some(&hopper), &opts)
+            .unwrap_err();
+        assert!(e.rule.contains("dtype bf16"), "{e}");
+        // 4 stages of (128 + 256) × 32 floats, plus 1 KiB of alignment.
+        let tile = k.tc_tile().unwrap();
+        assert_eq!((tile.bm, tile.bn, tile.bk, tile.stages), (128, 256, 32, 4));
+        assert_eq!(
+            k.tile_shared_bytes(DType::Tf32, &opts).unwrap().1,
+            4 * 384 * 32 * 4 + 1024
+        );
+        assert!(k.persistent());
+        assert!(k.compiles_for("sm_90a") && !k.compiles_for("sm_80"));
     }
 
     #[test]

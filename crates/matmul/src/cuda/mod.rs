@@ -40,6 +40,7 @@ use crate::matrix::{AnyMatrix, Matrix, POISON_F32, POISON_U32};
 use crate::problem::Problem;
 use crate::registry::{
     BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec, TcTile,
+    WgmmaTf32Orientation,
 };
 use libs::Context;
 
@@ -97,6 +98,9 @@ struct Operands {
     a: u64,
     b: u64,
     maps: Option<[tma::TensorMap; 2]>,
+    /// A third map after those two, which the tf32 wgmma kernel's ABI declares (a stand-in
+    /// until the main branch's map over C reaches every TMA kernel).
+    map_c: Option<tma::TensorMap>,
 }
 
 impl CudaBackend {
@@ -308,6 +312,18 @@ impl CudaBackend {
                     (t.threads, 1, 1),
                 )
             }
+            Geometry::WgmmaTf32 { tile: t } => {
+                // Persistent over the BM×BN tiles of D (C or C^T); can_run refuses the layout
+                // without an orientation before this is reached.
+                let (p, q) =
+                    WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
+                let tiles = blocks(p, t.bm)? as u64 * blocks(q, t.bn)? as u64;
+                let grid = tiles.min(self.info.sm_count.max(1) as u64);
+                (
+                    (u32::try_from(grid).unwrap_or(u32::MAX), 1, 1),
+                    (t.threads, 1, 1),
+                )
+            }
         };
         // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
         // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
@@ -361,7 +377,7 @@ impl CudaBackend {
                 let loaded = self.load_kernel(kernel, problem.dtype, opts)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
                 let tma = match src.geometry {
-                    Geometry::Wgmma { tile } => Some(tile),
+                    Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => Some(tile),
                     _ => None,
                 };
                 if let Some(t) = tma.filter(|t| t.cluster > 1) {
@@ -414,11 +430,18 @@ impl CudaBackend {
         b: &DeviceBuf,
     ) -> Result<Operands> {
         let (a, b) = (a.ptr(&self.stream), b.ptr(&self.stream));
-        let maps = match launcher {
-            Launcher::Kernel { tma: Some(t), .. } => Some(tma::operand_maps(problem, t, a, b)?),
-            _ => None,
+        let (maps, map_c) = match launcher {
+            // Only the tf32 wgmma kernel reads tf32 through TMA (its maps are boxed by role).
+            Launcher::Kernel { tma: Some(t), .. } if problem.dtype == DType::Tf32 => (
+                Some(tma::tf32_operand_maps(problem, t, a, b)?),
+                Some(tma::unused_map()),
+            ),
+            Launcher::Kernel { tma: Some(t), .. } => {
+                (Some(tma::operand_maps(problem, t, a, b)?), None)
+            }
+            _ => (None, None),
         };
-        Ok(Operands { a, b, maps })
+        Ok(Operands { a, b, maps, map_c })
     }
 
     /// Enqueues one product on the stream.
@@ -445,9 +468,12 @@ impl CudaBackend {
                 if let Some([map_a, map_b]) = &ops.maps {
                     builder.arg(map_a).arg(map_b);
                 }
+                if let Some(map_c) = &ops.map_c {
+                    builder.arg(map_c);
+                }
                 // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-                // and for a TMA kernel two tensor maps); the buffers are sized for `problem`,
-                // which the kernels index within (TMA bounds its own reads).
+                // and for a TMA kernel two tensor maps, three for wgmma-tf32); the buffers are
+                // sized for `problem`, which the kernels index within (TMA bounds its own reads).
                 unsafe { builder.launch(*config) }
                     .map(|_| ())
                     .ctx(|| format!("launching {} with {config:?}", loaded.entry))

@@ -15,6 +15,13 @@
 //! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
 //! a K that is not a multiple of BK need no special code. The one rule TMA imposes is that every
 //! stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
+//!
+//! The tf32 kernel (`Geometry::WgmmaTf32`, [`tf32_operand_maps`]) reads f32 boxes of 32 elements
+//! (128 bytes) per row, boxed by role rather than by operand: the operand wgmma reads from shared
+//! memory (S, always K-major) in one box of BN rows × 32 K-elements, the one loaded into
+//! registers (R) in one box of BM rows × 32 K-elements when it is K-major, else in BM/32 boxes of
+//! 32 M- or N-elements × BK rows. Which of A and B is R depends on the ops
+//! ([`WgmmaTf32Orientation`]).
 
 use std::ffi::c_void;
 
@@ -29,7 +36,7 @@ use super::libs::Context;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op, Problem};
-use crate::registry::TcTile;
+use crate::registry::{TcTile, WgmmaTf32Orientation, TF32_LAYOUT_RULE};
 
 /// A tensor map as a kernel parameter (128 bytes, copied by the driver at launch).
 #[repr(transparent)]
@@ -69,6 +76,59 @@ pub(crate) fn operand_maps(
     ])
 }
 
+/// The rows of the A and B boxes of the tf32 wgmma kernel (each box is 32 f32 elements wide):
+/// - direct (op(B) = T): A is R, K-major (op(A) = N: BM rows) or M-major (op(A) = T: BK rows of
+///   32 M-elements, BM/32 boxes per stage); B is S (BN rows of K);
+/// - swapped (op(A) = N, op(B) = N): A is S (BN rows of K), B is R, N-major (BK rows of
+///   32 N-elements, BM/32 boxes per stage).
+pub(crate) fn tf32_box_rows(problem: &Problem, tile: &TcTile) -> Result<(u32, u32)> {
+    match WgmmaTf32Orientation::of(problem) {
+        Some(WgmmaTf32Orientation::Direct) => {
+            let a = match problem.op_a {
+                Op::N => tile.bm,
+                Op::T => tile.bk,
+            };
+            Ok((a, tile.bn))
+        }
+        Some(WgmmaTf32Orientation::Swapped) => Ok((tile.bn, tile.bk)),
+        None => Err(Error::Invalid(format!(
+            "wgmma-tf32 on {problem}: {TF32_LAYOUT_RULE}"
+        ))),
+    }
+}
+
+/// The two maps of the tf32 wgmma kernel for buffers at `a` and `b` ([`tf32_box_rows`]).
+pub(crate) fn tf32_operand_maps(
+    problem: &Problem,
+    tile: &TcTile,
+    a: u64,
+    b: u64,
+) -> Result<[TensorMap; 2]> {
+    if problem.dtype != DType::Tf32 {
+        return Err(Error::Invalid(format!(
+            "the tf32 tensor maps are for tf32 problems, not {}",
+            problem.dtype
+        )));
+    }
+    let inner = (SWIZZLE_BYTES / problem.dtype.input_bytes()) as u32;
+    let (a_box, b_box) = tf32_box_rows(problem, tile)?;
+    let (ar, ac) = problem.a_stored();
+    let (br, bc) = problem.b_stored();
+    Ok([
+        encode(problem.dtype, a, ar, ac, a_box, inner, "A")?,
+        encode(problem.dtype, b, br, bc, b_box, inner, "B")?,
+    ])
+}
+
+/// A stand-in for the third tensor map of the TMA-kernel ABI (the map over C, for a TMA-store
+/// epilogue), which the tf32 kernel declares and does not read: 128 zero bytes. The main branch
+/// is adding a real C map for every TMA kernel, which replaces this.
+pub(crate) fn unused_map() -> TensorMap {
+    // SAFETY: `CUtensorMap` is plain data; all-zero bytes are a value of it (never encoded, never
+    // read by the kernel).
+    TensorMap(unsafe { std::mem::zeroed() })
+}
+
 /// One map over a row-major `rows`×`cols` matrix at `ptr`, read in boxes of `box_rows` rows ×
 /// `box_cols` elements.
 fn encode(
@@ -83,9 +143,10 @@ fn encode(
     let data_type = match dtype {
         DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::Tf32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         other => {
             return Err(Error::Invalid(format!(
-                "the TMA kernels read 16-bit inputs, not {other}"
+                "the TMA kernels read bf16, f16 or tf32 (f32) inputs, not {other}"
             )))
         }
     };
@@ -120,4 +181,25 @@ fn encode(
         )
     })?;
     Ok(TensorMap(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The box rows of the tf32 maps follow the roles: S (the descriptor operand) in BN rows of K,
+    /// R in BM rows of K (K-major) or BK rows of 32 M/N elements (M/N-major); T·N has none.
+    #[test]
+    fn tf32_boxes_follow_the_roles() {
+        let tile = TcTile::new(128, 256, 32, 4, 384);
+        let p = Problem::new(300, 260, 36, DType::Tf32);
+        let rows = |a, b| tf32_box_rows(&p.with_ops(a, b), &tile).unwrap();
+        assert_eq!(rows(Op::N, Op::N), (256, 32)); // swapped: A is S, B is R (N-major)
+        assert_eq!(rows(Op::N, Op::T), (128, 256)); // direct: A is R (K-major), B is S
+        assert_eq!(rows(Op::T, Op::T), (32, 256)); // direct: A is R (M-major), B is S
+        let e = tf32_box_rows(&p.with_ops(Op::T, Op::N), &tile).unwrap_err();
+        assert!(e.to_string().contains("op(A)=N or op(B)=T"), "{e}");
+        // 128-byte rows of f32: 32 elements, the swizzle span.
+        assert_eq!(SWIZZLE_BYTES / DType::Tf32.input_bytes(), 32);
+    }
 }

@@ -1,0 +1,468 @@
+// wgmma-tf32 — tensor-core rung 4 (Hopper, sm_90a): the wgmma pipeline of 15_wgmma.cu for tf32,
+// with one operand taken from registers because tf32 wgmma reads shared memory K-major only.
+// Changes from wgmma (rung 2, bf16/f16) and why:
+//   * wgmma.mma_async .tf32 has no transpose bits: an operand it reads through a shared-memory
+//     descriptor must be K-major (stored with K contiguous). Its first operand may instead come
+//     from registers, in whatever layout we load it. So one operand (S) is read by descriptor and
+//     must be stored K-major; the other (R) is loaded from shared memory into the register
+//     fragment layout by the consumers themselves (ldmatrix or ld.shared), rounded to tf32 with
+//     cvt.rna.tf32.f32 on the way (mma-sync rounds both operands the same way).
+//   * Two orientations, chosen per launch from the strides:
+//       direct  (op(B) = T, B stored N×K):  D = C;    R = op(A) (A stored M×K or K×M), S = B;
+//       swapped (op(A) = N, op(B) = N):     D = C^T;  R = op(B)^T (B stored K×N: N-contiguous),
+//                                           S = op(A)^T, K-major because A is stored M×K.
+//     op(A) = T with op(B) = N leaves no K-major operand for the descriptor: can_run refuses it
+//     (Constraint::TcTf32Layout) and `--kernel auto` runs mma-sync there.
+//     D[p][q] (p along R's rows, q along S's rows) is stored to C[p][q] (direct) or C[q][p]
+//     (swapped, scalar stores: a warp writes 4 rows × 32 contiguous bytes per instruction).
+//   * Rounding: the register operand is rounded to nearest, ties away (cvt.rna); the descriptor
+//     operand reaches the tensor cores as raw f32 bits, and no instruction can round it on the
+//     way. The PTX ISA leaves the tf32 encoding implementation-defined; the tensor cores are
+//     expected to ignore the low 13 bits, i.e. truncate toward zero (up to 1 ulp of tf32, 2^-10
+//     relative, instead of half an ulp). That stays within the tf32 tolerance (2u against the
+//     products' norm) for random-sign data; tests/gpu.rs `wgmma_tf32_rounding` measures the
+//     error and says which CPU emulation (truncated or rounded S) the result matches.
+//   * The A registers of a wgmma must not be rewritten until a wait_group has retired it (PTX).
+//     With one k-block's group kept in flight (wait_group 1), k-blocks alternate between two
+//     fragment sets (16 registers each), the loop taking k-blocks in pairs; ptxas keeps both sets
+//     live and issues the wgmmas back to back. (A loop whose control flow had a path, impossible
+//     at run time, that rewrote a set before its retiring wait made ptxas serialize every wgmma
+//     with warning C7513: check NVRTC's log after changing this loop.)
+// Why faster than mma-sync (0.33× cuBLAS for tf32): the same reasons as rung 2 — TMA fills a
+// 4-stage mbarrier ring, one producer warp feeds two consumer warpgroups, and each wgmma
+// m64n256k8 is 64·256·8 MACs from one instruction per warpgroup, with S streamed by the tensor
+// cores straight from shared memory; only R (a third of each stage) passes through registers.
+// Count per 128×256×32 k-block (per SM): 1 M tf32 MACs = 1024 clocks at the H100's 1024 tf32
+// MAC/clk/SM (495 TFLOP/s dense); shared memory moves 48 KB of TMA writes + 2 × 32 KB of S read
+// by the two warpgroups' wgmmas + 16 KB of R fragment loads = 128 KB, 1024 clocks at 128 B/clk —
+// the same ratio as rung 2 (bf16, BK = 64), which measured 0.91–0.99× cuBLAS. Prediction (not
+// measured): 0.85–0.95× cuBLAS tf32 at 4096–8192, about 300–345 TFLOP/s; about 0.5× at 1024
+// (32 tiles for 132 SMs).
+// Tile: D is 128×256 per work unit (BM = 128 rows of R: two consumer warpgroups × m64; BN = 256
+// rows of S: the wgmma's n256), BK = 32 (one 128-byte swizzle row of f32) per stage, STAGES = 4:
+// 4 × (16 + 32) KB = 192 KB of shared memory (+1 KB to align the ring to the swizzle's 1024-byte
+// period). The C tile is 128×256 (direct) or 256×128 (swapped). THREADS = 384.
+// Shared memory of one stage: [R: 16 KB][S: 32 KB], each in TMA's 128-byte swizzle (logical
+// 16-byte chunk c of a 128-byte row r is stored at chunk c ^ (r % 8); the ring is 1024-aligned).
+//   S: BN rows (q) × 32 K-elements: the K-major layout of 15_wgmma.cu (rows of 128 bytes, 8-row
+//      groups 1024 bytes apart, the k8 step j at +32·j bytes).
+//   R, K-major (direct, op(A) = N): BM rows (p) × 32 K-elements, one box. Fragments by
+//      ldmatrix.x4 (non-transposing; on 32-bit data lane (g, t) = (lane/4, lane%4) receives word t
+//      of row g of each 8×4-word matrix, which is the tf32 fragment a(g, t)). Each 8-lane phase
+//      reads 8 rows of one logical chunk: stored chunks c ^ r differ → no bank conflict.
+//   R, P-major (swapped: B stored K×N; direct with op(A) = T: A stored K×M): BM/32 boxes of 32
+//      K-rows × 32 P-elements (4 KB each). Fragments by ld.shared.b32 (ldmatrix cannot transpose
+//      32-bit elements). A plain load of a0 (rows k = t, elements p = g) hits 2-way bank
+//      conflicts: the k rows t = 0..3 only XOR chunks with 0..3, so rows t and t^1 share banks.
+//      Instead lanes with odd t load a2 (k + 4) first and a0 second: each load then reads rows
+//      {0, 2, 5, 7} or {1, 3, 4, 6} (their XOR values differ in bit 2 between the two members of
+//      every colliding pair) → 8 distinct chunks × 4 words = 32 banks. A select puts the values
+//      back in fragment order. Proof in `frag_offsets_pmajor`.
+// Register fragment of wgmma .m64nNk8 .tf32 (PTX ISA, "Register fragments", same as mma.m16n8k8
+// per warp): warp w of the warpgroup owns rows 16w..16w+15; lane (g, t) holds a0 = (16w + g, t),
+// a1 = (16w + g + 8, t), a2 = (16w + g, t + 4), a3 = (16w + g + 8, t + 4) of the 64×8 k-step.
+// Parameters: ELEM = float, IN_TF32, BM = 128, BN = 256, BK = 32, STAGES, THREADS = 384
+// (CLUSTER is defined by the host and must be 1). Constraints: sm_90a; op(A) = N or op(B) = T;
+// every stored row of A and B a multiple of 16 bytes (4 floats, TMA); any M, N, K otherwise
+// (edges: TMA's zero fill and a bounds-checked store).
+// Kernel ABI: the usual (A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs), then the tensor maps of A and
+// B (boxes per role, src/cuda/tma.rs `tf32_operand_maps`) and a third map over C, declared for the
+// common TMA-kernel ABI and not read here.
+
+#if !defined(IN_TF32)
+#error "wgmma-tf32: compile with IN_TF32"
+#endif
+
+static_assert(sizeof(ELEM) == 4, "wgmma-tf32: f32 storage");
+static_assert(BM == 128 && BN == 256 && BK == 32, "wgmma-tf32: the 128x256x32 tile is what the code below spells out");
+static_assert(THREADS == 384, "wgmma-tf32: one producer and two consumer warpgroups");
+static_assert(STAGES >= 2, "wgmma-tf32: at least two buffers");
+#if defined(CLUSTER) && CLUSTER != 1
+#error "wgmma-tf32: no clusters"
+#endif
+
+typedef unsigned long long u64;
+
+constexpr int R_STAGE_BYTES = BM * BK * 4;               // (BM, BK) or BM/32 × (BK, 32)
+constexpr int S_STAGE_BYTES = BN * BK * 4;               // (BN, BK)
+constexpr int STAGE_BYTES = R_STAGE_BYTES + S_STAGE_BYTES;
+constexpr int P_BOX_ELEMS = 32;                          // P-elements per 128-byte row
+constexpr int P_BOX_BYTES = BK * 128;                    // one P-major box: (BK, 32)
+constexpr int GROUP_M = 8;                               // tile-rows per raster group
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
+
+// A TMA tensor map (CUtensorMap: 128 opaque bytes), passed by value as a __grid_constant__.
+struct __align__(64) TmaMap {
+    u64 words[16];
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier ------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(u64* bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+
+// One arrival that also announces `bytes` of TMA traffic the phase must wait for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// Spins until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as
+// completed, so the first wait of a producer on an "empty" buffer falls through).
+__device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n"
+        "}\n" ::"r"(smem_u32(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+// ---- TMA -----------------------------------------------------------------------------------
+// Copies the box at (inner c0, outer c1) of `map` to `dst`, completing `bytes` on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+        : "memory");
+}
+
+// ---- register fragments --------------------------------------------------------------------
+// Rounds f32 bits to tf32 (10-bit mantissa), to nearest, ties away from zero.
+__device__ __forceinline__ unsigned to_tf32(unsigned bits)
+{
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(__uint_as_float(bits)));
+    return u;
+}
+
+// Four 8×8 b16 matrices (8 rows × 4 words): lanes 8j..8j+7 give the row addresses of matrix j,
+// which lands in r[j]; lane l receives word l%4 of row l/4.
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+__device__ __forceinline__ unsigned lds32(unsigned addr)
+{
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+// Keeps the compiler from moving a register write across the wgmma fence and the asynchronous
+// wgmma (it cannot see that wgmma reads or writes the registers after the asm statement).
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_operand(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// Byte offsets (within the R tile, k-step 0) of this lane's ldmatrix row for a K-major R: the
+// warp's rows p0..p0+15 (p0 = 64·wg + 16·warp); lanes 8j..8j+7 address matrix j = (a0, a1, a2,
+// a3): rows p0 + l%8 (+8 for j odd), logical chunk 2·kk + j/2 of the row. Stored chunk:
+// (2kk + j/2) ^ (row % 8) = (j/2 ^ l%8) ^ 2kk, so k-step kk is offset `kk` of the four.
+__device__ __forceinline__ void frag_offsets_kmajor(unsigned (&off)[4], int p0, int lane)
+{
+    const int row = p0 + lane % 8 + 8 * ((lane / 8) & 1);  // (BM) row of the R tile
+    const int chunk = (lane / 16) ^ (lane % 8);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) off[kk] = row * 128 + ((chunk ^ (2 * kk)) << 4);
+}
+
+// Byte offsets (within the R tile, k-step 0) of this lane's four ld.shared.b32 for a P-major R:
+// off[2h + s] is load s (0, 1) of the pair (a_h, a_{h+2}), h = 0, 1. Element (p, k) of R is at
+//   box p/32 · P_BOX_BYTES + k·128 + ((p%32)/4 ^ k%8)·16 + (p%4)·4.
+// Lane (g, t) needs p = p0 + g + 8h and k = t (a_h) or t + 4 (a_{h+2}); load s reads k = t + 4u
+// with u = (t & 1) ^ s. p0 % 32 is 0 or 16, so (p%32)/4 = c0 ^ g/4 with c0 = (p0%32)/4 + 2h even,
+// and the stored chunk is c0 ^ g/4 ^ t ^ 4u. For a fixed load the 8 (g/4, t) pairs meet: g/4 ^ t
+// takes each value 0..3 twice, from two lanes whose t differ in parity, hence in u, hence in bit
+// 2 of the chunk. So the 8 chunks are distinct and, with word g%4, cover 32 distinct banks.
+// Advancing k by 8 (the next k-step) adds 1024 bytes and keeps k%8.
+__device__ __forceinline__ void frag_offsets_pmajor(unsigned (&off)[4], int p0, int lane)
+{
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+            const int p = p0 + g + 8 * h;
+            const int k = t + 4 * ((t & 1) ^ s);
+            off[2 * h + s] = (p / P_BOX_ELEMS) * P_BOX_BYTES + k * 128 + ((((p % 32) / 4) ^ k) << 4) + (p % 4) * 4;
+        }
+    }
+}
+
+// The fragment (a0..a3, rounded to tf32) of k-step kk from the R tile at shared address `r`.
+template <int R_PMAJOR>
+__device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, const unsigned (&off)[4], int kk,
+                                              bool odd_t)
+{
+    if (R_PMAJOR) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const unsigned x0 = lds32(r + off[2 * h] + kk * 1024);
+            const unsigned x1 = lds32(r + off[2 * h + 1] + kk * 1024);
+            a[h] = to_tf32(odd_t ? x1 : x0);      // k = t
+            a[h + 2] = to_tf32(odd_t ? x0 : x1);  // k = t + 4
+        }
+    } else {
+        unsigned x[4];
+        ldsm_x4(x, r + off[kk]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = to_tf32(x[i]);
+    }
+}
+
+// ---- wgmma ---------------------------------------------------------------------------------
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
+// stride-dimension byte offsets (each encoded >> 4), swizzle mode 1 in bits 62–63.
+__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((u64)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
+
+// d (64×256 f32, 128 per thread) = a·S (+ d when accumulate): a 64×8 tf32 from registers (the
+// fragment above), S 8×256 from shared memory, K-major (tf32 has no transpose bits).
+__device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (&a)[4], u64 desc_s, int accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32\n"
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"
+        "{%128, %129, %130, %131}, %132, p, 1, 1;\n"
+        "}\n"
+        : ACC32(0), ACC32(32), ACC32(64), ACC32(96)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_s), "r"(accumulate));
+}
+
+// ---- the tile order ------------------------------------------------------------------------
+// Tile `t` of the grouped raster over tiles_p × tiles_q tiles of D: GROUP_M tile-rows at a time,
+// down each column of the group.
+__device__ __forceinline__ void tile_coords(int t, int tiles_p, int tiles_q, int& tp, int& tq)
+{
+    int width = GROUP_M * tiles_q;  // tiles per group of tile-rows
+    int first = (t / width) * GROUP_M;
+    int rows = min(tiles_p - first, GROUP_M);
+    tp = first + (t % width) % rows;
+    tq = (t % width) / rows;
+}
+
+// ---- producer: one thread issues every TMA copy ----------------------------------------------
+template <int R_PMAJOR>
+__device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_r,
+                                        const TmaMap* map_s, int tiles_p, int tiles_q, int kblocks)
+{
+    int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
+    for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
+        int tp, tq;
+        tile_coords(u, tiles_p, tiles_q, tp, tq);
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+            int s = it % STAGES;
+            mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
+            unsigned char* r = smem + s * STAGE_BYTES;     // (BM, BK) or BM/32 × (BK, 32)
+            unsigned char* sd = r + R_STAGE_BYTES;         // (BN, BK)
+            if (R_PMAJOR) {
+#pragma unroll
+                for (int j = 0; j < BM / P_BOX_ELEMS; ++j)
+                    tma_load(r + j * P_BOX_BYTES, map_r, &full[s], tp * BM + j * P_BOX_ELEMS, kb * BK);
+            } else {
+                tma_load(r, map_r, &full[s], kb * BK, tp * BM);
+            }
+            tma_load(sd, map_s, &full[s], kb * BK, tq * BN);
+        }
+    }
+}
+
+// ---- consumers: each warpgroup owns 64 rows (p) × 256 columns (q) of the D tile --------------
+template <int SWAPPED, int R_PMAJOR>
+__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
+                                        int N, int tiles_p, int tiles_q, int kblocks)
+{
+    const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the D tile
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const int p0 = wg * 64 + warp * 16;  // this warp's 16 rows of the D tile
+    const bool odd_t = (lane & 1) != 0;  // t = lane % 4 is odd
+    unsigned off[4];
+    if (R_PMAJOR) frag_offsets_pmajor(off, p0, lane);
+    else frag_offsets_kmajor(off, p0, lane);
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    // This warpgroup is done with buffer s.
+    auto release = [&](int s) {
+        if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+    };
+    // One k-block: its fragments into `a`, four wgmmas, and the previous k-block's buffer back.
+    // `a` must not be written again before this k-block's wgmma group is complete (PTX: the A
+    // registers of an in-flight wgmma are off limits), so k-blocks alternate between two
+    // fragment sets: set X is rewritten two k-blocks later, after the wait_group 1 that follows
+    // the next k-block's commit has retired this one.
+    int it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
+    auto k_block = [&](unsigned (&a)[BK / 8][4], int kb) {
+        int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        unsigned r = smem_u32(smem + s * STAGE_BYTES), sd = r + R_STAGE_BYTES;
+        // The whole k-block's fragments first: they are written before the fence, and the fence
+        // comes before the first wgmma that reads them.
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk) load_fragment<R_PMAJOR>(a[kk], r, off, kk, odd_t);
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) fence_operand(a[kk][i]);
+#pragma unroll
+        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk) {
+            // S (K-major): rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the k8 step
+            // kk 32 bytes further in the (swizzled) row.
+            wgmma_64x256x8(d, a[kk], smem_desc(sd + kk * 32, 16, 1024), (kb > 0 || kk > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        // Keep this k-block's products in flight while waiting for the previous one's, then hand
+        // that one's buffer back to the producer.
+        wgmma_wait<1>();
+        if (kb > 0) release((it - 1) % STAGES);
+        ++it;
+    };
+    unsigned a_even[BK / 8][4], a_odd[BK / 8][4];
+    for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
+        int tp, tq;
+        tile_coords(u, tiles_p, tiles_q, tp, tq);
+        int kb = 0;
+        for (; kb + 1 < kblocks; kb += 2) {
+            k_block(a_even, kb);
+            k_block(a_odd, kb + 1);
+        }
+        if (kb < kblocks) k_block(a_even, kb);
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        release((it - 1) % STAGES);
+        // Epilogue: d[4j + 2h + c] is D(p, q) with p = p0 + lane/4 + 8h, q = 8j + 2(lane%4) + c.
+        const int p = tp * BM + p0 + lane / 4;
+        const int q = tq * BN + (lane % 4) * 2;
+        if (SWAPPED) {
+            // C(q, p): per store instruction 4 rows (lane%4) × 8 consecutive columns (lane/4).
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    int row = q + 8 * j + c;
+                    if (row >= M) continue;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        int col = p + 8 * h;
+                        if (col < N) C[(size_t)row * N + col] = d[4 * j + 2 * h + c];
+                    }
+                }
+            }
+        } else {
+            const bool pairs = (N % 2) == 0;  // float2 stores are 8-byte aligned only for even N
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                int col = q + 8 * j;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    int row = p + 8 * h;
+                    if (row >= M) continue;
+                    float* c = C + (size_t)row * N + col;
+                    if (pairs && col + 1 < N) {
+                        *reinterpret_cast<float2*>(c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                    } else {
+                        if (col < N) c[0] = d[4 * j + 2 * h];
+                        if (col + 1 < N) c[1] = d[4 * j + 2 * h + 1];
+                    }
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs,
+           const __grid_constant__ TmaMap map_a, const __grid_constant__ TmaMap map_b,
+           const __grid_constant__ TmaMap map_c)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
+    // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
+    unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+
+    // Stored layouts (TMA's 16-byte rows make them unambiguous: every stored row has ≥ 4 elements).
+    const bool a_kmajor = a_cs == 1;  // A stored M×K (op(A) = N)
+    const bool b_kmajor = b_rs == 1;  // B stored N×K (op(B) = T)
+    if (!a_kmajor && !b_kmajor) return;  // op(A) = T, op(B) = N: refused by the host (can_run)
+    const bool swapped = !b_kmajor;      // D = C^T: R = op(B)^T, S = op(A)^T
+    const int P = swapped ? N : M, Q = swapped ? M : N;  // D is P×Q
+    const int tiles_p = (P + BM - 1) / BM, tiles_q = (Q + BN - 1) / BN;
+    const int kblocks = (K + BK - 1) / BK;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);   // the producer's arrive.expect_tx (+ the TMA bytes)
+            mbar_init(&empty[s], 2);  // each consumer warpgroup
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();  // no copy may reach a barrier before it is initialized
+
+    if (threadIdx.x < 128) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+        if (threadIdx.x == 0) {
+            if (swapped) produce<1>(smem, full, empty, &map_b, &map_a, tiles_p, tiles_q, kblocks);
+            else if (a_kmajor) produce<0>(smem, full, empty, &map_a, &map_b, tiles_p, tiles_q, kblocks);
+            else produce<1>(smem, full, empty, &map_a, &map_b, tiles_p, tiles_q, kblocks);
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+        else consume<0, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+    }
+    // A block must outlive the copies into it and the arrivals on its barriers.
+    __syncthreads();
+}
