@@ -1,5 +1,6 @@
 //! Choosing a kernel and the backend it runs on, from `--kernel` and `--backend`.
 
+use matmul::registry::DeviceLimits;
 use matmul::{
     find, open_backend, Backend, BackendChoice, BackendKind, DType, KernelSpec, Problem, Tiling,
 };
@@ -21,8 +22,24 @@ fn default_kernels(backend: BackendKind, dtype: DType) -> &'static [&'static str
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
         (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "mma-sync"],
-        (BackendKind::Cuda, DType::Tf32) => &["mma-sync"],
+        (BackendKind::Cuda, DType::Tf32) => &["wgmma-tf32", "mma-sync"],
     }
+}
+
+/// The first of `specs` that can run `problem` (every one can when there is no problem) on a
+/// device with `limits`; the last when none can, which then refuses with a clear error.
+fn first_runnable(
+    specs: &[&'static KernelSpec],
+    problem: Option<&Problem>,
+    limits: Option<&DeviceLimits>,
+) -> &'static KernelSpec {
+    let runs =
+        |k: &KernelSpec| problem.is_none_or(|p| k.can_run(p, limits, &Default::default()).is_ok());
+    specs
+        .iter()
+        .copied()
+        .find(|k| runs(k))
+        .unwrap_or(specs[specs.len() - 1])
 }
 
 /// `kernel` is a registry name, a seed alias, or `auto`. A named kernel decides the backend; a
@@ -58,22 +75,11 @@ pub fn select(
             }
         }
         let candidates = default_kernels(backend.kind(), dtype);
-        let runs = |k: &KernelSpec| {
-            problem.is_none_or(|p| {
-                k.can_run(p, backend.limits().as_ref(), &Default::default())
-                    .is_ok()
-            })
-        };
         let specs = candidates
             .iter()
             .map(|name| find(name))
             .collect::<Result<Vec<_>, _>>()?;
-        // The last candidate refuses with a clear error later if it cannot run either.
-        let kernel = specs
-            .iter()
-            .copied()
-            .find(|k| runs(k))
-            .unwrap_or(specs[specs.len() - 1]);
+        let kernel = first_runnable(&specs, problem, backend.limits().as_ref());
         return Ok(Selection {
             kernel,
             backend,
@@ -99,4 +105,61 @@ pub fn select(
         backend,
         tiling: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matmul::Op;
+
+    fn specs(backend: BackendKind, dtype: DType) -> Vec<&'static KernelSpec> {
+        default_kernels(backend, dtype)
+            .iter()
+            .map(|n| find(n).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn every_default_kernel_exists_and_takes_its_dtype() {
+        for backend in [BackendKind::Cpu, BackendKind::Cuda] {
+            for dtype in DType::ALL {
+                for k in specs(backend, dtype) {
+                    assert!(k.supports(dtype), "{} does not take {dtype}", k.name);
+                    assert_eq!(k.backend, backend, "{}", k.name);
+                }
+            }
+        }
+    }
+
+    /// tf32 on CUDA: wgmma-tf32 where it can run (Hopper, op(A) = N or op(B) = T, 16-byte rows),
+    /// mma-sync otherwise.
+    #[test]
+    fn auto_tf32_prefers_wgmma_tf32_and_falls_back_to_mma_sync() {
+        let tf32 = specs(BackendKind::Cuda, DType::Tf32);
+        let hopper = DeviceLimits {
+            max_shared_per_block: 232_448,
+            sm90a: true,
+        };
+        let ampere = DeviceLimits {
+            max_shared_per_block: 166_912,
+            sm90a: false,
+        };
+        let pick = |p: &Problem, l: &DeviceLimits| first_runnable(&tf32, Some(p), Some(l)).name;
+        let square = Problem::square(4096, DType::Tf32);
+        for ops in [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::T)] {
+            let p = square.with_ops(ops.0, ops.1);
+            assert_eq!(pick(&p, &hopper), "wgmma-tf32", "{p}");
+            assert_eq!(pick(&p, &ampere), "mma-sync", "{p}");
+        }
+        assert_eq!(pick(&square.with_ops(Op::T, Op::N), &hopper), "mma-sync");
+        // A stored row of 4097 floats is not a 16-byte multiple: TMA cannot read it.
+        assert_eq!(
+            pick(&Problem::new(64, 64, 4097, DType::Tf32), &hopper),
+            "mma-sync"
+        );
+        assert_eq!(
+            first_runnable(&tf32, None, Some(&hopper)).name,
+            "wgmma-tf32"
+        );
+    }
 }
