@@ -141,6 +141,14 @@ fn every_kernel_compiles_without_spills() {
                             println!("  (spills: tune skips this candidate)");
                         }
                     }
+                    // ptxas serializes a kernel's wgmmas (each waits for the last) when it sees
+                    // a register an in-flight wgmma reads rewritten: correct, and slow.
+                    if compiled.log.contains("instructions are serialized") {
+                        failures.push(format!(
+                            "{label}: ptxas serialized the wgmmas:\n{}",
+                            compiled.log
+                        ));
+                    }
                     if info.registers == 0 {
                         failures.push(format!(
                             "{label}: ptxas reported 0 registers:\n{}",

@@ -200,6 +200,11 @@ fn expected_refusal(
                     return Some("needs sm_90a");
                 }
             }
+            Constraint::TcTf32Layout => {
+                if problem.op_a == Op::T && problem.op_b == Op::N {
+                    return Some("op(A)=N or op(B)=T");
+                }
+            }
         }
     }
     None
@@ -306,6 +311,7 @@ kernel_tests! {
     sweep_mma_sync => "mma-sync",
     sweep_wgmma => "wgmma",
     sweep_wgmma_cluster => "wgmma-cluster",
+    sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_cublas => "cublas",
 }
 
@@ -622,4 +628,210 @@ fn auto_backend_falls_back_without_panicking() {
             }
         }
     }
+}
+
+// ---- wgmma-tf32 -------------------------------------------------------------------------------
+
+/// The op combinations wgmma-tf32 runs (op(A) = T with op(B) = N is refused: no K-major operand).
+const TF32_OPS: [(Op, Op); 3] = [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::T)];
+
+/// The wgmma-tf32 kernel, or None (SKIP printed) when the device is not sm_90a.
+fn tf32_kernel(backend: &CudaBackend) -> Option<&'static KernelSpec> {
+    if !backend.limits().unwrap().sm90a {
+        println!(
+            "SKIP: wgmma-tf32 needs sm_90a; this device is {}",
+            backend.arch()
+        );
+        return None;
+    }
+    Some(matmul::find("wgmma-tf32").unwrap())
+}
+
+/// Up to `limit` elements where `got` and `want` differ, as "(row, col) got G want W", and the
+/// number of differing elements: what to look at first when a fragment layout is wrong.
+fn mismatches(got: &AnyMatrix, want: &AnyMatrix, limit: usize) -> (usize, Vec<String>) {
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let cols = want.cols().max(1);
+    let bad: Vec<usize> = (0..w.len())
+        .filter(|&i| g[i].to_bits() != w[i].to_bits())
+        .collect();
+    let shown = bad
+        .iter()
+        .take(limit)
+        .map(|&i| format!("({}, {}) got {} want {}", i / cols, i % cols, g[i], w[i]))
+        .collect();
+    (bad.len(), shown)
+}
+
+/// Small integers in [-4, 4] are exact in tf32 and every sum is exact in f32, so wgmma-tf32 must
+/// reproduce the reference bit for bit in each orientation (direct: op(B) = T; swapped: N·N), at
+/// partial tiles on every side (the D tile is 128×256 direct, 256×128 of C swapped), K off the
+/// 32-element stage, several tiles per persistent block, and the refused T·N layout. A wrong
+/// fragment layout or epilogue mapping shows up here as a list of positions.
+#[test]
+fn wgmma_tf32_small_integers_are_exact() {
+    let Some(backend) = gpu() else { return };
+    let Some(kernel) = tf32_kernel(&backend) else {
+        return;
+    };
+    let shapes: &[(usize, usize, usize)] = &[
+        (64, 64, 64),
+        (4, 4, 4),
+        (8, 8, 36),
+        (136, 264, 72),
+        (264, 520, 200),
+        (300, 260, 36),
+        (1028, 516, 100),
+        (4096, 4096, 64),
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for &(m, n, k) in shapes {
+        for (op_a, op_b) in OPS {
+            let problem = Problem::new(m, n, k, DType::Tf32).with_ops(op_a, op_b);
+            let check = backend.check(kernel, &problem, RunOptions::default());
+            if !TF32_OPS.contains(&(op_a, op_b)) {
+                match check {
+                    Err(e) if e.to_string().contains("op(A)=N or op(B)=T") => {}
+                    other => failures.push(format!(
+                        "{problem}: expected the layout refusal, got {other:?}"
+                    )),
+                }
+                continue;
+            }
+            if let Err(e) = check {
+                failures.push(format!("{problem}: unexpected refusal: {e}"));
+                continue;
+            }
+            let seed = (m * 31 + n * 7 + k) as u64;
+            let (ar, ac) = problem.a_stored();
+            let (br, bc) = problem.b_stored();
+            let a = AnyMatrix::generate(DType::Tf32, ar, ac, Init::SmallInt { seed }).unwrap();
+            let b = AnyMatrix::generate(DType::Tf32, br, bc, Init::SmallInt { seed: seed + 1 })
+                .unwrap();
+            let want = reference::matmul(&problem, &a, &b).unwrap();
+            ran += 1;
+            match backend.run(kernel, &problem, &a, &b, RunOptions::default()) {
+                Err(e) => failures.push(format!("{problem}: error: {e}")),
+                Ok(got) => {
+                    let (count, first) = mismatches(&got, &want, 8);
+                    if count > 0 {
+                        failures.push(format!(
+                            "{problem}: {count} of {} elements differ; first: {}",
+                            m * n,
+                            first.join("; ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    println!("RESULT wgmma-tf32 exact {ran} runs");
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// `v` rounded to tf32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna.tf32.f32).
+fn tf32_rna(v: f32) -> f32 {
+    f32::from_bits(v.to_bits().wrapping_add(0x1000) & 0xFFFF_E000)
+}
+
+/// `v` truncated to tf32 (the low 13 bits dropped).
+fn tf32_trunc(v: f32) -> f32 {
+    f32::from_bits(v.to_bits() & 0xFFFF_E000)
+}
+
+fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
+    match m {
+        AnyMatrix::F32(x) => AnyMatrix::F32(
+            matmul::Matrix::from_vec(x.rows, x.cols, x.data.iter().map(|&v| f(v)).collect())
+                .unwrap(),
+        ),
+        other => panic!("f32 storage expected, got {}", other.dtype()),
+    }
+}
+
+/// The rounding of wgmma-tf32, measured: the register operand (A direct, B swapped) is rounded
+/// with cvt.rna and the shared-memory operand reaches the tensor cores as raw f32 bits. The
+/// result is compared with the f64 reference of the unrounded inputs (it must pass the tf32
+/// check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose register
+/// operand is rounded to nearest and whose shared-memory operand is truncated (expected) or
+/// rounded: the result must sit clearly closer to one of them, and the line says which.
+#[test]
+fn wgmma_tf32_rounding() {
+    let Some(backend) = gpu() else { return };
+    let Some(kernel) = tf32_kernel(&backend) else {
+        return;
+    };
+    let (m, n, k) = if small_only() {
+        (128, 256, 96)
+    } else {
+        (512, 768, 1024)
+    };
+    let mut failures = Vec::new();
+    for (op_a, op_b) in TF32_OPS {
+        let problem = Problem::new(m, n, k, DType::Tf32).with_ops(op_a, op_b);
+        let c = case(&problem);
+        let got = match backend.run(kernel, &problem, &c.a, &c.b, RunOptions::default()) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{problem}: error: {e}"));
+                continue;
+            }
+        };
+        let verdict = compare_inputs(&problem, &c.a, &c.b, &got, &c.want);
+        if !verdict.passed {
+            failures.push(format!("{problem}: fails the tf32 check: {verdict:?}"));
+        }
+        // The register operand R and the shared-memory operand S of this orientation.
+        let direct = op_b == Op::T;
+        let emulate = |s_round: fn(f32) -> f32| {
+            let (a, b) = if direct {
+                (map_f32(&c.a, tf32_rna), map_f32(&c.b, s_round))
+            } else {
+                (map_f32(&c.a, s_round), map_f32(&c.b, tf32_rna))
+            };
+            reference::matmul(&problem, &a, &b).unwrap()
+        };
+        let e_trunc = compare(&problem, &got, &emulate(tf32_trunc)).rel_frobenius;
+        let e_rna = compare(&problem, &got, &emulate(tf32_rna)).rel_frobenius;
+        let others: Vec<String> = ["mma-sync", "cublas"]
+            .iter()
+            .map(|name| {
+                let other = matmul::find(name).unwrap();
+                match backend.run(other, &problem, &c.a, &c.b, RunOptions::default()) {
+                    Ok(o) => format!(
+                        "{name} {:.2e}",
+                        compare(&problem, &o, &c.want).rel_frobenius
+                    ),
+                    Err(e) => format!("{name} error: {e}"),
+                }
+            })
+            .collect();
+        let closer = if e_trunc < e_rna {
+            "truncated"
+        } else {
+            "rounded"
+        };
+        println!(
+            "RESULT tf32-rounding {problem}: wgmma-tf32 {:.2e} against the f64 reference; against emulations with S truncated {e_trunc:.2e}, S rounded {e_rna:.2e} (S is {closer}); {}",
+            verdict.rel_frobenius,
+            others.join(", ")
+        );
+        if e_trunc.min(e_rna) * 4.0 > e_trunc.max(e_rna) {
+            failures.push(format!(
+                "{problem}: neither emulation explains the result (S truncated {e_trunc:.2e}, S rounded {e_rna:.2e})"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
