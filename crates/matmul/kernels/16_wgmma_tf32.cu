@@ -28,8 +28,12 @@
 //     live and issues the wgmmas back to back. (A loop whose control flow had a path, impossible
 //     at run time, that rewrote a set before its retiring wait made ptxas serialize every wgmma
 //     with warning C7513: check NVRTC's log after changing this loop.)
+//   * A buffer's "empty" barrier counts one arrival per consumer warp (8), each after a
+//     __syncwarp: the consumers now read R with ordinary loads, which must be ordered before the
+//     producer's next TMA write into the buffer (rung 2's single arrival per warpgroup covered
+//     only the wgmma's own reads, which its wait_group retires).
 // Why faster than mma-sync (0.33× cuBLAS for tf32): the same reasons as rung 2 — TMA fills a
-// 4-stage mbarrier ring, one producer warp feeds two consumer warpgroups, and each wgmma
+// 4-stage mbarrier ring, one producer thread feeds two consumer warpgroups, and each wgmma
 // m64n256k8 is 64·256·8 MACs from one instruction per warpgroup, with S streamed by the tensor
 // cores straight from shared memory; only R (a third of each stage) passes through registers.
 // Count per 128×256×32 k-block (per SM): 1 M tf32 MACs = 1024 clocks at the H100's 1024 tf32
@@ -89,6 +93,7 @@ constexpr int STAGE_BYTES = R_STAGE_BYTES + S_STAGE_BYTES;
 constexpr int P_BOX_ELEMS = 32;                          // P-elements per 128-byte row
 constexpr int P_BOX_BYTES = BK * 128;                    // one P-major box: (BK, 32)
 constexpr int GROUP_M = 8;                               // tile-rows per raster group
+constexpr int CONSUMER_WARPS = 8;                        // two warpgroups
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
 
 // A TMA tensor map (CUtensorMap: 128 opaque bytes), passed by value as a __grid_constant__.
@@ -330,9 +335,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    // This warpgroup is done with buffer s.
+    // This warp is done with buffer s: its lanes' fragment loads (ordinary ld.shared, unlike the
+    // wgmma's own reads of S) are ordered before lane 0's arrival by the warp barrier, so the
+    // producer's next TMA write into s comes after them (per warp; 8 arrivals free a buffer).
     auto release = [&](int s) {
-        if (threadIdx.x % 128 == 0) mbar_arrive(&empty[s]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
     };
     // One k-block: its fragments into `a`, four wgmmas, and the previous k-block's buffer back.
     // `a` must not be written again before this k-block's wgmma group is complete (PTX: the A
@@ -444,7 +452,7 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);   // the producer's arrive.expect_tx (+ the TMA bytes)
-            mbar_init(&empty[s], 2);  // each consumer warpgroup
+            mbar_init(&empty[s], CONSUMER_WARPS);  // each consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
