@@ -647,14 +647,13 @@ fn tf32_kernel(backend: &CudaBackend) -> Option<&'static KernelSpec> {
     Some(matmul::find("wgmma-tf32").unwrap())
 }
 
-/// Up to `limit` elements where `got` and `want` differ, as "(row, col) got G want W", and the
-/// number of differing elements: what to look at first when a fragment layout is wrong.
+/// Up to `limit` elements where `got` and `want` differ (NaN, e.g. an unwritten poisoned element,
+/// included; the sign of a zero not), as "(row, col) got G want W", and the number of differing
+/// elements: what to look at first when a fragment layout is wrong.
 fn mismatches(got: &AnyMatrix, want: &AnyMatrix, limit: usize) -> (usize, Vec<String>) {
     let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
     let cols = want.cols().max(1);
-    let bad: Vec<usize> = (0..w.len())
-        .filter(|&i| g[i].to_bits() != w[i].to_bits())
-        .collect();
+    let bad: Vec<usize> = (0..w.len()).filter(|&i| g[i] != w[i]).collect();
     let shown = bad
         .iter()
         .take(limit)
