@@ -57,6 +57,7 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (300, 1, 70),
     (8, 8, 8),
     (136, 264, 72),
+    (136, 263, 72),
     (264, 520, 200),
     (1024, 1024, 1024),
     (3072, 2048, 64),
@@ -305,6 +306,7 @@ kernel_tests! {
     sweep_multistage_raster => "multistage-raster",
     sweep_mma_sync => "mma-sync",
     sweep_wgmma => "wgmma",
+    sweep_wgmma_n128 => "wgmma-n128",
     sweep_wgmma_cluster => "wgmma-cluster",
     sweep_cublas => "cublas",
 }
