@@ -771,6 +771,26 @@ macro_rules! cu {
     };
 }
 
+/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+macro_rules! wgmma_kernel {
+    ($name:literal, $summary:literal, $tile:expr) => {
+        KernelSpec {
+            name: $name,
+            aliases: &[],
+            origin: TC_LADDER,
+            summary: $summary,
+            backend: BackendKind::Cuda,
+            dtypes: &[DType::Bf16, DType::F16],
+            constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+            traffic: Traffic::BlockTiled,
+            implementation: Implementation::Cuda(CudaSource {
+                entry: Some("wgmma"),
+                ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
+            }),
+        }
+    };
+}
+
 /// A SIMT-ladder rung: its file (after the shared tile loaders of `simt_tile.cuh`), its entry
 /// point when another entry shares the file, and its default tiling.
 macro_rules! simt {
@@ -1033,45 +1053,21 @@ pub static KERNELS: &[KernelSpec] = &[
         traffic: Traffic::BlockTiled,
         implementation: cu!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 128, 32, 4, 256) }),
     },
-    KernelSpec {
-        name: "wgmma",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Bf16, DType::F16],
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: cu!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA }),
-    },
-    KernelSpec {
-        name: "wgmma-n128",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "wgmma with 128x128 tiles: twice the work units of wgmma, for problems too small to fill the GPU with 128x256 tiles",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Bf16, DType::F16],
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            entry: Some("wgmma"),
-            ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA_N128 })
-        }),
-    },
-    KernelSpec {
-        name: "wgmma-cluster",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Bf16, DType::F16],
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            entry: Some("wgmma"),
-            ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA.with_cluster(2) })
-        }),
-    },
+    wgmma_kernel!(
+        "wgmma",
+        "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
+        WGMMA
+    ),
+    wgmma_kernel!(
+        "wgmma-n128",
+        "wgmma with 128x128 tiles: twice the work units of wgmma, for problems too small to fill the GPU with 128x256 tiles",
+        WGMMA_N128
+    ),
+    wgmma_kernel!(
+        "wgmma-cluster",
+        "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
+        WGMMA.with_cluster(2)
+    ),
     KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
