@@ -5,6 +5,9 @@
 #                         gpu, compile, ...
 #   tests/data/           judge vectors and puzzle expectations
 #   gpu-check.sh          the check to run there (see that file)
+#   gpu-bench.sh          the user-facing checks and `matmul bench`
+#   gpu-ab.sh             interleaved A/B benchmark of kernel variants (see that file)
+#   ab-specs/             its variant lists
 #   MANIFEST              commit, date, and what was bundled
 # The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
 # compute-sanitizer for the sanitizer steps; no Rust, no network.
@@ -59,7 +62,8 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh "$out/"
+cp -r scripts/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
 if command -v strip >/dev/null; then

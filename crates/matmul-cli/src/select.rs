@@ -17,14 +17,29 @@ pub struct Selection {
 /// The kernels `auto` tries, in order, on a backend for a dtype without a tune table: the fastest
 /// of our own kernels measured on H100 (docs/kernels.md) first, then the ones that run any shape
 /// the faster ones refuse (TMA's 16-byte rows, Hopper only).
-fn default_kernels(backend: BackendKind, dtype: DType) -> &'static [&'static str] {
+///
+/// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
+/// H100's 132 SMs idle with `wgmma`; `wgmma-n128` has twice the tiles (1024³ bf16: 174 against
+/// 121 TFLOP/s, while at 2048³ `wgmma` leads 574 to 553; docs/kernels.md).
+fn default_kernels(
+    backend: BackendKind,
+    dtype: DType,
+    problem: Option<&Problem>,
+) -> &'static [&'static str] {
+    let small = problem.is_some_and(|p| p.m.div_ceil(128) * p.n.div_ceil(256) < SMALL_TILES);
     match (backend, dtype) {
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "mma-sync"],
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) if small => {
+            &["wgmma-n128", "wgmma", "mma-sync"]
+        }
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "wgmma-n128", "mma-sync"],
         (BackendKind::Cuda, DType::Tf32) => &["wgmma-tf32", "mma-sync"],
     }
 }
+
+/// Below this many 128×256 tiles of C, `auto` prefers the 128×128-tile wgmma kernel.
+const SMALL_TILES: usize = 64;
 
 /// The first of `specs` that can run `problem` (every one can when there is no problem) on a
 /// device with `limits`; the last when none can, which then refuses with a clear error.
@@ -74,7 +89,7 @@ pub fn select(
                 });
             }
         }
-        let candidates = default_kernels(backend.kind(), dtype);
+        let candidates = default_kernels(backend.kind(), dtype, problem);
         let specs = candidates
             .iter()
             .map(|name| find(name))
@@ -113,7 +128,7 @@ mod tests {
     use matmul::Op;
 
     fn specs(backend: BackendKind, dtype: DType) -> Vec<&'static KernelSpec> {
-        default_kernels(backend, dtype)
+        default_kernels(backend, dtype, None)
             .iter()
             .map(|n| find(n).unwrap())
             .collect()
@@ -160,6 +175,21 @@ mod tests {
         assert_eq!(
             first_runnable(&tf32, None, Some(&hopper)).name,
             "wgmma-tf32"
+        );
+    }
+
+    #[test]
+    fn auto_prefers_the_128x128_wgmma_for_problems_with_few_tiles() {
+        let first = |m, n| {
+            let p = Problem::new(m, n, 1024, DType::Bf16);
+            default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))[0]
+        };
+        assert_eq!(first(1024, 1024), "wgmma-n128"); // 8 × 4 = 32 tiles of 128×256
+        assert_eq!(first(2048, 2048), "wgmma"); // 16 × 8 = 128
+        assert_eq!(first(1024, 4096), "wgmma"); // 8 × 16 = 128
+        assert_eq!(
+            default_kernels(BackendKind::Cuda, DType::F16, None)[0],
+            "wgmma"
         );
     }
 }

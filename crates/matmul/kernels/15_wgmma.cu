@@ -20,7 +20,8 @@
 // which is the only path to the H100's dense bf16 rate (989 TFLOP/s).
 // Tile: BM×BN = 128×256 per block and work unit, BK = 64 (one 128-byte swizzle row of 16-bit
 // elements) per stage, STAGES = 4: 4 × (16 + 32) KB = 192 KB of shared memory (+1 KB to align the
-// buffers to the swizzle's 1024-byte period). THREADS = 384 (three warpgroups).
+// buffers to the swizzle's 1024-byte period, + STORE_BOXES × 2 × 8 KB to stage C).
+// THREADS = 384 (three warpgroups).
 // Layouts: op(A) = N (A stored M×K) and op(B) = T (B stored N×K) are "K-major" (TMA boxes of
 // 64 K-elements × BM or BN rows, wgmma transpose bit 0); op(A) = T and op(B) = N are "MN-major"
 // (boxes of 64 M- or N-elements × BK rows, BM/64 or BN/64 of them side by side, transpose bit 1).
@@ -30,9 +31,20 @@
 // B, multicast to both blocks' shared memory, so every block pulls 32 KB instead of 48 KB per
 // stage from L2. A buffer is then free only when the consumers of both blocks are done with it:
 // each consumer warpgroup arrives on the "empty" barrier of every block of the cluster.
-// Parameters: ELEM (16-bit storage), IN_BF16 or IN_F16, BM = 128, BN = 256, BK = 64, STAGES,
-// THREADS = 384, CLUSTER (1 or 2). Constraints: sm_90a; every stored row of A and B a multiple of 16 bytes (TMA);
-// any M, N, K otherwise (the edges are TMA's zero fill and a bounds-checked store).
+// The TMA-store epilogue (STORE_BOXES > 0): instead of 64 scattered 8-byte global stores per
+// thread, each consumer warpgroup writes its 64×BN results into STORE_BOXES swizzled boxes of
+// 64 rows × 32 floats in shared memory (conflict-free: a warp's 8-byte writes land in distinct
+// 16-byte chunks of each row pair) and one thread hands each box to TMA, which streams it to C
+// asynchronously; the warpgroup waits only until TMA has *read* a box before refilling it, not
+// for the global writes, so the next tile's products start while C drains. C's rows must be a
+// multiple of 16 bytes (N % 4 == 0); otherwise the kernel falls back to bounds-checked stores.
+// wgmma-n128 (BN = 128) is the same kernel with 128×128 tiles: twice as many work units, for
+// problems whose 128×256 tiles would leave most SMs idle (1024³ has 32 of them for 132 SMs).
+// Parameters: ELEM (16-bit storage), IN_BF16 or IN_F16, BM = 128, BN = 128 or 256, BK = 64,
+// STAGES, THREADS = 384, CLUSTER (1 or 2), STORE_BOXES (C boxes staged per consumer warpgroup, a
+// divisor of BN/32; 0 = direct stores). Constraints: sm_90a; every stored row of A and B a
+// multiple of 16 bytes (TMA); any M, N, K otherwise (the edges are TMA's zero fill and a
+// bounds-checked store or TMA's clipping of C).
 
 #if defined(IN_BF16)
 #define WGMMA_TYPE "bf16"
@@ -42,12 +54,25 @@
 #error "wgmma: compile with IN_BF16 or IN_F16"
 #endif
 
-static_assert(BM == 128 && BN == 256 && BK == 64, "wgmma: the 128x256x64 tile is what the code below spells out");
+static_assert(BM == 128 && BK == 64, "wgmma: two consumer warpgroups of 64 rows, one 128-byte swizzle row of K");
+static_assert(BN == 128 || BN == 256, "wgmma: the wgmma instructions below are m64n128k16 and m64n256k16");
 static_assert(THREADS == 384, "wgmma: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma: at least two buffers");
 
 #ifndef CLUSTER
 #define CLUSTER 1
+#endif
+#ifndef STORE_BOXES
+#define STORE_BOXES 0
+#endif
+static_assert(STORE_BOXES == 0 || (BN / 32) % STORE_BOXES == 0, "wgmma: STORE_BOXES must divide BN/32");
+// Experiment switches (MATMUL_KERNEL_DEFINES): WAIT_DEPTH = wgmma groups left in flight before a
+// buffer is released (1: the previous k-block's); DIRECT_STORES = 1 ignores the staged epilogue.
+#ifndef WAIT_DEPTH
+#define WAIT_DEPTH 1
+#endif
+#ifndef DIRECT_STORES
+#define DIRECT_STORES 0
 #endif
 static_assert(CLUSTER == 1 || CLUSTER == 2, "wgmma: clusters of one or two blocks");
 #if CLUSTER > 1
@@ -63,7 +88,13 @@ constexpr int A_STAGE_BYTES = BM * BK * 2;                // (BM, BK)
 constexpr int B_STAGE_BYTES = BN * BK * 2;                // (BK, BN)
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int MN_CHUNK_BYTES = BK * 128;                  // one MN-major box: (BK, 64)
-constexpr int GROUP_M = 8;                                // tile-rows per raster group
+constexpr int ACC = BN / 2;                               // f32 accumulators per consumer thread
+constexpr int C_BOX_COLS = 32;                            // a 128-byte swizzle row of f32
+constexpr int C_BOX_BYTES = 64 * C_BOX_COLS * 4;          // 64 rows (one warpgroup's) × 32 floats
+#ifndef RASTER_GROUP
+#define RASTER_GROUP 8
+#endif
+constexpr int GROUP_M = RASTER_GROUP;                     // tile-rows per raster group
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
 
 // A TMA tensor map (CUtensorMap: 128 opaque bytes), passed by value as a __grid_constant__.
@@ -99,7 +130,11 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
 {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+#if defined(ARRIVE_CLUSTER_SCOPE)
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+#else
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+#endif
 }
 
 // Every thread of every block of the cluster (a block-wide barrier when CLUSTER = 1).
@@ -163,6 +198,31 @@ __device__ __forceinline__ void tma_load_b(void* dst, const TmaMap* map, u64* ba
     else tma_load(dst, map, bar, c0, c1);
 }
 
+// ---- TMA store (the staged epilogue) ----------------------------------------------------------
+// Copies the swizzled box at `src` to C at (column c0, row c1); TMA clips what lies past M or N.
+__device__ __forceinline__ void tma_store(const TmaMap* map, const void* src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                     reinterpret_cast<u64>(map)),
+                 "r"(smem_u32(src)), "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until this thread's committed stores have read their shared memory (it may be refilled).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
+// Waits until this thread's committed stores are complete.
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Makes this thread's ordinary shared-memory writes visible to TMA (the async proxy).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// A barrier of the 128 threads of consumer warpgroup `wg` (named barriers 1 and 2; 0 is
+// __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
+
 // ---- wgmma ---------------------------------------------------------------------------------
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
 // stride-dimension byte offsets (each encoded >> 4), swizzle mode 1 in bits 62–63.
@@ -188,11 +248,12 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
                 "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
 
-// d (64×256 f32, 128 per thread) = A·B (+ d when accumulate): A 64×16 and B 16×256 from shared
+// d (64×BN f32, BN/2 per thread) = A·B (+ d when accumulate): A 64×16 and B 16×BN from shared
 // memory; TA / TB = 1 when the operand is MN-major.
 template <int TA, int TB>
-__device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], u64 desc_a, u64 desc_b, int accumulate)
+__device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 desc_b, int accumulate)
 {
+#if BN == 256
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
@@ -210,6 +271,21 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], u64 desc_a, u64
         "}\n"
         : ACC32(0), ACC32(32), ACC32(64), ACC32(96)
         : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+#else
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},\n"
+        "%64, %65, p, 1, 1, %67, %68;\n"
+        "}\n"
+        : ACC32(0), ACC32(32)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+#endif
 }
 
 // ---- the tile order ------------------------------------------------------------------------
@@ -279,23 +355,90 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
     }
 }
 
-// ---- consumers: each warpgroup owns 64 rows × 256 columns of the tile ------------------------
+// ---- the epilogue: this warpgroup's 64×BN of the tile, d[4j + 2h + c] = C(row0 + 8h, col0 + 8j + c)
+// with row0 = 16·warp + lane/4 and col0 = 2·(lane % 4) -------------------------------------------
+
+// Bounds-checked 8-byte stores straight from the registers (any N).
+__device__ __forceinline__ void store_direct(const float (&d)[ACC], float* __restrict__ C, int M, int N, int row0,
+                                             int col0)
+{
+    const bool pairs = (N % 2) == 0;  // float2 stores are 8-byte aligned only for even N
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        int col = col0 + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            int row = row0 + 8 * h;
+            if (row >= M) continue;
+            float* c = C + (size_t)row * N + col;
+            if (pairs && col + 1 < N) {
+                *reinterpret_cast<float2*>(c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            } else {
+                if (col < N) c[0] = d[4 * j + 2 * h];
+                if (col + 1 < N) c[1] = d[4 * j + 2 * h + 1];
+            }
+        }
+    }
+}
+
+// Through STORE_BOXES swizzled boxes of 64 rows × 32 floats in `boxes` and TMA stores to C at
+// (row c_row, column c_col); needs N % 4 == 0 (C's rows a multiple of 16 bytes).
+__device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c, int wg,
+                                             int warp, int lane, int c_row, int c_col)
+{
+#if STORE_BOXES > 0
+    const bool lead = threadIdx.x % 128 == 0;  // the thread that issues (and waits for) the stores
+    const int r0 = warp * 16 + lane / 4, q = lane % 4;
+#pragma unroll
+    for (int round = 0; round < BN / C_BOX_COLS / STORE_BOXES; ++round) {
+        if (lead) bulk_wait_read();  // the previous round's (or tile's) boxes have been read
+        warpgroup_sync(wg);
+#pragma unroll
+        for (int b = 0; b < STORE_BOXES; ++b) {
+            unsigned char* box = boxes + b * C_BOX_BYTES;
+            const int j0 = (round * STORE_BOXES + b) * (C_BOX_COLS / 8);  // first 8-column group
+#pragma unroll
+            for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    // 128-byte swizzle: the 16-byte chunk index of a row is XORed with row % 8.
+                    int row = r0 + 8 * h, col = 8 * jj + 2 * q;
+                    int off = row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4;
+                    int i = 4 * (j0 + jj) + 2 * h;
+                    *reinterpret_cast<float2*>(box + off) = make_float2(d[i], d[i + 1]);
+                }
+            }
+        }
+        fence_async_shared();
+        warpgroup_sync(wg);
+        if (lead) {
+#pragma unroll
+            for (int b = 0; b < STORE_BOXES; ++b)
+                tma_store(map_c, boxes + b * C_BOX_BYTES, c_col + (round * STORE_BOXES + b) * C_BOX_COLS, c_row);
+            bulk_commit();
+        }
+    }
+#endif
+}
+
+// ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 template <int TA, int TB>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
-                                        int N, Units units, unsigned rank, int kblocks)
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-    float d[128];
+    const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
+    unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
+    const bool staged = STORE_BOXES > 0 && !DIRECT_STORES && N % 4 == 0;
+    float d[ACC];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
-    // This warpgroup is done with buffer s: tell the producer of every block that writes it.
+    for (int i = 0; i < ACC; ++i) d[i] = 0.0f;
+    // This warpgroup is done with buffer s: tell the producer of every block that writes it
+    // (thread r arrives on block r's barrier).
     auto release = [&](int s) {
-        if (threadIdx.x % 128 != 0) return;
         if (CLUSTER > 1) {
-#pragma unroll
-            for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[s], r);
-        } else {
+            if (tid < CLUSTER) mbar_arrive_cluster(&empty[s], tid);
+        } else if (tid == 0) {
             mbar_arrive(&empty[s]);
         }
     };
@@ -308,7 +451,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             mbar_wait(&full[s], (it / STAGES) & 1);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
 #pragma unroll
-            for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+            for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK / 16; ++kk) {
@@ -321,45 +464,36 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
                                  : smem_desc(a + wg * MN_CHUNK_BYTES + kk * 2048, MN_CHUNK_BYTES, 1024);
                 u64 db = TB == 0 ? smem_desc(b + kk * 32, 16, 1024)
                                  : smem_desc(b + kk * 2048, MN_CHUNK_BYTES, 1024);
-                wgmma_64x256x16<TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+                wgmma_64xBNx16<TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
             }
             wgmma_commit();
+#if WAIT_DEPTH == 1
             // Keep this k-block's products in flight while waiting for the previous one's, then
             // hand that one's buffer back to the producer.
             wgmma_wait<1>();
             if (kb > 0) release((it - 1) % STAGES);
+#else
+            wgmma_wait<0>();
+            release(s);
+#endif
         }
         wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
+#if WAIT_DEPTH == 1
         release((it - 1) % STAGES);
-        // Epilogue: d[4j + 2h + c] is C(row0 + 8h, col0 + 8j + c) of this thread.
-        const int row0 = tm * BM + wg * 64 + warp * 16 + lane / 4;
-        const int col0 = tn * BN + (lane % 4) * 2;
-        const bool pairs = (N % 2) == 0;  // float2 stores are 8-byte aligned only for even N
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            int col = col0 + 8 * j;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                int row = row0 + 8 * h;
-                if (row >= M) continue;
-                float* c = C + (size_t)row * N + col;
-                if (pairs && col + 1 < N) {
-                    *reinterpret_cast<float2*>(c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                } else {
-                    if (col < N) c[0] = d[4 * j + 2 * h];
-                    if (col + 1 < N) c[1] = d[4 * j + 2 * h + 1];
-                }
-            }
-        }
+#endif
+        if (tm * BM >= M) continue;  // a cluster's spare tile past the last row
+        if (staged) store_staged(d, boxes, map_c, wg, warp, lane, tm * BM + wg * 64, tn * BN);
+        else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
     }
+    if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C, int M, int N, int K,
       int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
-      const __grid_constant__ TmaMap map_b)
+      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
@@ -384,6 +518,9 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict_
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
         if (threadIdx.x == 0) {
+            // Fetch the tensor maps into the TMA unit's cache now, not on the first copy.
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
             if (a_mn) {
                 if (b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
                 else produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
@@ -395,11 +532,11 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict_
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         if (a_mn) {
-            if (b_mn) consume<1, 1>(smem, full, empty, C, M, N, units, rank, kblocks);
-            else consume<1, 0>(smem, full, empty, C, M, N, units, rank, kblocks);
+            if (b_mn) consume<1, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+            else consume<1, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         } else {
-            if (b_mn) consume<0, 1>(smem, full, empty, C, M, N, units, rank, kblocks);
-            else consume<0, 0>(smem, full, empty, C, M, N, units, rank, kblocks);
+            if (b_mn) consume<0, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+            else consume<0, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         }
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers.

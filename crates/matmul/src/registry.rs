@@ -106,6 +106,9 @@ pub struct TcTile {
     pub threads: u32,
     /// Blocks per thread-block cluster (along M; they share B's slices by TMA multicast).
     pub cluster: u32,
+    /// Boxes of C (64 rows × 32 f32) each consumer warpgroup stages in shared memory for the
+    /// TMA-store epilogue (0: the consumers store C straight from registers).
+    pub store_boxes: u32,
 }
 
 impl TcTile {
@@ -117,6 +120,7 @@ impl TcTile {
             stages,
             threads,
             cluster: 1,
+            store_boxes: 0,
         }
     }
 
@@ -124,14 +128,23 @@ impl TcTile {
         TcTile { cluster, ..self }
     }
 
-    /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN), plus 1 KiB for a
-    /// persistent kernel to align its buffers to the 1024-byte period of the 128-byte swizzle.
+    pub const fn with_store_boxes(self, store_boxes: u32) -> TcTile {
+        TcTile {
+            store_boxes,
+            ..self
+        }
+    }
+
+    /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN); for a persistent kernel
+    /// 1 KiB more to align its buffers to the 1024-byte period of the 128-byte swizzle; and the
+    /// staged boxes of C (BM rows in all × 32 f32 each).
     pub fn shared_bytes(&self, dtype: DType, persistent: bool) -> usize {
         let slices = self.stages as usize
             * (self.bm + self.bn) as usize
             * self.bk as usize
             * dtype.input_bytes();
-        slices + if persistent { 1024 } else { 0 }
+        let c_boxes = (self.store_boxes * self.bm * 32 * 4) as usize;
+        slices + c_boxes + if persistent { 1024 } else { 0 }
     }
 
     /// The -D definitions a tensor-core kernel is compiled with.
@@ -143,6 +156,7 @@ impl TcTile {
             ("STAGES", self.stages),
             ("THREADS", self.threads),
             ("CLUSTER", self.cluster),
+            ("STORE_BOXES", self.store_boxes),
         ])
     }
 }
@@ -156,6 +170,9 @@ impl fmt::Display for TcTile {
         )?;
         if self.cluster > 1 {
             write!(f, "/c{}", self.cluster)?;
+        }
+        if self.store_boxes > 0 {
+            write!(f, "/e{}", self.store_boxes)?;
         }
         Ok(())
     }
@@ -800,6 +817,26 @@ macro_rules! cu {
     };
 }
 
+/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+macro_rules! wgmma_kernel {
+    ($name:literal, $summary:literal, $tile:expr) => {
+        KernelSpec {
+            name: $name,
+            aliases: &[],
+            origin: TC_LADDER,
+            summary: $summary,
+            backend: BackendKind::Cuda,
+            dtypes: &[DType::Bf16, DType::F16],
+            constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+            traffic: Traffic::BlockTiled,
+            implementation: Implementation::Cuda(CudaSource {
+                entry: Some("wgmma"),
+                ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
+            }),
+        }
+    };
+}
+
 /// A SIMT-ladder rung: its file (after the shared tile loaders of `simt_tile.cuh`), its entry
 /// point when another entry shares the file, and its default tiling.
 macro_rules! simt {
@@ -822,8 +859,11 @@ macro_rules! simt {
 const SIMT: &[DType] = &[DType::F32, DType::U32];
 const TENSOR: &[DType] = &[DType::Bf16, DType::F16, DType::Tf32];
 const TC_LADDER: &str = "tensor-core ladder (this crate)";
-/// 128×256 tiles of C, 64 of K per stage, 4 stages, a producer and two consumer warpgroups.
-const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384);
+/// 128×256 tiles of C, 64 of K per stage, 4 stages, a producer and two consumer warpgroups, C
+/// staged through 2 boxes per consumer warpgroup.
+const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384).with_store_boxes(2);
+/// 128×128 tiles (twice the work units, for small problems), 5 stages of 32 KB.
+const WGMMA_N128: TcTile = TcTile::new(128, 128, 64, 5, 384).with_store_boxes(2);
 /// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages.
 const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384);
 const ALL: &[DType] = &DType::ALL;
@@ -1061,31 +1101,21 @@ pub static KERNELS: &[KernelSpec] = &[
         traffic: Traffic::BlockTiled,
         implementation: cu!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 128, 32, 4, 256) }),
     },
-    KernelSpec {
-        name: "wgmma",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Bf16, DType::F16],
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: cu!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA }),
-    },
-    KernelSpec {
-        name: "wgmma-cluster",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Bf16, DType::F16],
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            entry: Some("wgmma"),
-            ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: WGMMA.with_cluster(2) })
-        }),
-    },
+    wgmma_kernel!(
+        "wgmma",
+        "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
+        WGMMA
+    ),
+    wgmma_kernel!(
+        "wgmma-n128",
+        "wgmma with 128x128 tiles: twice the work units of wgmma, for problems too small to fill the GPU with 128x256 tiles",
+        WGMMA_N128
+    ),
+    wgmma_kernel!(
+        "wgmma-cluster",
+        "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
+        WGMMA.with_cluster(2)
+    ),
     KernelSpec {
         name: "wgmma-tf32",
         aliases: &[],

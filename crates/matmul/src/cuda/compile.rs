@@ -201,6 +201,44 @@ pub fn kernel_defines(
     Ok(defines)
 }
 
+/// The environment variable of [`experiment_defines`].
+pub const EXPERIMENT_ENV: &str = "MATMUL_KERNEL_DEFINES";
+
+/// Extra `-D` definitions for every registry kernel, from `$MATMUL_KERNEL_DEFINES`
+/// ("NAME=VALUE,NAME" ...): a developer's switch for trying a kernel variant (e.g.
+/// `WAIT_DEPTH=0`) on a GPU host that has no Rust toolchain. They enter the cache key like any
+/// define, and a note on stderr says they are in force, so no figure passes for the default
+/// kernel's. A malformed entry is an error naming it.
+pub fn experiment_defines() -> Result<Vec<(String, String)>> {
+    let Ok(text) = std::env::var(EXPERIMENT_ENV) else {
+        return Ok(Vec::new());
+    };
+    let defines = parse_defines(&text)?;
+    static NOTE: std::sync::Once = std::sync::Once::new();
+    if !defines.is_empty() {
+        NOTE.call_once(|| eprintln!("note: {EXPERIMENT_ENV}={text} is compiled into every kernel"));
+    }
+    Ok(defines)
+}
+
+fn parse_defines(text: &str) -> Result<Vec<(String, String)>> {
+    text.split([',', ' '])
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (name, value) = item.split_once('=').unwrap_or((item, "1"));
+            let ident = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ident || value.is_empty() || value.contains(char::is_whitespace) {
+                return Err(Error::Invalid(format!(
+                    "{EXPERIMENT_ENV}: `{item}` is not NAME or NAME=VALUE (NAME a C identifier)"
+                )));
+            }
+            Ok((name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
 /// Compiles registry kernel `kernel` for `dtype` (with the tile or tiling of `opts`) to a CUBIN
 /// for `arch` (e.g. "sm_90a"), through the default disk cache. Needs libnvrtc only.
 pub fn compile(
@@ -220,7 +258,8 @@ pub fn compile_with_cache(
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
-    let defines = kernel_defines(kernel, dtype, opts)?;
+    let mut defines = kernel_defines(kernel, dtype, opts)?;
+    defines.extend(experiment_defines()?);
     let src = kernel.cuda_source().expect("checked by kernel_defines");
     let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
     compiled.name = kernel.name.to_string();
@@ -562,6 +601,23 @@ ptxas info    : Function properties for row
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 20 registers, 400 bytes cmem[0]
 ";
+
+    #[test]
+    fn experiment_defines_parse_and_reject_bad_entries() {
+        let d = parse_defines("WAIT_DEPTH=0, DIRECT_STORES").unwrap();
+        assert_eq!(
+            d,
+            vec![
+                ("WAIT_DEPTH".to_string(), "0".to_string()),
+                ("DIRECT_STORES".to_string(), "1".to_string())
+            ]
+        );
+        assert!(parse_defines("").unwrap().is_empty());
+        for bad in ["=1", "1X=2", "A-B=3", "X="] {
+            let e = parse_defines(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains(EXPERIMENT_ENV), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn ptxas_report_parses() {

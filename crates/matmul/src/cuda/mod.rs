@@ -92,15 +92,13 @@ enum Launcher {
     Cublas,
 }
 
-/// The device addresses of one launch's operands and, for a TMA kernel, their tensor maps
-/// (encoded on the host before any timed region).
+/// The device addresses of one launch's operands and output and, for a TMA kernel, their tensor
+/// maps (encoded on the host before any timed region).
 struct Operands {
     a: u64,
     b: u64,
-    maps: Option<[tma::TensorMap; 2]>,
-    /// A third map after those two, which the tf32 wgmma kernel's ABI declares (a stand-in
-    /// until the main branch's map over C reaches every TMA kernel).
-    map_c: Option<tma::TensorMap>,
+    c: u64,
+    maps: Option<[tma::TensorMap; 3]>,
 }
 
 impl CudaBackend {
@@ -421,32 +419,28 @@ impl CudaBackend {
         }
     }
 
-    /// The operands of one launch: `a` and `b` as they are, plus tensor maps for a TMA kernel.
+    /// The operands of one launch: `a`, `b` and `c` as they are, plus tensor maps for a TMA
+    /// kernel.
     fn operands(
         &self,
         launcher: &Launcher,
         problem: &Problem,
         a: &DeviceBuf,
         b: &DeviceBuf,
+        c: &DeviceBuf,
     ) -> Result<Operands> {
-        let (a, b) = (a.ptr(&self.stream), b.ptr(&self.stream));
-        let (maps, map_c) = match launcher {
-            // Only the tf32 wgmma kernel reads tf32 through TMA (its maps are boxed by role).
-            Launcher::Kernel { tma: Some(t), .. } if problem.dtype == DType::Tf32 => (
-                Some(tma::tf32_operand_maps(problem, t, a, b)?),
-                Some(tma::unused_map()),
-            ),
-            Launcher::Kernel { tma: Some(t), .. } => {
-                (Some(tma::operand_maps(problem, t, a, b)?), None)
-            }
-            _ => (None, None),
+        let s = &self.stream;
+        let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
+        let maps = match launcher {
+            Launcher::Kernel { tma: Some(t), .. } => Some(tma::maps(problem, t, a, b, c)?),
+            _ => None,
         };
-        Ok(Operands { a, b, maps, map_c })
+        Ok(Operands { a, b, c, maps })
     }
 
     /// Enqueues one product on the stream.
-    fn launch(&self, launcher: &Launcher, problem: &Problem, ops: &Operands, c: u64) -> Result<()> {
-        let (a, b) = (ops.a, ops.b);
+    fn launch(&self, launcher: &Launcher, problem: &Problem, ops: &Operands) -> Result<()> {
+        let (a, b, c) = (ops.a, ops.b, ops.c);
         match launcher {
             Launcher::Kernel { loaded, config, .. } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
@@ -465,15 +459,12 @@ impl CudaBackend {
                 for v in &args {
                     builder.arg(v);
                 }
-                if let Some([map_a, map_b]) = &ops.maps {
-                    builder.arg(map_a).arg(map_b);
-                }
-                if let Some(map_c) = &ops.map_c {
-                    builder.arg(map_c);
+                if let Some([map_a, map_b, map_c]) = &ops.maps {
+                    builder.arg(map_a).arg(map_b).arg(map_c);
                 }
                 // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-                // and for a TMA kernel two tensor maps, three for wgmma-tf32); the buffers are
-                // sized for `problem`, which the kernels index within (TMA bounds its own reads).
+                // and for a TMA kernel three tensor maps); the buffers are sized for `problem`,
+                // which the kernels index within (TMA bounds its own reads).
                 unsafe { builder.launch(*config) }
                     .map(|_| ())
                     .ctx(|| format!("launching {} with {config:?}", loaded.entry))
@@ -610,8 +601,8 @@ impl Backend for CudaBackend {
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
         self.fill_output(&mut c, problem.dtype, zero)?;
-        let ops = self.operands(&launcher, problem, &da, &db)?;
-        self.launch(&launcher, problem, &ops, c.ptr(&self.stream))?;
+        let ops = self.operands(&launcher, problem, &da, &db, &c)?;
+        self.launch(&launcher, problem, &ops)?;
         self.sync(|| format!("running {} on {problem}", kernel.name))?;
         self.download(&c, problem)
     }
@@ -638,15 +629,14 @@ impl Backend for CudaBackend {
             .iter()
             .map(|set| Ok((self.upload(&set.a)?, self.upload(&set.b)?)))
             .collect::<Result<Vec<_>>>()?;
+        let mut c = self.alloc_output(problem)?;
         let sets = bufs
             .iter()
-            .map(|(a, b)| self.operands(&launcher, problem, a, b))
+            .map(|(a, b)| self.operands(&launcher, problem, a, b, &c))
             .collect::<Result<Vec<_>>>()?;
-        let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
         self.fill_output(&mut c, problem.dtype, zero)?;
         let s = &self.stream;
-        let cp = c.ptr(s);
         let event = || -> Result<CudaEvent> {
             self.ctx
                 .new_event(Some(cu_sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -660,14 +650,14 @@ impl Backend for CudaBackend {
                 // Accumulating kernels start from zero each time (outside the timed region).
                 self.fill_output(&mut c, problem.dtype, true)?;
             }
-            self.launch(&launcher, problem, &sets[i % sets.len()], cp)?;
+            self.launch(&launcher, problem, &sets[i % sets.len()])?;
         }
         for (i, (start, end)) in events.iter().enumerate() {
             if zero {
                 self.fill_output(&mut c, problem.dtype, true)?;
             }
             start.record(s).ctx(|| "recording a timing event".into())?;
-            self.launch(&launcher, problem, &sets[i % sets.len()], cp)?;
+            self.launch(&launcher, problem, &sets[i % sets.len()])?;
             end.record(s).ctx(|| "recording a timing event".into())?;
         }
         self.sync(|| format!("timing {} on {problem}", kernel.name))?;

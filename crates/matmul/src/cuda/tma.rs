@@ -13,7 +13,8 @@
 //! rows (or of its MN-major boxes) and multicasts them, so B's K-major box has BN/cluster rows.
 //!
 //! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
-//! a K that is not a multiple of BK need no special code. The one rule TMA imposes is that every
+//! a K that is not a multiple of BK need no special code. C's map (the staged epilogue) writes
+//! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is that every
 //! stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
 //!
 //! The tf32 kernel (`Geometry::WgmmaTf32`, [`tf32_operand_maps`]) reads f32 boxes of 32 elements
@@ -49,18 +50,32 @@ unsafe impl DeviceRepr for TensorMap {}
 /// The swizzle span: 128 bytes of a stored row per box.
 const SWIZZLE_BYTES: usize = 128;
 
-/// The two maps of `problem` for buffers at `a` and `b`, boxed for `tile`.
-pub(crate) fn operand_maps(
+/// The three maps of `problem` for buffers at `a`, `b` and `c`, boxed for `tile`. C's map (f32
+/// boxes of 64 rows × 32 columns, the staged epilogue's) exists only when the tile stages C and
+/// C's rows are a multiple of 16 bytes; otherwise it is left zeroed and the kernel, which checks
+/// the same rule (N % 4 == 0), stores from registers.
+pub(crate) fn maps(
     problem: &Problem,
     tile: &TcTile,
     a: u64,
     b: u64,
-) -> Result<[TensorMap; 2]> {
-    let inner = (SWIZZLE_BYTES / problem.dtype.input_bytes()) as u32;
+    c: u64,
+) -> Result<[TensorMap; 3]> {
+    let input = match problem.dtype {
+        DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        // Only the tf32 wgmma kernel reads f32 through TMA, with its boxes chosen by role.
+        DType::Tf32 => return tf32_maps(problem, tile, a, b),
+        other => {
+            return Err(Error::Invalid(format!(
+                "the TMA kernels read bf16, f16 or tf32 inputs, not {other}"
+            )))
+        }
+    };
+    let elem = problem.dtype.input_bytes();
+    let inner = (SWIZZLE_BYTES / elem) as u32;
     // (stored rows, stored cols, box rows): K contiguous → a box of BM (BN) rows of K;
     // M (N) contiguous → boxes of BK rows.
-    let (ar, ac) = problem.a_stored();
-    let (br, bc) = problem.b_stored();
     let a_box = match problem.op_a {
         Op::N => tile.bm,
         Op::T => tile.bk,
@@ -70,10 +85,23 @@ pub(crate) fn operand_maps(
         Op::N => tile.bk,
         Op::T => tile.bn / tile.cluster.max(1),
     };
-    Ok([
-        encode(problem.dtype, a, ar, ac, a_box, inner, "A")?,
-        encode(problem.dtype, b, br, bc, b_box, inner, "B")?,
-    ])
+    let a_map = encode(input, elem, a, problem.a_stored(), (a_box, inner), "A")?;
+    let b_map = encode(input, elem, b, problem.b_stored(), (b_box, inner), "B")?;
+    let c_map = if tile.store_boxes > 0 && (problem.n * 4) % 16 == 0 {
+        let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+        encode(
+            f32,
+            4,
+            c,
+            (problem.m, problem.n),
+            (64, (SWIZZLE_BYTES / 4) as u32),
+            "C",
+        )?
+    } else {
+        // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
+        TensorMap(unsafe { std::mem::zeroed() })
+    };
+    Ok([a_map, b_map, c_map])
 }
 
 /// The rows of the A and B boxes of the tf32 wgmma kernel (each box is 32 f32 elements wide):
@@ -97,60 +125,43 @@ pub(crate) fn tf32_box_rows(problem: &Problem, tile: &TcTile) -> Result<(u32, u3
     }
 }
 
-/// The two maps of the tf32 wgmma kernel for buffers at `a` and `b` ([`tf32_box_rows`]).
-pub(crate) fn tf32_operand_maps(
-    problem: &Problem,
-    tile: &TcTile,
-    a: u64,
-    b: u64,
-) -> Result<[TensorMap; 2]> {
+/// The maps of the tf32 wgmma kernel for buffers at `a` and `b` ([`tf32_box_rows`]); its
+/// epilogue stores from registers, so the third (C) is left zeroed.
+fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[TensorMap; 3]> {
     if problem.dtype != DType::Tf32 {
         return Err(Error::Invalid(format!(
             "the tf32 tensor maps are for tf32 problems, not {}",
             problem.dtype
         )));
     }
-    let inner = (SWIZZLE_BYTES / problem.dtype.input_bytes()) as u32;
+    let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    let inner = (SWIZZLE_BYTES / 4) as u32;
     let (a_box, b_box) = tf32_box_rows(problem, tile)?;
-    let (ar, ac) = problem.a_stored();
-    let (br, bc) = problem.b_stored();
     Ok([
-        encode(problem.dtype, a, ar, ac, a_box, inner, "A")?,
-        encode(problem.dtype, b, br, bc, b_box, inner, "B")?,
+        encode(f32, 4, a, problem.a_stored(), (a_box, inner), "A")?,
+        encode(f32, 4, b, problem.b_stored(), (b_box, inner), "B")?,
+        unused_map(),
     ])
 }
 
-/// A stand-in for the third tensor map of the TMA-kernel ABI (the map over C, for a TMA-store
-/// epilogue), which the tf32 kernel declares and does not read: 128 zero bytes. The main branch
-/// is adding a real C map for every TMA kernel, which replaces this.
-pub(crate) fn unused_map() -> TensorMap {
+/// A tensor map a kernel declares and does not read: 128 zero bytes.
+fn unused_map() -> TensorMap {
     // SAFETY: `CUtensorMap` is plain data; all-zero bytes are a value of it (never encoded, never
     // read by the kernel).
     TensorMap(unsafe { std::mem::zeroed() })
 }
 
-/// One map over a row-major `rows`×`cols` matrix at `ptr`, read in boxes of `box_rows` rows ×
-/// `box_cols` elements.
+/// One map over a row-major `rows`×`cols` matrix of `elem`-byte elements at `ptr`, read or
+/// written in boxes of `box_rows` rows × `box_cols` elements, 128-byte swizzled.
 fn encode(
-    dtype: DType,
+    data_type: DataType,
+    elem: usize,
     ptr: u64,
-    rows: usize,
-    cols: usize,
-    box_rows: u32,
-    box_cols: u32,
+    (rows, cols): (usize, usize),
+    (box_rows, box_cols): (u32, u32),
     what: &str,
 ) -> Result<TensorMap> {
-    let data_type = match dtype {
-        DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::Tf32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        other => {
-            return Err(Error::Invalid(format!(
-                "the TMA kernels read bf16, f16 or tf32 (f32) inputs, not {other}"
-            )))
-        }
-    };
-    let row_bytes = (cols * dtype.input_bytes()) as u64;
+    let row_bytes = (cols * elem) as u64;
     let dims = [cols as u64, rows as u64];
     let strides = [row_bytes]; // the outer dimension's stride; the inner one is the element
     let boxes = [box_cols, box_rows];
@@ -177,7 +188,7 @@ fn encode(
     .result()
     .ctx(|| {
         format!(
-            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} {dtype}, box {box_rows}x{box_cols})"
+            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} of {elem}-byte elements, box {box_rows}x{box_cols})"
         )
     })?;
     Ok(TensorMap(map))
