@@ -66,8 +66,9 @@ static_assert(STAGES >= 2, "wgmma: at least two buffers");
 #define STORE_BOXES 0
 #endif
 static_assert(STORE_BOXES == 0 || (BN / 32) % STORE_BOXES == 0, "wgmma: STORE_BOXES must divide BN/32");
-// Experiment switches (MATMUL_KERNEL_DEFINES): WAIT_DEPTH = wgmma groups left in flight before a
-// buffer is released (1: the previous k-block's); DIRECT_STORES = 1 ignores the staged epilogue.
+// Experiment switches (MATMUL_KERNEL_DEFINES; docs/kernels.md measured each against the default):
+// WAIT_DEPTH = wgmma groups left in flight before a buffer is released (1: the previous k-block's;
+// 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group.
 #ifndef WAIT_DEPTH
 #define WAIT_DEPTH 1
 #endif
@@ -130,11 +131,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
 {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-#if defined(ARRIVE_CLUSTER_SCOPE)
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#else
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#endif
 }
 
 // Every thread of every block of the cluster (a block-wide barrier when CLUSTER = 1).
