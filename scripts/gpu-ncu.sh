@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Nsight Compute on one launch of a kernel, on the GPU host, over a bundle from
+# scripts/gpu-bundle.sh: speed of light, compute and memory workload, warp stall reasons, launch
+# and occupancy, plus tensor-pipe and shared-memory counters. Prints the lines that matter and
+# keeps the full text in $OUT/ncu-KERNEL-DTYPE-SHAPE.txt.
+#
+# Usage (repo root): dist/gpu/gpu-ncu.sh KERNEL DTYPE M N K [extra `matmul run` arguments]
+#   e.g. dist/gpu/gpu-ncu.sh wgmma bf16 8192 8192 8192
+#        dist/gpu/gpu-ncu.sh cublas bf16 8192 8192 8192      (profiles cuBLAS's own kernel)
+#        dist/gpu/gpu-ncu.sh multistage f32 4096 4096 4096
+# ncu locks the SM clock to base by default, so durations here are not the bench's.
+# Environment: OUT (default dist/gpu/logs), NCU (default: ncu on PATH or under /usr/local/cuda).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if (($# < 5)); then
+    echo "usage: gpu-ncu.sh KERNEL DTYPE M N K [matmul run arguments]" >&2
+    exit 2
+fi
+kernel=$1 dtype=$2 m=$3 n=$4 k=$5
+shift 5
+out=${OUT:-$here/logs}
+mkdir -p "$out"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
+    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)}
+[[ -x $ncu ]] || { echo "ncu not found" >&2; exit 1; }
+# `matmul run` launches one product (C's poison is a memset, not a kernel), so the first kernel
+# launched is the one to profile, ours or cuBLAS's (whose names, like nvjet_sm90_..., vary).
+report=$out/ncu-$kernel-$dtype-${m}x${n}x${k}.txt
+"$ncu" --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
+    --metrics sm__inst_executed_pipe_tensor_op_gmma.sum,sm__inst_executed_pipe_tensor_op_hmma.sum,sm__inst_executed_pipe_fma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    --launch-count 1 \
+    "$here/bin/matmul" run --kernel "$kernel" --dtype "$dtype" -m "$m" -n "$n" -k "$k" --no-check "$@" \
+    >"$report" 2>&1
+rc=$?
+grep -E "^  [A-Za-z_].*\(|Duration|SM Frequency|Throughput|SM Busy|Issue Slots|Executed Ipc|Warp Cycles Per|No Eligible|Active Warps|Registers Per|Grid Size|Block Size|Cluster Size|Shared Memory Per|L2 Hit|Mem Busy|Stall|__" "$report" |
+    grep -v "^ *----" | head -n 70
+echo "(full report: $report; ncu exit $rc)"
+exit $rc
