@@ -25,7 +25,7 @@ fn default_kernels(
     dtype: DType,
     problem: Option<&Problem>,
 ) -> &'static [&'static str] {
-    let small = problem.is_some_and(|p| p.m.div_ceil(128) * p.n.div_ceil(256) < SMALL_TILES);
+    let small = problem.is_some_and(few_wgmma_tiles);
     match (backend, dtype) {
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
@@ -37,8 +37,18 @@ fn default_kernels(
     }
 }
 
-/// Below this many 128×256 tiles of C, `auto` prefers the 128×128-tile wgmma kernel.
+/// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×128-tile wgmma kernel.
 const SMALL_TILES: usize = 64;
+
+/// Whether `problem` has fewer than [`SMALL_TILES`] tiles of `wgmma`'s block tile (the registry's).
+fn few_wgmma_tiles(problem: &Problem) -> bool {
+    find("wgmma")
+        .ok()
+        .and_then(|k| k.block_tile(&Default::default()))
+        .is_some_and(|(bm, bn)| {
+            problem.m.div_ceil(bm as usize) * problem.n.div_ceil(bn as usize) < SMALL_TILES
+        })
+}
 
 /// `kernel` is a registry name, a seed alias, or `auto`. A named kernel decides the backend; a
 /// `--backend` that contradicts it is an input error. With `auto`, `--backend auto` means CUDA when
