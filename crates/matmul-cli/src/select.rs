@@ -26,7 +26,7 @@ fn default_kernels(
     dtype: DType,
     problem: Option<&Problem>,
 ) -> &'static [&'static str] {
-    let small = problem.is_some_and(|p| p.m.div_ceil(128) * p.n.div_ceil(256) < SMALL_TILES);
+    let small = problem.is_some_and(few_wgmma_tiles);
     match (backend, dtype) {
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
@@ -38,7 +38,7 @@ fn default_kernels(
     }
 }
 
-/// Below this many 128×256 tiles of C, `auto` prefers the 128×128-tile wgmma kernel.
+/// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×128-tile wgmma kernel.
 const SMALL_TILES: usize = 64;
 
 /// The first of `specs` that can run `problem` (every one can when there is no problem) on a
@@ -55,6 +55,16 @@ fn first_runnable(
         .copied()
         .find(|k| runs(k))
         .unwrap_or(specs[specs.len() - 1])
+}
+
+/// Whether `problem` has fewer than [`SMALL_TILES`] tiles of `wgmma`'s block tile (the registry's).
+fn few_wgmma_tiles(problem: &Problem) -> bool {
+    find("wgmma")
+        .ok()
+        .and_then(|k| k.block_tile(&Default::default()))
+        .is_some_and(|(bm, bn)| {
+            problem.m.div_ceil(bm as usize) * problem.n.div_ceil(bn as usize) < SMALL_TILES
+        })
 }
 
 /// `kernel` is a registry name, a seed alias, or `auto`. A named kernel decides the backend; a

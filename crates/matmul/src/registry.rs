@@ -112,6 +112,11 @@ pub struct TcTile {
 }
 
 impl TcTile {
+    /// A staged box of C (the TMA-store epilogue): 64 rows (one consumer warpgroup's) × 32 f32
+    /// (one 128-byte swizzle row); 15_wgmma.cu's C_BOX_COLS and C_BOX_BYTES.
+    pub const C_BOX_ROWS: u32 = 64;
+    pub const C_BOX_COLS: u32 = 32;
+
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32, threads: u32) -> TcTile {
         TcTile {
             bm,
@@ -137,13 +142,13 @@ impl TcTile {
 
     /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN); for a persistent kernel
     /// 1 KiB more to align its buffers to the 1024-byte period of the 128-byte swizzle; and the
-    /// staged boxes of C (BM rows in all × 32 f32 each).
+    /// staged boxes of C (`store_boxes` per consumer warpgroup, BM rows in all).
     pub fn shared_bytes(&self, dtype: DType, persistent: bool) -> usize {
         let slices = self.stages as usize
             * (self.bm + self.bn) as usize
             * self.bk as usize
             * dtype.input_bytes();
-        let c_boxes = (self.store_boxes * self.bm * 32 * 4) as usize;
+        let c_boxes = (self.store_boxes * self.bm * Self::C_BOX_COLS * 4) as usize;
         slices + c_boxes + if persistent { 1024 } else { 0 }
     }
 

@@ -14,10 +14,10 @@
 //!
 //! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
 //! a K that is not a multiple of BK need no special code. C's map (the staged epilogue) writes
-//! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is that every
-//! stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
+//! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is
+//! that every stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
 //!
-//! The tf32 kernel (`Geometry::WgmmaTf32`, [`tf32_operand_maps`]) reads f32 boxes of 32 elements
+//! The tf32 kernel (`Geometry::WgmmaTf32`, `tf32_maps`) reads f32 boxes of 32 elements
 //! (128 bytes) per row, boxed by role rather than by operand: the operand wgmma reads from shared
 //! memory (S, always K-major) in one box of BN rows × 32 K-elements, the one loaded into
 //! registers (R) in one box of BM rows × 32 K-elements when it is K-major, else in BM/32 boxes of
@@ -89,14 +89,8 @@ pub(crate) fn maps(
     let b_map = encode(input, elem, b, problem.b_stored(), (b_box, inner), "B")?;
     let c_map = if tile.store_boxes > 0 && (problem.n * 4) % 16 == 0 {
         let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-        encode(
-            f32,
-            4,
-            c,
-            (problem.m, problem.n),
-            (64, (SWIZZLE_BYTES / 4) as u32),
-            "C",
-        )?
+        let c_box = (TcTile::C_BOX_ROWS, TcTile::C_BOX_COLS);
+        encode(f32, 4, c, (problem.m, problem.n), c_box, "C")?
     } else {
         // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
         TensorMap(unsafe { std::mem::zeroed() })
