@@ -418,8 +418,74 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
 #endif
 }
 
+// The same for the swapped orientation (C^T = B^T·A^T): d[4j + 2h + c] = C(m0 + 8j + 2·(lane % 4) + c,
+// n0 + 16·warp + lane/4 + 8h), so a thread's pairs run down a column of C.
+__device__ __forceinline__ void store_direct_t(const float (&d)[ACC], float* __restrict__ C, int M, int N, int m0,
+                                               int n0)
+{
+    const int n = n0 + (threadIdx.x % 128) / 32 * 16 + (threadIdx.x % 32) / 4, q = threadIdx.x % 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                int row = m0 + 8 * j + 2 * q + c, col = n + 8 * h;
+                if (row < M && col < N) C[(size_t)row * N + col] = d[4 * j + 2 * h + c];
+            }
+        }
+    }
+}
+
+// Staged: box (nb, mb) holds C's rows m0 + 64·mb + [0, 64) and columns n0 + 32·nb + [0, 32);
+// warps 2·nb and 2·nb + 1 hold its values, so each round fills both nb of STORE_BOXES / 2 mb and
+// every warp writes. For a fixed (j, h, c) the 32 lanes hit 8 distinct 16-byte chunks × 4 words:
+// conflict-free 4-byte writes.
+__device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c,
+                                               int wg, int warp, int lane, int m0, int n0)
+{
+#if STORE_BOXES > 0
+    static_assert(STORE_BOXES % 2 == 0, "wgmma: the swapped epilogue stages boxes in column pairs");
+    const bool lead = threadIdx.x % 128 == 0;
+    const int q = lane % 4;
+#pragma unroll
+    for (int round = 0; round < BN / 64 / (STORE_BOXES / 2); ++round) {
+        if (lead) bulk_wait_read();
+        warpgroup_sync(wg);
+#pragma unroll
+        for (int b = 0; b < STORE_BOXES; ++b) {
+            const int nb = b % 2, mb = round * (STORE_BOXES / 2) + b / 2;
+            if (warp / 2 != nb) continue;
+            unsigned char* box = boxes + b * C_BOX_BYTES;
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                    for (int c = 0; c < 2; ++c) {
+                        int row = 8 * jj + 2 * q + c, col = (warp % 2) * 16 + lane / 4 + 8 * h;
+                        int off = row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4;
+                        *reinterpret_cast<float*>(box + off) = d[4 * (8 * mb + jj) + 2 * h + c];
+                    }
+                }
+            }
+        }
+        fence_async_shared();
+        warpgroup_sync(wg);
+        if (lead) {
+#pragma unroll
+            for (int b = 0; b < STORE_BOXES; ++b)
+                tma_store(map_c, boxes + b * C_BOX_BYTES, n0 + (b % 2) * C_BOX_COLS,
+                          m0 + (round * (STORE_BOXES / 2) + b / 2) * 64);
+            bulk_commit();
+        }
+    }
+#endif
+}
+
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
-template <int TA, int TB>
+// SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
+template <int TA, int TB, bool SWAP>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
                                         int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
@@ -480,9 +546,14 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #if WAIT_DEPTH == 1
         release((it - 1) % STAGES);
 #endif
-        if (tm * BM >= M) continue;  // a cluster's spare tile past the last row
-        if (staged) store_staged(d, boxes, map_c, wg, warp, lane, tm * BM + wg * 64, tn * BN);
-        else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
+        if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
+        if (SWAP) {
+            if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, tn * BN, tm * BM + wg * 64);
+            else store_direct_t(d, C, M, N, tn * BN, tm * BM + wg * 64);
+        } else {
+            if (staged) store_staged(d, boxes, map_c, wg, warp, lane, tm * BM + wg * 64, tn * BN);
+            else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
+        }
     }
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
@@ -497,11 +568,16 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict_
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
 
-    const Units units((M + BM - 1) / BM, (N + BN - 1) / BN);
-    const int kblocks = (K + BK - 1) / BK;
-    const unsigned rank = cluster_rank();
     const bool a_mn = a_cs != 1;  // A stored K×M (op(A) = T)
     const bool b_mn = b_rs != 1;  // B stored K×N (op(B) = N)
+    // A K-major and B MN-major (the plain row-major product): computed as C^T = B^T·A^T, so that
+    // the MN-major operand is wgmma's 64-row A side and the 256-wide B side is read K-major
+    // (K-major B ran ~4 % faster than MN-major B). The host builds map_a over B and map_b over A
+    // by the same rule (src/cuda/tma.rs, `swaps_operands`).
+    const bool swap = !a_mn && b_mn;
+    const Units units = swap ? Units((N + BM - 1) / BM, (M + BN - 1) / BN) : Units((M + BM - 1) / BM, (N + BN - 1) / BN);
+    const int kblocks = (K + BK - 1) / BK;
+    const unsigned rank = cluster_rank();
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -518,23 +594,17 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict_
             // Fetch the tensor maps into the TMA unit's cache now, not on the first copy.
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
-            if (a_mn) {
-                if (b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-                else produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-            } else {
-                if (b_mn) produce<0, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-                else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-            }
+            // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
+            if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
+            else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
+            else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (a_mn) {
-            if (b_mn) consume<1, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-            else consume<1, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        } else {
-            if (b_mn) consume<0, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-            else consume<0, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        }
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers.
     cluster_sync();

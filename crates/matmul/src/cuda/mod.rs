@@ -303,7 +303,13 @@ impl CudaBackend {
                 // Persistent: one block per SM (or per tile when there are fewer tiles), in
                 // whole clusters of `t.cluster` blocks that take vertically adjacent tiles.
                 let c = t.cluster.max(1) as u64;
-                let units = (blocks(m, t.bm)? as u64).div_ceil(c) * blocks(n, t.bn)? as u64;
+                // Swapped (C^T = B^T·A^T), the tiles run BM along N and BN along M.
+                let (rows, cols) = if tma::swaps_operands(problem) {
+                    (n, m)
+                } else {
+                    (m, n)
+                };
+                let units = (blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64;
                 let clusters = units.min((self.info.sm_count as u64 / c).max(1));
                 (
                     (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),

@@ -12,6 +12,9 @@
 //! With a cluster of blocks sharing B (`TcTile::cluster`), each block loads 1/cluster of B's K-major
 //! rows (or of its MN-major boxes) and multicasts them, so B's K-major box has BN/cluster rows.
 //!
+//! For op(A) = op(B) = N the kernel swaps the operands (C^T = B^T·A^T, [`swaps_operands`]): the
+//! map of wgmma's A side is then over B and that of its B side over A.
+//!
 //! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
 //! a K that is not a multiple of BK need no special code. C's map (the staged epilogue) writes
 //! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is
@@ -50,6 +53,13 @@ unsafe impl DeviceRepr for TensorMap {}
 /// The swizzle span: 128 bytes of a stored row per box.
 const SWIZZLE_BYTES: usize = 128;
 
+/// Whether the kernel computes C^T = B^T·A^T: when A is K-major and B MN-major (op(A) = op(B) =
+/// N, the plain row-major product), so that the MN-major operand is wgmma's 64-row A side and
+/// the 256-wide B side is read K-major. 15_wgmma.cu applies the same rule to its strides.
+pub(crate) fn swaps_operands(problem: &Problem) -> bool {
+    problem.op_a == Op::N && problem.op_b == Op::N
+}
+
 /// The three maps of `problem` for buffers at `a`, `b` and `c`, boxed for `tile`. C's map (f32
 /// boxes of 64 rows × 32 columns, the staged epilogue's) exists only when the tile stages C and
 /// C's rows are a multiple of 16 bytes; otherwise it is left zeroed and the kernel, which checks
@@ -74,19 +84,25 @@ pub(crate) fn maps(
     };
     let elem = problem.dtype.input_bytes();
     let inner = (SWIZZLE_BYTES / elem) as u32;
-    // (stored rows, stored cols, box rows): K contiguous → a box of BM (BN) rows of K;
-    // M (N) contiguous → boxes of BK rows.
-    let a_box = match problem.op_a {
-        Op::N => tile.bm,
-        Op::T => tile.bk,
+    // wgmma's two sides: (matrix, its stored shape, whether it is K-major, name). Swapped, the
+    // A side is B (stored k×n, MN-major) and the B side is A (stored m×k, K-major).
+    let a_side = (a, problem.a_stored(), problem.op_a == Op::N, "A");
+    let b_side = (b, problem.b_stored(), problem.op_b == Op::T, "B");
+    let (a_side, b_side) = if swaps_operands(problem) {
+        (b_side, a_side)
+    } else {
+        (a_side, b_side)
     };
-    // With a cluster each block loads (and multicasts) its share of B's rows.
-    let b_box = match problem.op_b {
-        Op::N => tile.bk,
-        Op::T => tile.bn / tile.cluster.max(1),
+    // Box rows: K-major → BM (A side) or BN (B side) rows of K; MN-major → BK rows. With a
+    // cluster each block loads (and multicasts) its share of the B side's rows.
+    let a_box = if a_side.2 { tile.bm } else { tile.bk };
+    let b_box = if b_side.2 {
+        tile.bn / tile.cluster.max(1)
+    } else {
+        tile.bk
     };
-    let a_map = encode(input, elem, a, problem.a_stored(), (a_box, inner), "A")?;
-    let b_map = encode(input, elem, b, problem.b_stored(), (b_box, inner), "B")?;
+    let a_map = encode(input, elem, a_side.0, a_side.1, (a_box, inner), a_side.3)?;
+    let b_map = encode(input, elem, b_side.0, b_side.1, (b_box, inner), b_side.3)?;
     let c_map = if tile.store_boxes > 0 && (problem.n * 4) % 16 == 0 {
         let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
         let c_box = (TcTile::C_BOX_ROWS, TcTile::C_BOX_COLS);
