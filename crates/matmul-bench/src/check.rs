@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use matmul::matrix::SplitMix64;
-use matmul::{AnyMatrix, DType, Element, Matrix, Problem};
+use matmul::{AnyMatrix, Element, Matrix, Problem};
 
 /// How a result was checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -219,12 +219,7 @@ fn compare_sampled(
     reference: &[f64],
 ) -> Verification {
     let tolerance = matmul::verify::tolerance(problem);
-    let expected_out = if problem.dtype.is_integer() {
-        DType::U32
-    } else {
-        DType::F32
-    };
-    if (c.rows(), c.cols(), c.dtype()) != (problem.m, problem.n, expected_out) {
+    if (c.rows(), c.cols(), c.dtype()) != (problem.m, problem.n, problem.c_dtype()) {
         return Verification {
             method: VerifyMethod::Sampled,
             passed: false,
@@ -322,7 +317,7 @@ fn dots_u32(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use matmul::{Init, Op};
+    use matmul::{COut, DType, Init, Op};
 
     fn inputs(p: &Problem, seed: u64) -> (AnyMatrix, AnyMatrix) {
         let (ar, ac) = p.a_stored();
@@ -335,8 +330,15 @@ mod tests {
 
     #[test]
     fn sampled_agrees_with_full_and_catches_one_wrong_edge_element() {
-        for dtype in [DType::F32, DType::U32, DType::Bf16] {
-            let p = Problem::new(37, 29, 41, dtype).with_ops(Op::T, Op::N);
+        for (dtype, c_out) in [
+            (DType::F32, COut::Accumulator),
+            (DType::U32, COut::Accumulator),
+            (DType::Bf16, COut::Accumulator),
+            (DType::Bf16, COut::Input),
+        ] {
+            let p = Problem::new(37, 29, 41, dtype)
+                .with_ops(Op::T, Op::N)
+                .with_c(c_out);
             let (a, b) = inputs(&p, 3);
             let c = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
             let full = full_check(&p, &a, &b, &c).unwrap();
@@ -353,6 +355,9 @@ mod tests {
             match &mut bad {
                 AnyMatrix::F32(m) => m.data[36 * 29 + 5] += 0.5,
                 AnyMatrix::U32(m) => m.data[36 * 29 + 5] ^= 1,
+                AnyMatrix::Bf16(m) => {
+                    m.data[36 * 29 + 5] = half::bf16::from_f32(m.data[36 * 29 + 5].to_f32() + 4.0)
+                }
                 _ => unreachable!(),
             }
             let v = sampled_check(&p, &a, &b, &bad, 16, 1).unwrap();

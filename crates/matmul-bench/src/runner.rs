@@ -1,6 +1,8 @@
 //! Running a benchmark: for every dtype × shape × kernel, check it can run, verify it, time it.
 
-use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
+use matmul::{
+    AnyMatrix, Backend, COut, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape,
+};
 
 use crate::ceilings::{datasheet, Ceilings};
 use crate::check::Reference;
@@ -19,6 +21,8 @@ pub struct BenchConfig {
     pub shapes: Vec<Shape>,
     /// Operand transpositions to run each shape with (default: only N·N).
     pub ops: Vec<(Op, Op)>,
+    /// C's type (default: the accumulator, f32 or u32).
+    pub c: COut,
     /// Untimed launches before the timed ones.
     pub warmup: usize,
     /// Timed launches: exactly this many, or at least this many when `min_time` is also set.
@@ -63,6 +67,7 @@ impl BenchConfig {
             dtypes,
             shapes,
             ops: vec![(Op::N, Op::N)],
+            c: COut::Accumulator,
             warmup: 3,
             iters: None,
             min_time: Some(0.25),
@@ -101,7 +106,11 @@ impl BenchConfig {
         for &dtype in &self.dtypes {
             for s in &self.shapes {
                 for &(a, b) in &self.ops {
-                    out.push(Problem::new(s.m, s.n, s.k, dtype).with_ops(a, b));
+                    out.push(
+                        Problem::new(s.m, s.n, s.k, dtype)
+                            .with_ops(a, b)
+                            .with_c(self.c),
+                    );
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use matmul::cuda::CudaBackend;
-use matmul::{Backend, BackendChoice, BackendKind, DType, KernelSpec, Op, Shape, KERNELS};
+use matmul::{Backend, BackendChoice, BackendKind, COut, DType, KernelSpec, Op, Shape, KERNELS};
 use matmul_bench::{measure_cpu, BenchConfig, Ceilings, CpuCeilingOptions, ProgressEvent};
 
 use crate::cli_error::{CliError, CliResult};
@@ -28,6 +28,9 @@ pub struct BenchArgs {
     transpose_a: bool,
     #[arg(long)]
     transpose_b: bool,
+    /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16, f16 C for f16).
+    #[arg(long, default_value = "f32")]
+    c_dtype: COut,
     /// Untimed launches before timing.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -150,6 +153,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         Op::from_flag(args.transpose_a),
         Op::from_flag(args.transpose_b),
     )];
+    config.c = args.c_dtype;
     config.warmup = args.warmup;
     config.iters = args.iters;
     if args.iters.is_some() {
@@ -292,6 +296,9 @@ fn profile(report: &mut matmul_bench::Report) {
         }
         if p.op_b == Op::T {
             args.push("--transpose-b".into());
+        }
+        if p.c == COut::Input {
+            args.extend(["--c-dtype".to_string(), "input".to_string()]);
         }
         if let Some(t) = &rec.tiling {
             args.extend(["--tiling".to_string(), t.clone()]);

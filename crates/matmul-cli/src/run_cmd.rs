@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 use matmul::cpu::reference;
 use matmul::judge::{self, Generator};
 use matmul::verify;
-use matmul::{AnyMatrix, BackendChoice, DType, Init, Op, Problem, RunOptions};
+use matmul::{AnyMatrix, BackendChoice, COut, DType, Init, Op, Problem, RunOptions};
 
 use crate::cli_error::{CliError, CliResult};
 use crate::select::select;
@@ -41,6 +41,10 @@ pub struct RunArgs {
     transpose_a: bool,
     #[arg(long)]
     transpose_b: bool,
+    /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16, f16 C for f16;
+    /// the kernel rounds its f32 sums).
+    #[arg(long, default_value = "f32")]
+    c_dtype: COut,
     #[arg(long, value_enum, default_value = "random")]
     init: InitArg,
     #[arg(long, default_value_t = 1)]
@@ -62,10 +66,12 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> CliResult {
-    let problem = Problem::new(args.m, args.n, args.k, args.dtype).with_ops(
-        Op::from_flag(args.transpose_a),
-        Op::from_flag(args.transpose_b),
-    );
+    let problem = Problem::new(args.m, args.n, args.k, args.dtype)
+        .with_ops(
+            Op::from_flag(args.transpose_a),
+            Op::from_flag(args.transpose_b),
+        )
+        .with_c(args.c_dtype);
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
     let sel = select(&args.kernel, args.backend, args.dtype, Some(&problem))?;

@@ -37,12 +37,18 @@
 // 16-byte chunks of each row pair) and one thread hands each box to TMA, which streams it to C
 // asynchronously; the warpgroup waits only until TMA has *read* a box before refilling it, not
 // for the global writes, so the next tile's products start while C drains. C's rows must be a
-// multiple of 16 bytes (N % 4 == 0); otherwise the kernel falls back to bounds-checked stores.
+// multiple of 16 bytes (N % 4 == 0 for f32 C, N % 8 == 0 for bf16/f16 C); otherwise the kernel
+// falls back to bounds-checked stores.
+// C in the input dtype (C_NARROW = 1, `--c-dtype input`): the f32 sums are rounded to nearest
+// even into bf16/f16 pairs by cvt.rn.{bf16x2,f16x2}.f32 on the way to shared memory or global
+// memory; a staged box is then 64 rows × 64 columns (still one 128-byte swizzle row), so C moves
+// half the bytes. In the swapped orientation a thread's pair runs down a column of C, and lanes
+// lane ^ 4 (the neighbouring column) trade halves with one shuffle so each holds a row pair.
 // wgmma-n128 (BN = 128) is the same kernel with 128×128 tiles: twice as many work units, for
 // problems whose 128×256 tiles would leave most SMs idle (1024³ has 32 of them for 132 SMs).
 // Parameters: ELEM (16-bit storage), IN_BF16 or IN_F16, BM = 128, BN = 128 or 256, BK = 64,
 // STAGES, THREADS = 384, CLUSTER (1 or 2), STORE_BOXES (C boxes staged per consumer warpgroup, a
-// divisor of BN/32; 0 = direct stores). Constraints: sm_90a; every stored row of A and B a
+// divisor of BN/32; 0 = direct stores), C_NARROW (C in ELEM). Constraints: sm_90a; every stored row of A and B a
 // multiple of 16 bytes (TMA); any M, N, K otherwise (the edges are TMA's zero fill and a
 // bounds-checked store or TMA's clipping of C).
 
@@ -66,6 +72,15 @@ static_assert(STAGES >= 2, "wgmma: at least two buffers");
 #define STORE_BOXES 0
 #endif
 static_assert(STORE_BOXES == 0 || (BN / 32) % STORE_BOXES == 0, "wgmma: STORE_BOXES must divide BN/32");
+#ifndef C_NARROW
+#define C_NARROW 0
+#endif
+#if C_NARROW
+typedef ELEM OUT;  // C stored as bf16/f16 bits
+static_assert(STORE_BOXES == 0 || (BN / 64) % STORE_BOXES == 0, "wgmma: STORE_BOXES must divide BN/64 for 16-bit C");
+#else
+typedef float OUT;
+#endif
 // Experiment switches (MATMUL_KERNEL_DEFINES; docs/kernels.md measured each against the default):
 // WAIT_DEPTH = wgmma groups left in flight before a buffer is released (1: the previous k-block's;
 // 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group.
@@ -90,8 +105,9 @@ constexpr int B_STAGE_BYTES = BN * BK * 2;                // (BK, BN)
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int MN_CHUNK_BYTES = BK * 128;                  // one MN-major box: (BK, 64)
 constexpr int ACC = BN / 2;                               // f32 accumulators per consumer thread
-constexpr int C_BOX_COLS = 32;                            // a 128-byte swizzle row of f32
-constexpr int C_BOX_BYTES = 64 * C_BOX_COLS * 4;          // 64 rows (one warpgroup's) × 32 floats
+constexpr int C_BYTES = sizeof(OUT);
+constexpr int C_BOX_COLS = 128 / C_BYTES;                 // a 128-byte swizzle row: 32 f32 or 64 16-bit
+constexpr int C_BOX_BYTES = 64 * 128;                     // 64 rows (one warpgroup's) × 128 bytes
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 8
 #endif
@@ -355,11 +371,60 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 // ---- the epilogue: this warpgroup's 64×BN of the tile, d[4j + 2h + c] = C(row0 + 8h, col0 + 8j + c)
 // with row0 = 16·warp + lane/4 and col0 = 2·(lane % 4) -------------------------------------------
 
-// Bounds-checked 8-byte stores straight from the registers (any N).
-__device__ __forceinline__ void store_direct(const float (&d)[ACC], float* __restrict__ C, int M, int N, int row0,
+#if C_NARROW
+// Two f32 values rounded to nearest even into one bf16x2/f16x2 word, lo in the lower half.
+__device__ __forceinline__ unsigned pack_pair(float lo, float hi)
+{
+    unsigned r;  // cvt packs its first source into the upper half
+#if defined(IN_BF16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+#endif
+
+// Two neighbouring elements of C (lo at the lower address), rounded to C's type: 8 bytes of f32
+// or 4 bytes of bf16x2/f16x2 at p (aligned to their size).
+__device__ __forceinline__ void put_pair(void* p, float lo, float hi)
+{
+#if C_NARROW
+    *reinterpret_cast<unsigned*>(p) = pack_pair(lo, hi);
+#else
+    *reinterpret_cast<float2*>(p) = make_float2(lo, hi);
+#endif
+}
+
+// One element of C, rounded to C's type.
+__device__ __forceinline__ void put_one(OUT* p, float v)
+{
+#if C_NARROW
+    unsigned short r;
+#if defined(IN_BF16)
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(v));
+#else
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(r) : "f"(v));
+#endif
+    *p = r;
+#else
+    *p = v;
+#endif
+}
+
+// Byte offset of element (row, col) in a staged box: 128-byte rows, the 16-byte chunk index of a
+// row XORed with row % 8 (TMA's 128-byte swizzle).
+__device__ __forceinline__ int box_offset(int row, int col)
+{
+    const int byte = col * C_BYTES;
+    return row * 128 + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
+}
+
+// Bounds-checked pair stores straight from the registers (any N).
+__device__ __forceinline__ void store_direct(const float (&d)[ACC], OUT* __restrict__ C, int M, int N, int row0,
                                              int col0)
 {
-    const bool pairs = (N % 2) == 0;  // float2 stores are 8-byte aligned only for even N
+    const bool pairs = (N % 2) == 0;  // pair stores are aligned to their size only for even N
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
         int col = col0 + 8 * j;
@@ -367,19 +432,21 @@ __device__ __forceinline__ void store_direct(const float (&d)[ACC], float* __res
         for (int h = 0; h < 2; ++h) {
             int row = row0 + 8 * h;
             if (row >= M) continue;
-            float* c = C + (size_t)row * N + col;
+            OUT* c = C + (size_t)row * N + col;
             if (pairs && col + 1 < N) {
-                *reinterpret_cast<float2*>(c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                put_pair(c, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
             } else {
-                if (col < N) c[0] = d[4 * j + 2 * h];
-                if (col + 1 < N) c[1] = d[4 * j + 2 * h + 1];
+                if (col < N) put_one(c, d[4 * j + 2 * h]);
+                if (col + 1 < N) put_one(c + 1, d[4 * j + 2 * h + 1]);
             }
         }
     }
 }
 
-// Through STORE_BOXES swizzled boxes of 64 rows × 32 floats in `boxes` and TMA stores to C at
-// (row c_row, column c_col); needs N % 4 == 0 (C's rows a multiple of 16 bytes).
+// Through STORE_BOXES swizzled boxes of 64 rows × C_BOX_COLS in `boxes` and TMA stores to C at
+// (row c_row, column c_col); needs C's rows to be a multiple of 16 bytes. A warp's pair writes
+// (8 or 4 bytes) of one instruction cover 8 rows whose chunks (col / chunk) ^ (row % 8) differ:
+// conflict-free.
 __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c, int wg,
                                              int warp, int lane, int c_row, int c_col)
 {
@@ -398,11 +465,8 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
             for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    // 128-byte swizzle: the 16-byte chunk index of a row is XORed with row % 8.
-                    int row = r0 + 8 * h, col = 8 * jj + 2 * q;
-                    int off = row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4;
                     int i = 4 * (j0 + jj) + 2 * h;
-                    *reinterpret_cast<float2*>(box + off) = make_float2(d[i], d[i + 1]);
+                    put_pair(box + box_offset(r0 + 8 * h, 8 * jj + 2 * q), d[i], d[i + 1]);
                 }
             }
         }
@@ -420,7 +484,7 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
 
 // The same for the swapped orientation (C^T = B^T·A^T): d[4j + 2h + c] = C(m0 + 8j + 2·(lane % 4) + c,
 // n0 + 16·warp + lane/4 + 8h), so a thread's pairs run down a column of C.
-__device__ __forceinline__ void store_direct_t(const float (&d)[ACC], float* __restrict__ C, int M, int N, int m0,
+__device__ __forceinline__ void store_direct_t(const float (&d)[ACC], OUT* __restrict__ C, int M, int N, int m0,
                                                int n0)
 {
     const int n = n0 + (threadIdx.x % 128) / 32 * 16 + (threadIdx.x % 32) / 4, q = threadIdx.x % 4;
@@ -431,13 +495,14 @@ __device__ __forceinline__ void store_direct_t(const float (&d)[ACC], float* __r
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
                 int row = m0 + 8 * j + 2 * q + c, col = n + 8 * h;
-                if (row < M && col < N) C[(size_t)row * N + col] = d[4 * j + 2 * h + c];
+                if (row < M && col < N) put_one(C + (size_t)row * N + col, d[4 * j + 2 * h + c]);
             }
         }
     }
 }
 
-// Staged: box (nb, mb) holds C's rows m0 + 64·mb + [0, 64) and columns n0 + 32·nb + [0, 32);
+#if !C_NARROW
+// Staged, f32: box (nb, mb) holds C's rows m0 + 64·mb + [0, 64) and columns n0 + 32·nb + [0, 32);
 // warps 2·nb and 2·nb + 1 hold its values, so each round fills both nb of STORE_BOXES / 2 mb and
 // every warp writes. For a fixed (j, h, c) the 32 lanes hit 8 distinct 16-byte chunks × 4 words:
 // conflict-free 4-byte writes.
@@ -464,8 +529,7 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 #pragma unroll
                     for (int c = 0; c < 2; ++c) {
                         int row = 8 * jj + 2 * q + c, col = (warp % 2) * 16 + lane / 4 + 8 * h;
-                        int off = row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4;
-                        *reinterpret_cast<float*>(box + off) = d[4 * (8 * mb + jj) + 2 * h + c];
+                        *reinterpret_cast<float*>(box + box_offset(row, col)) = d[4 * (8 * mb + jj) + 2 * h + c];
                     }
                 }
             }
@@ -482,17 +546,67 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
     }
 #endif
 }
+#else
+// Staged, bf16/f16: box mb holds C's rows m0 + 64·mb + [0, 64) and all 64 of this warpgroup's
+// columns n0 + [0, 64). Lane (g, q) = (lane / 4, lane % 4) holds rows r, r + 1 (r = 8j + 2q) of
+// column n0 + 16·warp + 8h + g; it packs them into one word (row r low, r + 1 high) and trades
+// words with lane ^ 4 (column g ^ 1), so that an even g stores row r, columns (g, g + 1) (both
+// low halves) and an odd g row r + 1, columns (g − 1, g) (both high halves). (Shuffling the f32
+// accumulators themselves made NVVM carry them as integers through the main loop, and ptxas
+// then serialized every wgmma: warning C7514.)
+// For a fixed (j, h) the 32 lanes write 8 rows (q, g & 1) × one 16-byte chunk (2·warp + h), and
+// the swizzle sends the 8 rows' chunks to 8 distinct places: conflict-free.
+__device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c,
+                                               int wg, int warp, int lane, int m0, int n0)
+{
+#if STORE_BOXES > 0
+    const bool lead = threadIdx.x % 128 == 0;
+    const int q = lane % 4, g = lane / 4, odd = g & 1;
+#pragma unroll
+    for (int round = 0; round < BN / 64 / STORE_BOXES; ++round) {
+        if (lead) bulk_wait_read();
+        warpgroup_sync(wg);
+#pragma unroll
+        for (int b = 0; b < STORE_BOXES; ++b) {
+            const int mb = round * STORE_BOXES + b;
+            unsigned char* box = boxes + b * C_BOX_BYTES;
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int i = 4 * (8 * mb + jj) + 2 * h;
+                    const unsigned mine = pack_pair(d[i], d[i + 1]);
+                    const unsigned theirs = __shfl_xor_sync(0xffffffffu, mine, 4);
+                    // __byte_perm picks bytes of {theirs, mine}: 0-3 mine, 4-7 theirs.
+                    const unsigned pair = __byte_perm(mine, theirs, odd ? 0x3276 : 0x5410);
+                    const int row = 8 * jj + 2 * q + odd, col = warp * 16 + 8 * h + (g & ~1);
+                    *reinterpret_cast<unsigned*>(box + box_offset(row, col)) = pair;
+                }
+            }
+        }
+        fence_async_shared();
+        warpgroup_sync(wg);
+        if (lead) {
+#pragma unroll
+            for (int b = 0; b < STORE_BOXES; ++b)
+                tma_store(map_c, boxes + b * C_BOX_BYTES, n0, m0 + (round * STORE_BOXES + b) * 64);
+            bulk_commit();
+        }
+    }
+#endif
+}
+#endif
 
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 // SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
 template <int TA, int TB, bool SWAP>
-__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
+__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
                                         int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
     unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
-    const bool staged = STORE_BOXES > 0 && !DIRECT_STORES && N % 4 == 0;
+    const bool staged = STORE_BOXES > 0 && !DIRECT_STORES && (N * C_BYTES) % 16 == 0;
     float d[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) d[i] = 0.0f;
@@ -559,7 +673,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 }
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
-wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C, int M, int N, int K,
+wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ C, int M, int N, int K,
       int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
       const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
 {

@@ -42,9 +42,19 @@ impl DType {
         }
     }
 
-    /// Bytes of one output element (f32 for every floating type, u32 for u32).
-    pub fn output_bytes(self) -> usize {
-        4
+    /// The type products accumulate in, and C's type by default: u32 for u32, f32 for every
+    /// floating type.
+    pub fn accumulator(self) -> DType {
+        if self.is_integer() {
+            DType::U32
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Whether values of this type are stored in 16 bits (bf16, f16).
+    pub fn is_16_bit(self) -> bool {
+        self.input_bytes() == 2
     }
 
     pub fn is_integer(self) -> bool {
@@ -69,6 +79,40 @@ impl DType {
             DType::Tf32 => 2f64.powi(-11),
             DType::F16 => 2f64.powi(-11),
             DType::Bf16 => 2f64.powi(-8),
+        }
+    }
+}
+
+/// The element types one kernel build serves: its inputs' and C's. C is the inputs' accumulator
+/// type unless the problem asks for C in the input dtype (`Problem::c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Types {
+    pub input: DType,
+    pub c: DType,
+}
+
+impl Types {
+    /// Whether C is narrower than the accumulator (bf16 or f16 C).
+    pub fn narrow_c(self) -> bool {
+        self.c != self.input.accumulator()
+    }
+}
+
+impl From<DType> for Types {
+    fn from(input: DType) -> Types {
+        Types {
+            input,
+            c: input.accumulator(),
+        }
+    }
+}
+
+impl fmt::Display for Types {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.narrow_c() {
+            write!(f, "{} (C {})", self.input, self.c)
+        } else {
+            write!(f, "{}", self.input)
         }
     }
 }

@@ -18,10 +18,10 @@ pub mod verify;
 use std::str::FromStr;
 
 pub use backend::{Backend, Inputs, RunOptions};
-pub use dtype::{DType, Element};
+pub use dtype::{DType, Element, Types};
 pub use error::{Error, Result, Unsupported};
 pub use matrix::{AnyMatrix, Init, Matrix};
-pub use problem::{Op, Problem, Shape};
+pub use problem::{COut, Op, Problem, Shape};
 pub use registry::{find, BackendKind, KernelSpec, Tiling, KERNELS};
 
 /// Which backend the user asked for.

@@ -5,6 +5,7 @@ use half::{bf16, f16};
 
 use crate::dtype::{DType, Element};
 use crate::error::Error;
+use crate::problem::Problem;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix<T> {
@@ -59,6 +60,15 @@ impl<T: Element> Matrix<T> {
 
     pub fn get(&self, i: usize, j: usize) -> T {
         self.data[i * self.cols + j]
+    }
+
+    /// The same shape with `f` applied to every element.
+    pub fn map<U>(&self, f: impl Fn(T) -> U) -> Matrix<U> {
+        Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: self.data.iter().map(|&v| f(v)).collect(),
+        }
     }
 }
 
@@ -205,6 +215,16 @@ impl AnyMatrix {
             AnyMatrix::F32(Matrix::zeros(rows, cols)?)
         })
     }
+
+    /// This accumulator-typed C as `problem`'s C type: f32 rounded to nearest even into bf16 or
+    /// f16 when the problem asks for C in a 16-bit input dtype, else unchanged.
+    pub fn into_c_dtype(self, problem: &Problem) -> AnyMatrix {
+        match (self, problem.c_dtype()) {
+            (AnyMatrix::F32(m), DType::Bf16) => AnyMatrix::Bf16(m.map(bf16::from_f32)),
+            (AnyMatrix::F32(m), DType::F16) => AnyMatrix::F16(m.map(f16::from_f32)),
+            (c, _) => c,
+        }
+    }
 }
 
 fn element_dtype<T: Element>(_: &Matrix<T>) -> DType {
@@ -214,6 +234,8 @@ fn element_dtype<T: Element>(_: &Matrix<T>) -> DType {
 /// Poison patterns written into outputs before a kernel runs, so an unwritten element cannot pass.
 pub const POISON_F32: f32 = f32::NAN;
 pub const POISON_U32: u32 = 0xDEAD_BEEF;
+pub const POISON_BF16: bf16 = bf16::NAN;
+pub const POISON_F16: f16 = f16::NAN;
 
 #[cfg(test)]
 mod tests {

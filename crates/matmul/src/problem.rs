@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Types};
 use crate::error::Error;
 
 /// Whether an operand is used as stored (`N`) or transposed (`T`).
@@ -26,8 +26,34 @@ impl Op {
     }
 }
 
+/// What C is stored as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum COut {
+    /// The accumulator type: f32 for every floating input, u32 for u32.
+    #[default]
+    Accumulator,
+    /// The input dtype where it is narrower (bf16 → bf16, f16 → f16), rounded to nearest even
+    /// from the f32 sums; the same as `Accumulator` for f32, tf32 and u32.
+    Input,
+}
+
+impl FromStr for COut {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<COut, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "accumulator" | "acc" | "f32" => Ok(COut::Accumulator),
+            "input" => Ok(COut::Input),
+            _ => Err(Error::Invalid(format!(
+                "unknown C type `{s}` (expected `f32` (the accumulator: u32 for u32) or `input` (bf16 C for bf16, f16 C for f16))"
+            ))),
+        }
+    }
+}
+
 /// One matrix product. `A` is stored m×k when `op_a` is `N` and k×m when it is `T`; `B` is stored
-/// k×n for `N` and n×k for `T`; `C` is always m×n. All three are dense and row-major.
+/// k×n for `N` and n×k for `T`; `C` is always m×n, of type [`Problem::c_dtype`]. All three are
+/// dense and row-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Problem {
     pub m: usize,
@@ -36,6 +62,9 @@ pub struct Problem {
     pub op_a: Op,
     pub op_b: Op,
     pub dtype: DType,
+    /// C's type (absent in JSON written before it existed: the accumulator).
+    #[serde(default)]
+    pub c: COut,
 }
 
 /// Row and column strides (in elements) of a logical matrix view over row-major storage.
@@ -54,6 +83,7 @@ impl Problem {
             op_a: Op::N,
             op_b: Op::N,
             dtype,
+            c: COut::Accumulator,
         }
     }
 
@@ -65,6 +95,28 @@ impl Problem {
         self.op_a = op_a;
         self.op_b = op_b;
         self
+    }
+
+    pub fn with_c(mut self, c: COut) -> Problem {
+        self.c = c;
+        self
+    }
+
+    /// C's element type: bf16 or f16 when C is asked in a 16-bit input dtype, else the
+    /// accumulator (f32, or u32 for u32).
+    pub fn c_dtype(&self) -> DType {
+        match self.c {
+            COut::Input if self.dtype.is_16_bit() => self.dtype,
+            _ => self.dtype.accumulator(),
+        }
+    }
+
+    /// The element types a kernel for this problem is built for.
+    pub fn types(&self) -> Types {
+        Types {
+            input: self.dtype,
+            c: self.c_dtype(),
+        }
     }
 
     /// (rows, cols) of A as stored.
@@ -119,7 +171,7 @@ impl Problem {
     /// The fewest bytes any kernel must move: read A and B once, write C once.
     pub fn min_bytes(&self) -> f64 {
         let inputs = (self.m * self.k + self.k * self.n) as f64 * self.dtype.input_bytes() as f64;
-        inputs + (self.m * self.n) as f64 * self.dtype.output_bytes() as f64
+        inputs + (self.m * self.n) as f64 * self.c_dtype().input_bytes() as f64
     }
 
     /// Host bytes needed to hold A, B and C (checked, so absurd sizes become an error, not an abort).
@@ -129,7 +181,7 @@ impl Problem {
         let (br, bc) = self.b_stored();
         let a = elems(ar, ac).and_then(|e| e.checked_mul(self.dtype.input_bytes()));
         let b = elems(br, bc).and_then(|e| e.checked_mul(self.dtype.input_bytes()));
-        let c = elems(self.m, self.n).and_then(|e| e.checked_mul(self.dtype.output_bytes()));
+        let c = elems(self.m, self.n).and_then(|e| e.checked_mul(self.c_dtype().input_bytes()));
         a.zip(b)
             .and_then(|(a, b)| a.checked_add(b))
             .zip(c)
@@ -140,11 +192,15 @@ impl Problem {
             })
     }
 
-    /// "m×n×k" followed by the ops when they are not N·N.
+    /// "m×n×k" followed by the ops when they are not N·N, and C's type when it is not the
+    /// accumulator.
     pub fn shape_label(&self) -> String {
         let mut s = format!("{}x{}x{}", self.m, self.n, self.k);
         if self.op_a == Op::T || self.op_b == Op::T {
             s.push_str(&format!(" ({:?}{:?})", self.op_a, self.op_b));
+        }
+        if self.types().narrow_c() {
+            s.push_str(&format!(" C={}", self.c_dtype()));
         }
         s
     }
@@ -193,6 +249,28 @@ mod tests {
         assert_eq!(p.b_stored(), (3, 4));
         assert_eq!(p.a_strides(), Strides { row: 1, col: 2 });
         assert_eq!(p.b_strides(), Strides { row: 1, col: 4 });
+    }
+
+    #[test]
+    fn c_in_the_input_dtype() {
+        let p = Problem::new(2, 3, 4, DType::Bf16).with_c(COut::Input);
+        assert_eq!(p.c_dtype(), DType::Bf16);
+        assert_eq!(p.min_bytes(), ((8 + 12) * 2 + 6 * 2) as f64);
+        assert_eq!(p.shape_label(), "2x3x4 C=bf16");
+        assert!(p.types().narrow_c());
+        // f32, tf32 and u32 have no narrower C: the request changes nothing.
+        for d in [DType::F32, DType::Tf32, DType::U32] {
+            let p = Problem::new(2, 3, 4, d).with_c(COut::Input);
+            assert_eq!(p.c_dtype(), d.accumulator());
+            assert_eq!(p.shape_label(), "2x3x4");
+        }
+        assert_eq!("input".parse::<COut>().unwrap(), COut::Input);
+        assert_eq!("F32".parse::<COut>().unwrap(), COut::Accumulator);
+        assert!("bf17"
+            .parse::<COut>()
+            .unwrap_err()
+            .to_string()
+            .contains("bf17"));
     }
 
     #[test]

@@ -112,10 +112,15 @@ pub struct TcTile {
 }
 
 impl TcTile {
-    /// A staged box of C (the TMA-store epilogue): 64 rows (one consumer warpgroup's) × 32 f32
-    /// (one 128-byte swizzle row); 15_wgmma.cu's C_BOX_COLS and C_BOX_BYTES.
+    /// A staged box of C (the TMA-store epilogue): 64 rows (one consumer warpgroup's) × one
+    /// 128-byte swizzle row (32 f32 or 64 bf16/f16); 15_wgmma.cu's C_BOX_COLS and C_BOX_BYTES.
     pub const C_BOX_ROWS: u32 = 64;
-    pub const C_BOX_COLS: u32 = 32;
+    pub const C_BOX_ROW_BYTES: u32 = 128;
+
+    /// Columns of a staged C box for C elements of `c_bytes` bytes.
+    pub const fn c_box_cols(c_bytes: usize) -> u32 {
+        Self::C_BOX_ROW_BYTES / c_bytes as u32
+    }
 
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32, threads: u32) -> TcTile {
         TcTile {
@@ -148,7 +153,7 @@ impl TcTile {
             * (self.bm + self.bn) as usize
             * self.bk as usize
             * dtype.input_bytes();
-        let c_boxes = (self.store_boxes * self.bm * Self::C_BOX_COLS * 4) as usize;
+        let c_boxes = (self.store_boxes * self.bm * Self::C_BOX_ROW_BYTES) as usize;
         slices + c_boxes + if persistent { 1024 } else { 0 }
     }
 
@@ -464,6 +469,9 @@ pub struct CudaSource {
     pub geometry: Geometry,
     /// C must be zeroed before the launch (the kernel accumulates into it).
     pub zero_output: bool,
+    /// The kernel can write C in a 16-bit input dtype (compiled with `C_NARROW=1`, C's element
+    /// type then `ELEM`); otherwise it writes the accumulator type only.
+    pub narrow_c: bool,
 }
 
 /// How a registry entry computes.
@@ -661,7 +669,7 @@ impl KernelSpec {
         let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
         let (elem, out) = (
             problem.dtype.input_bytes() as f64,
-            problem.dtype.output_bytes() as f64,
+            problem.c_dtype().input_bytes() as f64,
         );
         let outputs = m * n;
         let loads_per_output = match self.traffic {
@@ -691,6 +699,15 @@ impl KernelSpec {
         self.dtypes.contains(&dtype)
     }
 
+    /// Whether this kernel can write C in a 16-bit input dtype: the CPU kernels and cuBLAS
+    /// always, a CUDA source when its registry entry says so.
+    pub fn writes_narrow_c(&self) -> bool {
+        match &self.implementation {
+            Implementation::Cuda(src) => src.narrow_c,
+            _ => true,
+        }
+    }
+
     /// Whether this kernel can run `problem` (CUTLASS's `can_implement`); an error names the rule.
     /// `opts` may override the geometry's tile/TPB (the puzzles use 3) or tiling (`matmul tune`).
     pub fn can_run(
@@ -714,6 +731,14 @@ impl KernelSpec {
         }
         if problem.m == 0 || problem.n == 0 || problem.k == 0 {
             return Err(fail("m, n and k must all be at least 1".into()));
+        }
+        if problem.types().narrow_c() && !self.writes_narrow_c() {
+            return Err(fail(format!(
+                "writes C in {} only; C in {} runs on: {}",
+                problem.dtype.accumulator(),
+                problem.c_dtype(),
+                narrow_c_kernels(problem.dtype).join(", ")
+            )));
         }
         if self.backend == BackendKind::Cuda {
             let (ar, ac) = problem.a_stored();
@@ -795,6 +820,15 @@ impl KernelSpec {
     }
 }
 
+/// The kernels that can write C in `dtype` itself (bf16 C from bf16 inputs, ...).
+pub fn narrow_c_kernels(dtype: DType) -> Vec<&'static str> {
+    KERNELS
+        .iter()
+        .filter(|k| k.supports(dtype) && k.writes_narrow_c())
+        .map(|k| k.name)
+        .collect()
+}
+
 /// The `CudaSource` of a kernel file with no shared header, entry point named after the kernel.
 macro_rules! cu_source {
     ($file:literal, $geometry:expr) => {
@@ -806,6 +840,7 @@ macro_rules! cu_source {
             defines: &[],
             geometry: $geometry,
             zero_output: false,
+            narrow_c: false,
         }
     };
 }
@@ -836,6 +871,7 @@ macro_rules! wgmma_kernel {
             traffic: Traffic::BlockTiled,
             implementation: Implementation::Cuda(CudaSource {
                 entry: Some("wgmma"),
+                narrow_c: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             }),
         }
@@ -857,6 +893,7 @@ macro_rules! simt {
             defines: $defines,
             geometry: Geometry::BlockTile { tiling: $tiling },
             zero_output: false,
+            narrow_c: false,
         })
     };
 }
@@ -1169,6 +1206,32 @@ pub fn judge_flag(flag: &str) -> &'static KernelSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// C in a 16-bit input dtype runs only where a kernel writes it; elsewhere the refusal names
+    /// the kernels that do.
+    #[test]
+    fn narrow_c_is_refused_by_kernels_that_write_f32_only() {
+        use crate::problem::COut;
+        let p = Problem::new(256, 256, 256, DType::Bf16).with_c(COut::Input);
+        let opts = RunOptions::default();
+        for name in ["wgmma", "wgmma-n128", "wgmma-cluster", "cublas", "cpu"] {
+            find(name).unwrap().can_run(&p, None, &opts).unwrap();
+        }
+        let err = find("mma-sync")
+            .unwrap()
+            .can_run(&p, None, &opts)
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("writes C in f32 only"), "{text}");
+        assert!(text.contains("wgmma, wgmma-n128"), "{text}");
+        // f32 problems have no narrower C: `Input` changes nothing there.
+        let f = Problem::new(64, 64, 64, DType::F32).with_c(COut::Input);
+        find("tiled").unwrap().can_run(&f, None, &opts).unwrap();
+        assert_eq!(
+            narrow_c_kernels(DType::F32),
+            ["cpu-reference", "cpu", "cublas"]
+        );
+    }
 
     #[test]
     fn names_are_unique_and_aliases_resolve() {

@@ -23,7 +23,8 @@ pub struct Verdict {
 
 /// The two parts of the float tolerance, both relative: rounding the inputs to the kernel's
 /// input type (2u: each product a·b gains at most two roundings), and accumulating in f32 (a few
-/// ε growing like √k for random-sign data).
+/// ε growing like √k for random-sign data) plus, for C in bf16/f16, rounding each element to C's
+/// type (2u of C's type: the kernel's f32 sum and the reference's may round to neighbours).
 fn tolerance_parts(problem: &Problem) -> (f64, f64) {
     if problem.dtype == DType::U32 {
         return (0.0, 0.0);
@@ -34,7 +35,12 @@ fn tolerance_parts(problem: &Problem) -> (f64, f64) {
         _ => 2.0 * u,
     };
     let accumulation = 4.0 * (f32::EPSILON as f64) * (problem.k as f64).sqrt().max(1.0);
-    (input_rounding, accumulation)
+    let output_rounding = if problem.types().narrow_c() {
+        2.0 * problem.c_dtype().unit_roundoff()
+    } else {
+        0.0
+    };
+    (input_rounding, accumulation + output_rounding)
 }
 
 /// Relative Frobenius tolerance for a float product of depth k: a few unit roundoffs of the

@@ -9,7 +9,7 @@
 
 use matmul::cuda::compile::{self, DiskCache};
 use matmul::registry::{Geometry, KERNELS};
-use matmul::{tune, DType, Error, KernelSpec, RunOptions, Tiling};
+use matmul::{tune, DType, Error, KernelSpec, RunOptions, Tiling, Types};
 
 const ARCHS: [&str; 2] = ["sm_90a", "sm_80"];
 
@@ -73,6 +73,22 @@ fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
     }
 }
 
+/// The builds of `kernel` for `dtype`: C in the accumulator type, and C in `dtype` itself where
+/// the kernel writes 16-bit C.
+fn c_types(kernel: &KernelSpec, dtype: DType) -> Vec<(DType, Types)> {
+    let mut out = vec![(dtype, Types::from(dtype))];
+    if dtype.is_16_bit() && kernel.writes_narrow_c() {
+        out.push((
+            dtype,
+            Types {
+                input: dtype,
+                c: dtype,
+            },
+        ));
+    }
+    out
+}
+
 #[test]
 fn every_kernel_compiles_without_spills() {
     if !nvrtc_or_skip() {
@@ -88,16 +104,16 @@ fn every_kernel_compiles_without_spills() {
     let mut failures = Vec::new();
     let mut count = 0;
     for kernel in cuda_kernels() {
-        for &dtype in kernel.dtypes {
+        for (dtype, types) in kernel.dtypes.iter().flat_map(|&d| c_types(kernel, d)) {
             for opts in variants(kernel, dtype) {
                 for arch in ARCHS {
                     if !kernel.compiles_for(arch) {
                         continue; // wgmma, setmaxnreg and TMA exist on sm_90a alone
                     }
                     count += 1;
-                    let label = format!("{} {dtype} {} {arch}", kernel.name, opts.label());
+                    let label = format!("{} {types} {} {arch}", kernel.name, opts.label());
                     let compiled =
-                        match compile::compile_with_cache(kernel, dtype, &opts, arch, &cache) {
+                        match compile::compile_with_cache(kernel, types, &opts, arch, &cache) {
                             Ok(c) => c,
                             Err(e) => {
                                 failures.push(format!("{label}: {e}"));
@@ -115,7 +131,11 @@ fn every_kernel_compiles_without_spills() {
                     println!(
                         "{:<14} {:<5} {:<28} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
                         kernel.name,
-                        dtype.name(),
+                        if types.narrow_c() {
+                            format!("{}>{}", dtype, types.c)
+                        } else {
+                            dtype.to_string()
+                        },
                         kernel
                             .tile(&opts)
                             .map(|t| t.to_string())

@@ -7,7 +7,7 @@
 
 use matmul::cpu::{fast, reference, CpuBackend};
 use matmul::verify::compare;
-use matmul::{AnyMatrix, Backend, DType, Init, Op, Problem, RunOptions};
+use matmul::{AnyMatrix, Backend, COut, DType, Init, Op, Problem, RunOptions};
 
 const OPS: [(Op, Op); 4] = [
     (Op::N, Op::N),
@@ -145,6 +145,42 @@ fn backend_runs_the_fast_kernel() {
             if dtype == DType::U32 {
                 assert!(got == want, "{problem}: u32 result is not bit-exact");
             }
+        }
+    }
+}
+
+/// C in the input dtype: bf16/f16 C from both CPU kernels, within the tolerance (which then
+/// includes C's rounding), and a corrupted element of it still fails.
+#[test]
+fn c_in_the_input_dtype() {
+    let backend = CpuBackend;
+    for dtype in [DType::Bf16, DType::F16] {
+        for &(op_a, op_b) in &OPS {
+            let problem = Problem::new(33, 17, 130, dtype)
+                .with_ops(op_a, op_b)
+                .with_c(COut::Input);
+            let (a, b) = inputs(&problem, 5);
+            let want = reference::matmul(&problem, &a, &b).unwrap();
+            assert_eq!(want.dtype(), dtype, "{problem}");
+            for name in ["cpu", "cpu-reference"] {
+                let kernel = matmul::find(name).unwrap();
+                let got = backend
+                    .run(kernel, &problem, &a, &b, RunOptions::default())
+                    .unwrap();
+                assert_eq!(got.dtype(), dtype, "{name} {problem}");
+                let verdict = compare(&problem, &got, &want);
+                assert!(verdict.passed, "{name} {problem}: {verdict:?}");
+            }
+            // The f32 result rounded by hand is what the reference returns.
+            let wide = reference::matmul(&problem.with_c(COut::Accumulator), &a, &b).unwrap();
+            assert_eq!(wide.into_c_dtype(&problem), want, "{problem}");
+            let mut bad = want.clone();
+            match &mut bad {
+                AnyMatrix::Bf16(c) => c.data[40] = half::bf16::from_f32(c.data[40].to_f32() + 16.0),
+                AnyMatrix::F16(c) => c.data[40] = half::f16::from_f32(c.data[40].to_f32() + 16.0),
+                other => panic!("unexpected output type {}", other.dtype()),
+            }
+            assert!(!compare(&problem, &bad, &want).passed, "{problem}");
         }
     }
 }

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use matmul::cpu::reference;
 use matmul::cuda::{self, CudaBackend};
-use matmul::matrix::{POISON_F32, POISON_U32};
+use matmul::matrix::{POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use matmul::registry::{Constraint, Geometry, KERNELS};
 use matmul::verify::{compare, compare_inputs};
 use matmul::{
-    open_backend, AnyMatrix, Backend, BackendChoice, BackendKind, DType, Init, Inputs, KernelSpec,
-    Op, Problem, RunOptions,
+    open_backend, AnyMatrix, Backend, BackendChoice, BackendKind, COut, DType, Init, Inputs,
+    KernelSpec, Op, Problem, RunOptions,
 };
 
 const OPS: [(Op, Op); 4] = [
@@ -242,11 +242,21 @@ fn sweep(name: &str) {
     assert_eq!(kernel.backend, BackendKind::Cuda);
     let opts = RunOptions::default();
     let mut failures = Vec::new();
-    for &dtype in kernel.dtypes {
+    // Each dtype with C in the accumulator type, and 16-bit dtypes also with C in the input
+    // dtype where the kernel writes it.
+    let runs = kernel.dtypes.iter().flat_map(|&d| {
+        let narrow = d.is_16_bit() && kernel.writes_narrow_c();
+        [(d, COut::Accumulator)]
+            .into_iter()
+            .chain(narrow.then_some((d, COut::Input)))
+    });
+    for (dtype, c_out) in runs {
         let (mut passed, mut refused) = (0, 0);
         for (m, n, k) in shapes_for(kernel) {
             for &(op_a, op_b) in ops_for(m, n, k) {
-                let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                let problem = Problem::new(m, n, k, dtype)
+                    .with_ops(op_a, op_b)
+                    .with_c(c_out);
                 let expected = expected_refusal(kernel, &problem, &backend, &opts);
                 match (backend.check(kernel, &problem, opts), expected) {
                     (Ok(()), None) => match verify(&backend, kernel, &problem, opts) {
@@ -263,7 +273,11 @@ fn sweep(name: &str) {
                 }
             }
         }
-        println!("RESULT {name:<14} {dtype:<5} {passed:>4} passed {refused:>3} refused (expected)");
+        let types = Problem::new(1, 1, 1, dtype)
+            .with_c(c_out)
+            .types()
+            .to_string();
+        println!("RESULT {name:<14} {types:<5} {passed:>4} passed {refused:>3} refused (expected)");
     }
     assert!(
         failures.is_empty(),
@@ -481,16 +495,27 @@ fn puzzle_configurations() {
 #[test]
 fn output_is_poisoned_before_the_launch() {
     let Some(backend) = gpu() else { return };
-    for dtype in [DType::F32, DType::U32] {
-        let problem = Problem::new(17, 33, 65, dtype);
+    for (dtype, c_out) in [
+        (DType::F32, COut::Accumulator),
+        (DType::U32, COut::Accumulator),
+        (DType::Bf16, COut::Input),
+        (DType::F16, COut::Input),
+    ] {
+        let problem = Problem::new(17, 33, 65, dtype).with_c(c_out);
         let poisoned = backend.poisoned_output(&problem).unwrap();
         match &poisoned {
             AnyMatrix::F32(c) => {
                 assert!(c.data.iter().all(|v| v.to_bits() == POISON_F32.to_bits()))
             }
             AnyMatrix::U32(c) => assert!(c.data.iter().all(|&v| v == POISON_U32)),
-            other => panic!("unexpected output type {}", other.dtype()),
+            AnyMatrix::Bf16(c) => {
+                assert!(c.data.iter().all(|v| v.to_bits() == POISON_BF16.to_bits()))
+            }
+            AnyMatrix::F16(c) => {
+                assert!(c.data.iter().all(|v| v.to_bits() == POISON_F16.to_bits()))
+            }
         }
+        assert_eq!(poisoned.dtype(), problem.c_dtype());
         let verdict = compare(&problem, &poisoned, &case(&problem).want);
         assert!(
             !verdict.passed,

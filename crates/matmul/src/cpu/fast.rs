@@ -24,7 +24,8 @@ use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::Problem;
 
 /// Computes `problem` on `a` and `b` (stored as `problem.a_stored()` / `b_stored()` say).
-/// Floating inputs give an f32 result; u32 inputs a u32 result with wrapping arithmetic.
+/// Floating inputs give an f32 result (rounded to bf16/f16 when the problem asks for C in the
+/// input dtype); u32 inputs a u32 result with wrapping arithmetic.
 /// A wrong shape or storage type is an error, never a panic.
 pub fn matmul(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<AnyMatrix> {
     check_inputs(problem, a, b)?;
@@ -54,7 +55,8 @@ pub fn matmul(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<AnyMatr
                 b.dtype()
             )))
         }
-    })
+    }
+    .into_c_dtype(problem))
 }
 
 /// `Matrix`'s fields are public, so a caller can build one whose `data` disagrees with its shape.

@@ -8,6 +8,8 @@ use crate::error::Result;
 use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::Problem;
 
+/// C of `problem` in its C type: f64 sums rounded once to f32, or to bf16/f16 through f32 when
+/// the problem asks for C in the input dtype (the rounding a kernel with f32 accumulators does).
 pub fn matmul(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<AnyMatrix> {
     crate::backend::check_inputs(problem, a, b)?;
     Ok(match (a, b) {
@@ -16,7 +18,8 @@ pub fn matmul(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<AnyMatr
         (AnyMatrix::F16(a), AnyMatrix::F16(b)) => AnyMatrix::F32(float(problem, a, b)?),
         (AnyMatrix::Bf16(a), AnyMatrix::Bf16(b)) => AnyMatrix::F32(float(problem, a, b)?),
         _ => unreachable!("check_inputs guarantees matching storage"),
-    })
+    }
+    .into_c_dtype(problem))
 }
 
 /// The float reference in f64, returned at full precision (for error measurement).

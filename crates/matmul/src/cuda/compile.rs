@@ -28,7 +28,7 @@ use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 
 use super::libs::{self, Context};
 use crate::backend::RunOptions;
-use crate::dtype::DType;
+use crate::dtype::{DType, Types};
 use crate::error::{Error, Result, Unsupported};
 use crate::registry::KernelSpec;
 
@@ -146,13 +146,16 @@ pub fn elem_type(dtype: DType) -> &'static str {
     }
 }
 
-/// The `-D` parameters of `kernel` for `dtype`: `ELEM`, `TILE` where the geometry has one, and
-/// the tiling (`BM`, `BN`, ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two.
+/// The `-D` parameters of `kernel` for `types` (a `DType` for C in the accumulator type): `ELEM`,
+/// `C_NARROW` when C is bf16/f16, `TILE` where the geometry has one, and the tiling (`BM`, `BN`,
+/// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two.
 pub fn kernel_defines(
     kernel: &KernelSpec,
-    dtype: DType,
+    types: impl Into<Types>,
     opts: &RunOptions,
 ) -> Result<Vec<(String, String)>> {
+    let types = types.into();
+    let dtype = types.input;
     if kernel.cuda_source().is_none() {
         return Err(Error::Invalid(format!(
             "kernel `{}` has no CUDA source to compile",
@@ -170,6 +173,13 @@ pub fn kernel_defines(
     if !kernel.supports(dtype) {
         return Err(unsupported(format!("dtype {dtype} is not supported")));
     }
+    if types.narrow_c() && (!kernel.writes_narrow_c() || types.c != dtype) {
+        return Err(unsupported(format!(
+            "writes C in {} only, not {}",
+            dtype.accumulator(),
+            types.c
+        )));
+    }
     // ELEM is the storage type; IN_<DTYPE> = 1 tells a kernel that serves several dtypes which.
     let mut defines = vec![
         ("ELEM".to_string(), elem_type(dtype).to_string()),
@@ -178,6 +188,9 @@ pub fn kernel_defines(
             "1".to_string(),
         ),
     ];
+    if types.narrow_c() {
+        defines.push(("C_NARROW".to_string(), "1".to_string()));
+    }
     if let Some(src) = kernel.cuda_source() {
         defines.extend(
             src.defines
@@ -239,26 +252,27 @@ fn parse_defines(text: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Compiles registry kernel `kernel` for `dtype` (with the tile or tiling of `opts`) to a CUBIN
-/// for `arch` (e.g. "sm_90a"), through the default disk cache. Needs libnvrtc only.
+/// Compiles registry kernel `kernel` for `types` (a `DType`, or a [`Types`] with C in a 16-bit
+/// input dtype), with the tile or tiling of `opts`, to a CUBIN for `arch` (e.g. "sm_90a"),
+/// through the default disk cache. Needs libnvrtc only.
 pub fn compile(
     kernel: &KernelSpec,
-    dtype: DType,
+    types: impl Into<Types>,
     opts: &RunOptions,
     arch: &str,
 ) -> Result<Compiled> {
-    compile_with_cache(kernel, dtype, opts, arch, &DiskCache::from_env())
+    compile_with_cache(kernel, types, opts, arch, &DiskCache::from_env())
 }
 
 /// [`compile`] with an explicit disk cache.
 pub fn compile_with_cache(
     kernel: &KernelSpec,
-    dtype: DType,
+    types: impl Into<Types>,
     opts: &RunOptions,
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
-    let mut defines = kernel_defines(kernel, dtype, opts)?;
+    let mut defines = kernel_defines(kernel, types, opts)?;
     defines.extend(experiment_defines()?);
     let src = kernel.cuda_source().expect("checked by kernel_defines");
     let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;

@@ -11,7 +11,8 @@
 //!
 //! The leading dimension is always the stored row length. Compute types: f32 →
 //! `CUBLAS_COMPUTE_32F` (true FP32: cuBLAS's default math mode forbids TF32 down-conversion);
-//! tf32 → `CUBLAS_COMPUTE_32F_FAST_TF32`; bf16 / f16 → 16-bit A and B, f32 C, `CUBLAS_COMPUTE_32F`.
+//! tf32 → `CUBLAS_COMPUTE_32F_FAST_TF32`; bf16 / f16 → 16-bit A and B, `CUBLAS_COMPUTE_32F`, and C
+//! in f32 or, when the problem asks for C in the input dtype, in bf16 / f16.
 //! beta = 0, so cuBLAS never reads the poisoned C.
 
 use std::ffi::c_void;
@@ -27,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::problem::{Op as MOp, Problem};
 
 /// Enqueues C = op(A)·op(B) on `blas`'s stream; `a`, `b`, `c` are device pointers holding A and B
-/// stored as `problem` says and room for m×n f32 outputs.
+/// stored as `problem` says and room for m×n outputs of `problem.c_dtype()`.
 pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -> Result<()> {
     let (input, compute) = match problem.dtype {
         DType::F32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
@@ -39,6 +40,11 @@ pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -
                 "cuBLAS has no wrapping u32 GEMM; use a SIMT kernel".into(),
             ))
         }
+    };
+    let output = match problem.c_dtype() {
+        DType::Bf16 => Data::CUDA_R_16BF,
+        DType::F16 => Data::CUDA_R_16F,
+        _ => Data::CUDA_R_32F,
     };
     let int = |v: usize| {
         i32::try_from(v)
@@ -73,7 +79,7 @@ pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -
             ld_a,
             &beta as *const f32 as *const c_void,
             c as *mut c_void,
-            Data::CUDA_R_32F,
+            output,
             n,
             compute,
             blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,

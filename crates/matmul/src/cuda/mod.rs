@@ -34,9 +34,9 @@ pub use compile::{
 pub use device::{list_devices, DeviceInfo};
 
 use crate::backend::{check_inputs, Backend, Inputs, RunOptions};
-use crate::dtype::DType;
+use crate::dtype::{DType, Types};
 use crate::error::{Error, Result, Unsupported};
-use crate::matrix::{AnyMatrix, Matrix, POISON_F32, POISON_U32};
+use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use crate::problem::Problem;
 use crate::registry::{
     BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec, TcTile,
@@ -166,10 +166,10 @@ impl CudaBackend {
     pub fn compile_info(
         &self,
         kernel: &KernelSpec,
-        dtype: DType,
+        types: impl Into<Types>,
         opts: &RunOptions,
     ) -> Result<CompileInfo> {
-        let loaded = self.load_kernel(kernel, dtype, opts)?;
+        let loaded = self.load_kernel(kernel, types.into(), opts)?;
         loaded.info.clone().ok_or_else(|| Error::Cuda {
             context: format!("compiling {}", kernel.name),
             message: "ptxas reported nothing for the entry point".into(),
@@ -180,20 +180,20 @@ impl CudaBackend {
     /// every element is the poison pattern (NaN / 0xDEADBEEF). Lets tests check the poisoning.
     pub fn poisoned_output(&self, problem: &Problem) -> Result<AnyMatrix> {
         let mut c = self.alloc_output(problem)?;
-        self.fill_output(&mut c, problem.dtype, false)?;
+        self.fill_output(&mut c, false)?;
         self.download(&c, problem)
     }
 
     fn load_kernel(
         &self,
         kernel: &KernelSpec,
-        dtype: DType,
+        types: Types,
         opts: &RunOptions,
     ) -> Result<Arc<Loaded>> {
         let src = kernel.cuda_source().ok_or_else(|| {
             Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name))
         })?;
-        let defines = compile::kernel_defines(kernel, dtype, opts)?;
+        let defines = compile::kernel_defines(kernel, types, opts)?;
         self.load(src.file, &src.full_text(), &defines, &kernel.entry_point())
     }
 
@@ -378,7 +378,7 @@ impl CudaBackend {
         match &kernel.implementation {
             Implementation::Cuda(src) => {
                 let mut config = self.launch_config(kernel, src, problem, opts)?;
-                let loaded = self.load_kernel(kernel, problem.dtype, opts)?;
+                let loaded = self.load_kernel(kernel, problem.types(), opts)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
                 let tma = match src.geometry {
                     Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => Some(tile),
@@ -503,53 +503,88 @@ impl CudaBackend {
         })
     }
 
-    /// An uninitialized m×n output: u32 for u32, f32 for every floating type.
+    /// An uninitialized m×n output of C's type (u32, f32, or bf16/f16 when the problem asks for
+    /// C in the input dtype).
     fn alloc_output(&self, problem: &Problem) -> Result<DeviceBuf> {
         let len = problem.m * problem.n;
         let what = || format!("allocating C for {problem}");
         // SAFETY: the buffer is filled (poison or zeros) before anything reads it.
-        Ok(if problem.dtype.is_integer() {
-            DeviceBuf::U32(unsafe { self.stream.alloc::<u32>(len) }.ctx(what)?)
-        } else {
-            DeviceBuf::F32(unsafe { self.stream.alloc::<f32>(len) }.ctx(what)?)
+        Ok(unsafe {
+            match problem.c_dtype() {
+                DType::U32 => DeviceBuf::U32(self.stream.alloc::<u32>(len).ctx(what)?),
+                DType::Bf16 => DeviceBuf::Bf16(self.stream.alloc::<bf16>(len).ctx(what)?),
+                DType::F16 => DeviceBuf::F16(self.stream.alloc::<f16>(len).ctx(what)?),
+                DType::F32 | DType::Tf32 => {
+                    DeviceBuf::F32(self.stream.alloc::<f32>(len).ctx(what)?)
+                }
+            }
         })
     }
 
-    /// Fills C with zeros (for kernels that accumulate into it) or the poison pattern.
-    fn fill_output(&self, c: &mut DeviceBuf, dtype: DType, zero: bool) -> Result<()> {
-        let (ptr, len) = match c {
-            DeviceBuf::F32(s) => (s.device_ptr(&self.stream).0, s.len()),
-            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len()),
-            _ => unreachable!("outputs are f32 or u32"),
+    /// Fills C with zeros (for kernels that accumulate into it) or the poison pattern of its
+    /// type (NaN, or 0xDEADBEEF for u32).
+    fn fill_output(&self, c: &mut DeviceBuf, zero: bool) -> Result<()> {
+        let stream = self.stream.cu_stream();
+        let (ptr, wide, narrow) = match c {
+            DeviceBuf::F32(s) => (s.device_ptr(&self.stream).0, s.len(), None),
+            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len(), None),
+            DeviceBuf::Bf16(s) => (
+                s.device_ptr(&self.stream).0,
+                0,
+                Some((s.len(), POISON_BF16.to_bits())),
+            ),
+            DeviceBuf::F16(s) => (
+                s.device_ptr(&self.stream).0,
+                0,
+                Some((s.len(), POISON_F16.to_bits())),
+            ),
         };
-        let pattern = match (zero, dtype.is_integer()) {
+        let pattern = match (zero, &*c) {
             (true, _) => 0,
-            (false, true) => POISON_U32,
-            (false, false) => POISON_F32.to_bits(),
+            (false, DeviceBuf::U32(_)) => POISON_U32,
+            (false, _) => POISON_F32.to_bits(),
         };
         self.ctx
             .bind_to_thread()
             .ctx(|| "binding the context".into())?;
-        // SAFETY: `ptr` is a live allocation of `len` 4-byte elements.
-        unsafe { cu_sys::cuMemsetD32Async(ptr, pattern, len, self.stream.cu_stream()) }
-            .result()
-            .ctx(|| "cuMemsetD32Async on C".into())
+        match narrow {
+            // SAFETY: `ptr` is a live allocation of `len` 2-byte elements.
+            Some((len, poison)) => {
+                unsafe { cu_sys::cuMemsetD16Async(ptr, if zero { 0 } else { poison }, len, stream) }
+                    .result()
+                    .ctx(|| "cuMemsetD16Async on C".into())
+            }
+            // SAFETY: `ptr` is a live allocation of `wide` 4-byte elements.
+            None => unsafe { cu_sys::cuMemsetD32Async(ptr, pattern, wide, stream) }
+                .result()
+                .ctx(|| "cuMemsetD32Async on C".into()),
+        }
     }
 
     fn download(&self, c: &DeviceBuf, problem: &Problem) -> Result<AnyMatrix> {
         let what = || format!("copying C of {problem} to the host");
+        let (m, n) = (problem.m, problem.n);
         let out = match c {
             DeviceBuf::F32(s) => AnyMatrix::F32(Matrix::from_vec(
-                problem.m,
-                problem.n,
+                m,
+                n,
                 self.stream.clone_dtoh(s).ctx(what)?,
             )?),
             DeviceBuf::U32(s) => AnyMatrix::U32(Matrix::from_vec(
-                problem.m,
-                problem.n,
+                m,
+                n,
                 self.stream.clone_dtoh(s).ctx(what)?,
             )?),
-            _ => unreachable!("outputs are f32 or u32"),
+            DeviceBuf::Bf16(s) => AnyMatrix::Bf16(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            DeviceBuf::F16(s) => AnyMatrix::F16(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
         };
         self.sync(|| format!("after copying C of {problem}"))?;
         Ok(out)
@@ -606,7 +641,7 @@ impl Backend for CudaBackend {
         let (da, db) = (self.upload(a)?, self.upload(b)?);
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
-        self.fill_output(&mut c, problem.dtype, zero)?;
+        self.fill_output(&mut c, zero)?;
         let ops = self.operands(&launcher, problem, &da, &db, &c)?;
         self.launch(&launcher, problem, &ops)?;
         self.sync(|| format!("running {} on {problem}", kernel.name))?;
@@ -641,7 +676,7 @@ impl Backend for CudaBackend {
             .map(|(a, b)| self.operands(&launcher, problem, a, b, &c))
             .collect::<Result<Vec<_>>>()?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
-        self.fill_output(&mut c, problem.dtype, zero)?;
+        self.fill_output(&mut c, zero)?;
         let s = &self.stream;
         let event = || -> Result<CudaEvent> {
             self.ctx
@@ -654,13 +689,13 @@ impl Backend for CudaBackend {
         for i in 0..warmup {
             if zero {
                 // Accumulating kernels start from zero each time (outside the timed region).
-                self.fill_output(&mut c, problem.dtype, true)?;
+                self.fill_output(&mut c, true)?;
             }
             self.launch(&launcher, problem, &sets[i % sets.len()])?;
         }
         for (i, (start, end)) in events.iter().enumerate() {
             if zero {
-                self.fill_output(&mut c, problem.dtype, true)?;
+                self.fill_output(&mut c, true)?;
             }
             start.record(s).ctx(|| "recording a timing event".into())?;
             self.launch(&launcher, problem, &sets[i % sets.len()])?;

@@ -60,10 +60,11 @@ pub(crate) fn swaps_operands(problem: &Problem) -> bool {
     problem.op_a == Op::N && problem.op_b == Op::N
 }
 
-/// The three maps of `problem` for buffers at `a`, `b` and `c`, boxed for `tile`. C's map (f32
-/// boxes of 64 rows × 32 columns, the staged epilogue's) exists only when the tile stages C and
-/// C's rows are a multiple of 16 bytes; otherwise it is left zeroed and the kernel, which checks
-/// the same rule (N % 4 == 0), stores from registers.
+/// The three maps of `problem` for buffers at `a`, `b` and `c`, boxed for `tile`. C's map (boxes
+/// of 64 rows × 128 bytes, i.e. 32 f32 or 64 bf16/f16 columns: the staged epilogue's) exists only
+/// when the tile stages C and C's rows are a multiple of 16 bytes; otherwise it is left zeroed
+/// and the kernel, which checks the same rule (N % 4 == 0 for f32 C, N % 8 == 0 for 16-bit C),
+/// stores from registers.
 pub(crate) fn maps(
     problem: &Problem,
     tile: &TcTile,
@@ -103,10 +104,15 @@ pub(crate) fn maps(
     };
     let a_map = encode(input, elem, a_side.0, a_side.1, (a_box, inner), a_side.3)?;
     let b_map = encode(input, elem, b_side.0, b_side.1, (b_box, inner), b_side.3)?;
-    let c_map = if tile.store_boxes > 0 && (problem.n * 4) % 16 == 0 {
-        let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-        let c_box = (TcTile::C_BOX_ROWS, TcTile::C_BOX_COLS);
-        encode(f32, 4, c, (problem.m, problem.n), c_box, "C")?
+    let c_bytes = problem.c_dtype().input_bytes();
+    let c_map = if tile.store_boxes > 0 && (problem.n * c_bytes) % 16 == 0 {
+        let c_type = match problem.c_dtype() {
+            DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            _ => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        };
+        let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
+        encode(c_type, c_bytes, c, (problem.m, problem.n), c_box, "C")?
     } else {
         // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
         TensorMap(unsafe { std::mem::zeroed() })
