@@ -19,8 +19,9 @@ pub struct Selection {
 /// the faster ones refuse (TMA's 16-byte rows, Hopper only).
 ///
 /// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
-/// H100's 132 SMs idle with `wgmma`; `wgmma-n128` has twice the tiles (1024³ bf16: 174 against
-/// 121 TFLOP/s, while at 2048³ `wgmma` leads 574 to 553; docs/kernels.md).
+/// H100's 132 SMs idle with `wgmma`; `wgmma-n64` has four times the tiles (1024³ bf16, H100,
+/// 2026-11-23: 205 against `wgmma-n128`'s 178 and `wgmma`'s 122 TFLOP/s, while at 2048³ `wgmma`
+/// leads 588 to 542 and 382; docs/kernels.md).
 fn default_kernels(
     backend: BackendKind,
     dtype: DType,
@@ -31,14 +32,14 @@ fn default_kernels(
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
         (BackendKind::Cuda, DType::Bf16 | DType::F16) if small => {
-            &["wgmma-n128", "wgmma", "mma-sync"]
+            &["wgmma-n64", "wgmma-n128", "wgmma", "mma-sync"]
         }
         (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "wgmma-n128", "mma-sync"],
         (BackendKind::Cuda, DType::Tf32) => &["wgmma-tf32", "mma-sync"],
     }
 }
 
-/// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×128-tile wgmma kernel.
+/// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×64-tile wgmma kernel.
 const SMALL_TILES: usize = 64;
 
 /// The first of `specs` that can run `problem` (every one can when there is no problem) on a
@@ -194,7 +195,7 @@ mod tests {
             let p = Problem::new(m, n, 1024, DType::Bf16);
             default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))[0]
         };
-        assert_eq!(first(1024, 1024), "wgmma-n128"); // 8 × 4 = 32 tiles of 128×256
+        assert_eq!(first(1024, 1024), "wgmma-n64"); // 8 × 4 = 32 tiles of 128×256
         assert_eq!(first(2048, 2048), "wgmma"); // 16 × 8 = 128
         assert_eq!(first(1024, 4096), "wgmma"); // 8 × 16 = 128
         assert_eq!(

@@ -61,7 +61,7 @@
 #endif
 
 static_assert(BM == 128 && BK == 64, "wgmma: two consumer warpgroups of 64 rows, one 128-byte swizzle row of K");
-static_assert(BN == 128 || BN == 256, "wgmma: the wgmma instructions below are m64n128k16 and m64n256k16");
+static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma: the wgmma instructions below are m64n{64,128,256}k16");
 static_assert(THREADS == 384, "wgmma: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma: at least two buffers");
 
@@ -77,7 +77,6 @@ static_assert(STORE_BOXES == 0 || (BN / 32) % STORE_BOXES == 0, "wgmma: STORE_BO
 #endif
 #if C_NARROW
 typedef ELEM OUT;  // C stored as bf16/f16 bits
-static_assert(STORE_BOXES == 0 || (BN / 64) % STORE_BOXES == 0, "wgmma: STORE_BOXES must divide BN/64 for 16-bit C");
 #else
 typedef float OUT;
 #endif
@@ -108,6 +107,10 @@ constexpr int ACC = BN / 2;                               // f32 accumulators pe
 constexpr int C_BYTES = sizeof(OUT);
 constexpr int C_BOX_COLS = 128 / C_BYTES;                 // a 128-byte swizzle row: 32 f32 or 64 16-bit
 constexpr int C_BOX_BYTES = 64 * 128;                     // 64 rows (one warpgroup's) × 128 bytes
+// Boxes staged per round by store_staged (and the 16-bit store_staged_t): STORE_BOXES, or fewer
+// when a warpgroup's 64×BN holds fewer (BN = 64 with 16-bit C is one box).
+constexpr int C_STAGE_BOXES = STORE_BOXES < BN / C_BOX_COLS ? STORE_BOXES : BN / C_BOX_COLS;
+static_assert(STORE_BOXES == 0 || (BN / C_BOX_COLS) % C_STAGE_BOXES == 0, "wgmma: the staged boxes must divide BN");
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 8
 #endif
@@ -284,7 +287,7 @@ __device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 
         "}\n"
         : ACC32(0), ACC32(32), ACC32(64), ACC32(96)
         : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
-#else
+#elif BN == 128
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
@@ -297,6 +300,18 @@ __device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 
         "%64, %65, p, 1, 1, %67, %68;\n"
         "}\n"
         : ACC32(0), ACC32(32)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+#else
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},\n"
+        "%32, %33, p, 1, 1, %35, %36;\n"
+        "}\n"
+        : ACC32(0)
         : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
 #endif
 }
@@ -454,13 +469,13 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
     const bool lead = threadIdx.x % 128 == 0;  // the thread that issues (and waits for) the stores
     const int r0 = warp * 16 + lane / 4, q = lane % 4;
 #pragma unroll
-    for (int round = 0; round < BN / C_BOX_COLS / STORE_BOXES; ++round) {
+    for (int round = 0; round < BN / C_BOX_COLS / C_STAGE_BOXES; ++round) {
         if (lead) bulk_wait_read();  // the previous round's (or tile's) boxes have been read
         warpgroup_sync(wg);
 #pragma unroll
-        for (int b = 0; b < STORE_BOXES; ++b) {
+        for (int b = 0; b < C_STAGE_BOXES; ++b) {
             unsigned char* box = boxes + b * C_BOX_BYTES;
-            const int j0 = (round * STORE_BOXES + b) * (C_BOX_COLS / 8);  // first 8-column group
+            const int j0 = (round * C_STAGE_BOXES + b) * (C_BOX_COLS / 8);  // first 8-column group
 #pragma unroll
             for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
 #pragma unroll
@@ -474,8 +489,8 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
         warpgroup_sync(wg);
         if (lead) {
 #pragma unroll
-            for (int b = 0; b < STORE_BOXES; ++b)
-                tma_store(map_c, boxes + b * C_BOX_BYTES, c_col + (round * STORE_BOXES + b) * C_BOX_COLS, c_row);
+            for (int b = 0; b < C_STAGE_BOXES; ++b)
+                tma_store(map_c, boxes + b * C_BOX_BYTES, c_col + (round * C_STAGE_BOXES + b) * C_BOX_COLS, c_row);
             bulk_commit();
         }
     }
@@ -563,12 +578,12 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
     const bool lead = threadIdx.x % 128 == 0;
     const int q = lane % 4, g = lane / 4, odd = g & 1;
 #pragma unroll
-    for (int round = 0; round < BN / 64 / STORE_BOXES; ++round) {
+    for (int round = 0; round < BN / 64 / C_STAGE_BOXES; ++round) {
         if (lead) bulk_wait_read();
         warpgroup_sync(wg);
 #pragma unroll
-        for (int b = 0; b < STORE_BOXES; ++b) {
-            const int mb = round * STORE_BOXES + b;
+        for (int b = 0; b < C_STAGE_BOXES; ++b) {
+            const int mb = round * C_STAGE_BOXES + b;
             unsigned char* box = boxes + b * C_BOX_BYTES;
 #pragma unroll
             for (int jj = 0; jj < 8; ++jj) {
@@ -588,8 +603,8 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
         warpgroup_sync(wg);
         if (lead) {
 #pragma unroll
-            for (int b = 0; b < STORE_BOXES; ++b)
-                tma_store(map_c, boxes + b * C_BOX_BYTES, n0, m0 + (round * STORE_BOXES + b) * 64);
+            for (int b = 0; b < C_STAGE_BOXES; ++b)
+                tma_store(map_c, boxes + b * C_BOX_BYTES, n0, m0 + (round * C_STAGE_BOXES + b) * 64);
             bulk_commit();
         }
     }

@@ -906,6 +906,8 @@ const TC_LADDER: &str = "tensor-core ladder (this crate)";
 const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384).with_store_boxes(2);
 /// 128×128 tiles (twice the work units, for small problems), 5 stages of 32 KB.
 const WGMMA_N128: TcTile = TcTile::new(128, 128, 64, 5, 384).with_store_boxes(2);
+/// wgmma with 128×64 tiles (m64n64k16): four times wgmma's work units, 8 stages in 192 KB.
+const WGMMA_N64: TcTile = TcTile::new(128, 64, 64, 8, 384).with_store_boxes(2);
 /// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages.
 const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384);
 const ALL: &[DType] = &DType::ALL;
@@ -1152,6 +1154,11 @@ pub static KERNELS: &[KernelSpec] = &[
         "wgmma-n128",
         "wgmma with 128x128 tiles: twice the work units of wgmma, for problems too small to fill the GPU with 128x256 tiles",
         WGMMA_N128
+    ),
+    wgmma_kernel!(
+        "wgmma-n64",
+        "wgmma with 128x64 tiles: four times the work units of wgmma, for small problems (1024^3 has 128 of them for 132 SMs)",
+        WGMMA_N64
     ),
     wgmma_kernel!(
         "wgmma-cluster",

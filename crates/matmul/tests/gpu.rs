@@ -326,6 +326,7 @@ kernel_tests! {
     sweep_mma_sync => "mma-sync",
     sweep_wgmma => "wgmma",
     sweep_wgmma_n128 => "wgmma-n128",
+    sweep_wgmma_n64 => "wgmma-n64",
     sweep_wgmma_cluster => "wgmma-cluster",
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_cublas => "cublas",
