@@ -55,9 +55,10 @@ const SWIZZLE_BYTES: usize = 128;
 
 /// Whether the kernel computes C^T = B^T·A^T: when A is K-major and B MN-major (op(A) = op(B) =
 /// N, the plain row-major product), so that the MN-major operand is wgmma's 64-row A side and
-/// the 256-wide B side is read K-major. 15_wgmma.cu applies the same rule to its strides.
+/// the 256-wide B side is read K-major. 15_wgmma.cu applies the same rule to its strides, and
+/// 16_wgmma_tf32.cu's swapped orientation is the same case ([`WgmmaTf32Orientation`]).
 pub(crate) fn swaps_operands(problem: &Problem) -> bool {
-    problem.op_a == Op::N && problem.op_b == Op::N
+    WgmmaTf32Orientation::of(problem) == Some(WgmmaTf32Orientation::Swapped)
 }
 
 /// The three maps of `problem` for buffers at `a`, `b` and `c`, boxed for `tile`. C's map (boxes
