@@ -46,9 +46,12 @@ static_assert(WM > 0 && STAGES >= 2, "multistage: warp tiling and at least two s
 static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
+// The whole product for copy layouts A_PATH and B_PATH known at compile time (their copy loops
+// unrolled into straight-line code, simt_tile.cuh), or -1 to follow the strides at run time.
+template <int A_PATH, int B_PATH>
+__device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                                ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs,
+                                                int b_rs, int b_cs, TilePath a_path, TilePath b_path)
 {
     constexpr int LDA = BM + PAD, LDB = BN + PAD;
     constexpr int STAGE = BK * (LDA + LDB);  // elements per stage: As then Bs
@@ -57,7 +60,6 @@ multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
     int by, bx;
     block_tile(by, bx);
     const int row0 = by * BM, col0 = bx * BN;
-    const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
 
@@ -66,8 +68,8 @@ multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
     auto issue = [&](int t, int buf) {
         if (t < slices) {
             ELEM* As = stages + buf * STAGE;
-            load_tile<BK, BM, LDA, true>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
-            load_tile<BK, BN, LDB, true>(As + BK * LDA, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
+            load_tile<BK, BM, LDA, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
+            load_tile<BK, BN, LDB, true, B_PATH>(As + BK * LDA, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
         }
         cp_async_commit();
     };
@@ -93,4 +95,20 @@ multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
     }
     cp_async_wait<0>();
     wt.store(C, acc, row0, col0, M, N);
+}
+
+// The plain row-major product (op(A) = op(B) = N with 16-byte-aligned rows: A's groups run along
+// k, B's along n) gets its own copy of the main loop with those layouts fixed; every other layout
+// runs the general one.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
+{
+    const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
+    if (a_path == OUTER_CONTIGUOUS && b_path == INNER_CONTIGUOUS) {
+        multistage_body<OUTER_CONTIGUOUS, INNER_CONTIGUOUS>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path,
+                                                            b_path);
+    } else {
+        multistage_body<-1, -1>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
+    }
 }

@@ -61,19 +61,53 @@ __device__ __forceinline__ TilePath tile_path(int outer_stride, int inner_stride
     return SCALAR;
 }
 
+// Calls f(row, col) for this thread's items of a copy over COUNT items in rows of PER_ROW:
+// items tid, tid + THREADS, ... With UNROLLED the loop has a compile-time trip count and is fully
+// unrolled, and when THREADS is a multiple of PER_ROW each item's (row, col) is (tid / PER_ROW +
+// r·THREADS / PER_ROW, tid % PER_ROW): constant offsets, no per-item division. (A loop of
+// `idx += THREADS` is not unrolled, since ptxas cannot bound tid: in `multistage` it cost ~435
+// instructions of loop control and index arithmetic per k-slice, docs/kernels.md.) Without
+// UNROLLED it is that loop, with `#pragma unroll ROLLED_UNROLL` (0: a plain `#pragma unroll`, the
+// compiler's choice): a kernel that keeps all three copy layouts in one loop body cannot afford
+// the registers of fully unrolled addresses.
+template <int COUNT, int PER_ROW, bool UNROLLED, int ROLLED_UNROLL, typename F>
+__device__ __forceinline__ void for_items(int tid, F f)
+{
+    if constexpr (UNROLLED) {
+#pragma unroll
+        for (int r = 0; r < (COUNT + THREADS - 1) / THREADS; ++r) {
+            if (COUNT % THREADS != 0 && tid + r * THREADS >= COUNT) break;
+            if constexpr (THREADS % PER_ROW == 0) {
+                f(tid / PER_ROW + r * (THREADS / PER_ROW), tid % PER_ROW);
+            } else {
+                f((tid + r * THREADS) / PER_ROW, (tid + r * THREADS) % PER_ROW);
+            }
+        }
+    } else if constexpr (ROLLED_UNROLL == 0) {
+#pragma unroll
+        for (int idx = tid; idx < COUNT; idx += THREADS) f(idx / PER_ROW, idx % PER_ROW);
+    } else {
+#pragma unroll ROLLED_UNROLL
+        for (int idx = tid; idx < COUNT; idx += THREADS) f(idx / PER_ROW, idx % PER_ROW);
+    }
+}
+
 // Copies the OUTER×INNER tile at (o0, i0) of g into smem[OUTER][LD] (rows o, columns i); elements
-// past (o_lim, i_lim) become zero. Every thread of the block calls it (THREADS of them).
-template <int OUTER, int INNER, int LD, bool ASYNC>
+// past (o_lim, i_lim) become zero. Every thread of the block calls it (THREADS of them). PATH is
+// the copy layout when the caller knows it at compile time (its loops are then unrolled, see
+// for_items), or -1 to follow `path`.
+template <int OUTER, int INNER, int LD, bool ASYNC, int PATH = -1>
 __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* __restrict__ g, TilePath path,
                                           int outer_stride, int inner_stride, int o0, int i0, int o_lim, int i_lim)
 {
     static_assert(OUTER % 4 == 0 && INNER % 4 == 0 && LD % 4 == 0, "tiles are made of 4-element groups");
+    constexpr bool FIXED = PATH >= 0;
+    if (FIXED) path = static_cast<TilePath>(PATH);
     const int tid = threadIdx.x;
     if (path == INNER_CONTIGUOUS) {
         // Consecutive threads take consecutive groups along i: coalesced 16-byte loads.
-#pragma unroll
-        for (int idx = tid; idx < OUTER * INNER / 4; idx += THREADS) {
-            int o = idx / (INNER / 4), i = (idx % (INNER / 4)) * 4;
+        for_items<OUTER * INNER / 4, INNER / 4, FIXED, 0>(tid, [&](int o, int i) {
+            i *= 4;
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[go * outer_stride + gi] : g;
@@ -84,13 +118,12 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
                 Vec4 v = in ? *reinterpret_cast<const Vec4*>(src) : Vec4{0, 0, 0, 0};
                 *reinterpret_cast<Vec4*>(dst) = v;
             }
-        }
+        });
     } else if (path == OUTER_CONTIGUOUS) {
         // Consecutive threads take consecutive groups along o (k): coalesced along the matrix's
         // contiguous dimension; each group is written transposed, one element per row of smem.
-#pragma unroll
-        for (int idx = tid; idx < OUTER * INNER / 4; idx += THREADS) {
-            int i = idx / (OUTER / 4), o = (idx % (OUTER / 4)) * 4;
+        for_items<OUTER * INNER / 4, OUTER / 4, FIXED, 0>(tid, [&](int i, int o) {
+            o *= 4;
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[gi * inner_stride + go] : g;
@@ -104,11 +137,9 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
                 smem[(o + 2) * LD + i] = v.z;
                 smem[(o + 3) * LD + i] = v.w;
             }
-        }
+        });
     } else {
-#pragma unroll 4
-        for (int idx = tid; idx < OUTER * INNER; idx += THREADS) {
-            int o = idx / INNER, i = idx % INNER;
+        for_items<OUTER * INNER, INNER, FIXED, 4>(tid, [&](int o, int i) {
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[go * outer_stride + gi * inner_stride] : g;
@@ -117,7 +148,7 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
             } else {
                 smem[o * LD + i] = in ? *src : (ELEM)0;
             }
-        }
+        });
     }
 }
 
