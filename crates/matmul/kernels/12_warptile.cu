@@ -50,11 +50,17 @@ __device__ __forceinline__ void warptile_body(const ELEM* __restrict__ A, const 
     wt.store(C, acc, row0, col0, M, N);
 }
 
-// Two copies of the main loop: the N·N layouts fixed at compile time, and any (simt_tile.cuh).
+// Two copies of the main loop, the N·N layouts fixed at compile time and any (simt_tile.cuh), when
+// a block may use up to 255 registers a thread (MIN_BLOCKS = 1); under the 128-register cap of
+// MIN_BLOCKS = 2 the unrolled copies' addresses spill (registry default, 2026-11-23), so one.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 warptile(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
          int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
 {
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
+#if MIN_BLOCKS == 1
     WITH_TILE_PATHS(a_path, b_path, warptile_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
+#else
+    warptile_body<-1, -1>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
+#endif
 }
