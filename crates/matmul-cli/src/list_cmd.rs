@@ -70,11 +70,15 @@ pub fn list(args: ListArgs) -> CliResult {
         .map(|k| {
             let dtypes: Vec<_> = k.dtypes.iter().map(|d| d.name()).collect();
             let constraints: Vec<_> = k.constraints.iter().map(|c| c.describe()).collect();
+            // C's types: the accumulator always; the 16-bit input dtype too where the kernel
+            // writes it (`--c-dtype input`).
+            let narrow = k.writes_narrow_c() && k.dtypes.iter().any(|d| d.is_16_bit());
             vec![
                 k.name.to_string(),
                 k.aliases.join(", "),
                 k.backend.to_string(),
                 dtypes.join(","),
+                if narrow { "acc, input" } else { "acc" }.into(),
                 if constraints.is_empty() {
                     "any shape".into()
                 } else {
@@ -93,6 +97,7 @@ pub fn list(args: ListArgs) -> CliResult {
                 "aliases",
                 "backend",
                 "dtypes",
+                "C",
                 "constraints",
                 "source",
                 "origin"

@@ -96,8 +96,6 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "wgmma: clusters of one or two block
 #define CLUSTER_DIMS
 #endif
 
-typedef unsigned long long u64;
-
 constexpr int SWIZZLE_ELEMS = 64;                         // 128 bytes of 16-bit elements
 constexpr int A_STAGE_BYTES = BM * BK * 2;                // (BM, BK)
 constexpr int B_STAGE_BYTES = BN * BK * 2;                // (BK, BN)
@@ -117,34 +115,7 @@ static_assert(STORE_BOXES == 0 || (BN / C_BOX_COLS) % C_STAGE_BOXES == 0, "wgmma
 constexpr int GROUP_M = RASTER_GROUP;                     // tile-rows per raster group
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
 
-// A TMA tensor map (CUtensorMap: 128 opaque bytes), passed by value as a __grid_constant__.
-struct __align__(64) TmaMap {
-    u64 words[16];
-};
-
-__device__ __forceinline__ unsigned smem_u32(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// ---- mbarrier ------------------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(u64* bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-
-// One arrival that also announces `bytes` of TMA traffic the phase must wait for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u64* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-
+// ---- clusters (the shared mbarrier and TMA helpers: hopper.cuh) ----------------------------
 // Arrives on the barrier at the same offset as `bar` in block `rank` of the cluster.
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
 {
@@ -168,32 +139,6 @@ __device__ __forceinline__ unsigned cluster_rank()
     unsigned r = 0;
     if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
     return r;
-}
-
-// Spins until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as
-// completed, so the first wait of a producer on an "empty" buffer falls through).
-__device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT;\n"
-        "}\n" ::"r"(smem_u32(bar)),
-        "r"(parity)
-        : "memory");
-}
-
-// ---- TMA -----------------------------------------------------------------------------------
-// Copies the box at (inner c0, outer c1) of `map` to `dst`, completing `bytes` on `bar`.
-__device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-            smem_u32(dst)),
-        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-        : "memory");
 }
 
 // The same copy written to the same offset in every block of `mask` (and completing there).
@@ -239,31 +184,7 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 // __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
 
-// ---- wgmma ---------------------------------------------------------------------------------
-// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
-// stride-dimension byte offsets (each encoded >> 4), swizzle mode 1 in bits 62–63.
-__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo)
-{
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo & 0x3FFFF) >> 4) << 16) |
-           ((u64)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-// Keeps the compiler from moving reads or writes of an accumulator across the asynchronous
-// wgmma (it cannot see that wgmma writes the registers after the asm statement returns).
-__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
-                "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
-
+// ---- wgmma (the descriptor, fences and accumulator lists: hopper.cuh) ----------------------
 // d (64×BN f32, BN/2 per thread) = A·B (+ d when accumulate): A 64×16 and B 16×BN from shared
 // memory; TA / TB = 1 when the operand is MN-major.
 template <int TA, int TB>
@@ -316,17 +237,6 @@ __device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 
 #endif
 }
 
-// ---- the tile order ------------------------------------------------------------------------
-// Tile `t` of the grouped raster: GROUP_M tile-rows at a time, down each column of the group.
-__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn)
-{
-    int width = GROUP_M * tiles_n;  // tiles per group of tile-rows
-    int first = (t / width) * GROUP_M;
-    int rows = min(tiles_m - first, GROUP_M);
-    tm = first + (t % width) % rows;
-    tn = (t % width) / rows;
-}
-
 // The work units of this block: a cluster takes CLUSTER vertically adjacent tiles (one unit of
 // the grouped raster over ceil(tiles_m / CLUSTER) × tiles_n units), block `rank` the rank-th; a
 // tile past the last row (odd tiles_m) still loads and multicasts, and stores nothing.
@@ -343,7 +253,7 @@ struct Units {
     __device__ void tile(int u, unsigned rank, int& tm, int& tn) const
     {
         int um;
-        tile_coords(u, units_m, tiles_n, um, tn);
+        tile_coords(u, units_m, tiles_n, GROUP_M, um, tn);
         tm = um * CLUSTER + rank;
     }
 };

@@ -87,8 +87,6 @@ static_assert(STAGES >= 2, "wgmma-tf32: at least two buffers");
 #error "wgmma-tf32: no clusters"
 #endif
 
-typedef unsigned long long u64;
-
 constexpr int R_STAGE_BYTES = BM * BK * 4;               // (BM, BK) or BM/32 × (BK, 32)
 constexpr int S_STAGE_BYTES = BN * BK * 4;               // (BN, BK)
 constexpr int STAGE_BYTES = R_STAGE_BYTES + S_STAGE_BYTES;
@@ -97,60 +95,6 @@ constexpr int P_BOX_BYTES = BK * 128;                    // one P-major box: (BK
 constexpr int GROUP_M = 8;                               // tile-rows per raster group
 constexpr int CONSUMER_WARPS = 8;                        // two warpgroups
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
-
-// A TMA tensor map (CUtensorMap: 128 opaque bytes), passed by value as a __grid_constant__.
-struct __align__(64) TmaMap {
-    u64 words[16];
-};
-
-__device__ __forceinline__ unsigned smem_u32(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// ---- mbarrier ------------------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(u64* bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-
-// One arrival that also announces `bytes` of TMA traffic the phase must wait for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u64* bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-
-// Spins until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as
-// completed, so the first wait of a producer on an "empty" buffer falls through).
-__device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT;\n"
-        "}\n" ::"r"(smem_u32(bar)),
-        "r"(parity)
-        : "memory");
-}
-
-// ---- TMA -----------------------------------------------------------------------------------
-// Copies the box at (inner c0, outer c1) of `map` to `dst`, completing `bytes` on `bar`.
-__device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-            smem_u32(dst)),
-        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-        : "memory");
-}
 
 // ---- register fragments --------------------------------------------------------------------
 // Rounds f32 bits to tf32 (10-bit mantissa), to nearest, ties away from zero.
@@ -178,9 +122,8 @@ __device__ __forceinline__ unsigned lds32(unsigned addr)
     return v;
 }
 
-// Keeps the compiler from moving a register write across the wgmma fence and the asynchronous
-// wgmma (it cannot see that wgmma reads or writes the registers after the asm statement).
-__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// fence_operand for the fragment registers (hopper.cuh has the accumulators' float one): keeps
+// the compiler from moving a register write across the wgmma fence and the asynchronous wgmma.
 __device__ __forceinline__ void fence_operand(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // Byte offsets (within the R tile, k-step 0) of this lane's ldmatrix row for a K-major R: the
@@ -239,27 +182,7 @@ __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, cons
     }
 }
 
-// ---- wgmma ---------------------------------------------------------------------------------
-// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
-// stride-dimension byte offsets (each encoded >> 4), swizzle mode 1 in bits 62–63.
-__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo)
-{
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo & 0x3FFFF) >> 4) << 16) |
-           ((u64)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
-                "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
-
+// ---- wgmma (the descriptor, fences and accumulator lists: hopper.cuh) ----------------------
 // d (64×256 f32, 128 per thread) = a·S (+ d when accumulate): a 64×8 tf32 from registers (the
 // fragment above), S 8×256 from shared memory, K-major (tf32 has no transpose bits).
 __device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (&a)[4], u64 desc_s, int accumulate)
@@ -283,18 +206,6 @@ __device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_s), "r"(accumulate));
 }
 
-// ---- the tile order ------------------------------------------------------------------------
-// Tile `t` of the grouped raster over tiles_p × tiles_q tiles of D: GROUP_M tile-rows at a time,
-// down each column of the group.
-__device__ __forceinline__ void tile_coords(int t, int tiles_p, int tiles_q, int& tp, int& tq)
-{
-    int width = GROUP_M * tiles_q;  // tiles per group of tile-rows
-    int first = (t / width) * GROUP_M;
-    int rows = min(tiles_p - first, GROUP_M);
-    tp = first + (t % width) % rows;
-    tq = (t % width) / rows;
-}
-
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int R_PMAJOR>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_r,
@@ -303,7 +214,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
     for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
         int tp, tq;
-        tile_coords(u, tiles_p, tiles_q, tp, tq);
+        tile_coords(u, tiles_p, tiles_q, GROUP_M, tp, tq);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
@@ -381,7 +292,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     unsigned a_even[BK / 8][4], a_odd[BK / 8][4];
     for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
         int tp, tq;
-        tile_coords(u, tiles_p, tiles_q, tp, tq);
+        tile_coords(u, tiles_p, tiles_q, GROUP_M, tp, tq);
         int kb = 0;
         for (; kb + 1 < kblocks; kb += 2) {
             k_block(a_even, kb);

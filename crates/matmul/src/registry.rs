@@ -857,6 +857,10 @@ macro_rules! cu {
     };
 }
 
+/// What the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share: mbarriers, TMA loads,
+/// wgmma descriptors and waits, the grouped tile order.
+const HOPPER_INCLUDES: &[(&str, &str)] = &[("hopper.cuh", include_str!("../kernels/hopper.cuh"))];
+
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
 macro_rules! wgmma_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
@@ -871,6 +875,7 @@ macro_rules! wgmma_kernel {
             traffic: Traffic::BlockTiled,
             implementation: Implementation::Cuda(CudaSource {
                 entry: Some("wgmma"),
+                includes: HOPPER_INCLUDES,
                 narrow_c: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             }),
@@ -1174,7 +1179,10 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: &[DType::Tf32],
         constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
         traffic: Traffic::BlockTiled,
-        implementation: cu!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 }),
+        implementation: Implementation::Cuda(CudaSource {
+            includes: HOPPER_INCLUDES,
+            ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 })
+        }),
     },
     KernelSpec {
         name: "cublas",

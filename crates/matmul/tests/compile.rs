@@ -131,11 +131,7 @@ fn every_kernel_compiles_without_spills() {
                     println!(
                         "{:<14} {:<5} {:<28} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
                         kernel.name,
-                        if types.narrow_c() {
-                            format!("{}>{}", dtype, types.c)
-                        } else {
-                            dtype.to_string()
-                        },
+                        types.to_string(),
                         kernel
                             .tile(&opts)
                             .map(|t| t.to_string())

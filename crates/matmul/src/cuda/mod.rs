@@ -525,40 +525,37 @@ impl CudaBackend {
     /// type (NaN, or 0xDEADBEEF for u32).
     fn fill_output(&self, c: &mut DeviceBuf, zero: bool) -> Result<()> {
         let stream = self.stream.cu_stream();
-        let (ptr, wide, narrow) = match c {
-            DeviceBuf::F32(s) => (s.device_ptr(&self.stream).0, s.len(), None),
-            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len(), None),
-            DeviceBuf::Bf16(s) => (
+        // (address, elements, bytes per element, the poison pattern's bits)
+        let (ptr, len, width, poison) = match c {
+            DeviceBuf::F32(s) => (
                 s.device_ptr(&self.stream).0,
-                0,
-                Some((s.len(), POISON_BF16.to_bits())),
+                s.len(),
+                4,
+                POISON_F32.to_bits(),
             ),
-            DeviceBuf::F16(s) => (
-                s.device_ptr(&self.stream).0,
-                0,
-                Some((s.len(), POISON_F16.to_bits())),
-            ),
+            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len(), 4, POISON_U32),
+            DeviceBuf::Bf16(s) => {
+                let bits = POISON_BF16.to_bits() as u32;
+                (s.device_ptr(&self.stream).0, s.len(), 2, bits)
+            }
+            DeviceBuf::F16(s) => {
+                let bits = POISON_F16.to_bits() as u32;
+                (s.device_ptr(&self.stream).0, s.len(), 2, bits)
+            }
         };
-        let pattern = match (zero, &*c) {
-            (true, _) => 0,
-            (false, DeviceBuf::U32(_)) => POISON_U32,
-            (false, _) => POISON_F32.to_bits(),
-        };
+        let value = if zero { 0 } else { poison };
         self.ctx
             .bind_to_thread()
             .ctx(|| "binding the context".into())?;
-        match narrow {
-            // SAFETY: `ptr` is a live allocation of `len` 2-byte elements.
-            Some((len, poison)) => {
-                unsafe { cu_sys::cuMemsetD16Async(ptr, if zero { 0 } else { poison }, len, stream) }
-                    .result()
-                    .ctx(|| "cuMemsetD16Async on C".into())
-            }
-            // SAFETY: `ptr` is a live allocation of `wide` 4-byte elements.
-            None => unsafe { cu_sys::cuMemsetD32Async(ptr, pattern, wide, stream) }
-                .result()
-                .ctx(|| "cuMemsetD32Async on C".into()),
-        }
+        // SAFETY: `ptr` is a live allocation of `len` elements of `width` bytes; a 2-byte
+        // pattern fits its u16.
+        let done = if width == 2 {
+            unsafe { cu_sys::cuMemsetD16Async(ptr, value as u16, len, stream) }
+        } else {
+            unsafe { cu_sys::cuMemsetD32Async(ptr, value, len, stream) }
+        };
+        done.result()
+            .ctx(|| format!("cuMemsetD{}Async on C", width * 8))
     }
 
     fn download(&self, c: &DeviceBuf, problem: &Problem) -> Result<AnyMatrix> {
