@@ -30,7 +30,8 @@ pub struct TuneArgs {
     )]
     shapes: Vec<Shape>,
     /// Candidates timed per kernel × dtype × shape in each of two passes: an even spread of the
-    /// space (the default first), then neighbours of the first pass's winner (one knob changed).
+    /// space (the default first, then the table's incumbent), then neighbours of the first pass's
+    /// winner (one knob changed).
     #[arg(long, default_value_t = 16)]
     max_candidates: usize,
     /// Timed launches per candidate (the median counts).
@@ -182,25 +183,14 @@ pub fn tune(args: TuneArgs) -> CliResult {
                 let mut default_rate = 0.0;
                 for pass in 0..2 {
                     let batch: Vec<matmul::Tiling> = match (pass, best) {
-                        (0, _) => {
-                            // The spread, plus what the other kernels won on this dtype and
-                            // class, adapted to this one's pipeline depth.
-                            let mut b = tune::spread(&all, args.max_candidates);
-                            for e in table.entries.iter().filter(|e| {
-                                e.dtype == dtype && e.class == class && e.kernel != kernel.name
-                            }) {
-                                for stages in [2, 3] {
-                                    let t = matmul::Tiling {
-                                        stages: if all[0].stages > 1 { stages } else { 1 },
-                                        ..e.tiling
-                                    };
-                                    if all.contains(&t) && !b.contains(&t) {
-                                        b.push(t);
-                                    }
-                                }
-                            }
-                            b
-                        }
+                        (0, _) => tune::first_pass(
+                            &all,
+                            args.max_candidates,
+                            &table,
+                            kernel.name,
+                            dtype,
+                            class,
+                        ),
                         (_, Some((b, _))) => {
                             tune::spread(&tune::neighbours(&b, &all), args.max_candidates)
                         }

@@ -248,6 +248,50 @@ pub fn spread(candidates: &[Tiling], n: usize) -> Vec<Tiling> {
     out
 }
 
+/// The first pass of `matmul tune` for `kernel` on `dtype` × `class`: the spread of `all` (at most
+/// `n`, the default first), then the incumbent in `table` for that kernel, dtype and class (so a
+/// short search never replaces it with something slower), then what the other kernels won there,
+/// at 2 or 3 stages where this kernel pipelines. Only members of `all` are returned, each once.
+pub fn first_pass(
+    all: &[Tiling],
+    n: usize,
+    table: &TuneTable,
+    kernel: &str,
+    dtype: DType,
+    class: ShapeClass,
+) -> Vec<Tiling> {
+    let mut out = spread(all, n);
+    let mut add = |t: Tiling| {
+        if all.contains(&t) && !out.contains(&t) {
+            out.push(t);
+        }
+    };
+    let here = |e: &&TuneEntry| e.dtype == dtype && e.class == class;
+    for e in table
+        .entries
+        .iter()
+        .filter(here)
+        .filter(|e| e.kernel == kernel)
+    {
+        add(e.tiling);
+    }
+    let pipelined = all.first().is_some_and(|t| t.stages > 1);
+    for e in table
+        .entries
+        .iter()
+        .filter(here)
+        .filter(|e| e.kernel != kernel)
+    {
+        for stages in [2, 3] {
+            add(Tiling {
+                stages: if pipelined { stages } else { 1 },
+                ..e.tiling
+            });
+        }
+    }
+    out
+}
+
 /// The candidates one step from `best`: those that differ from it in exactly one knob (the
 /// block tile's M, N or K, the thread tile, the warp tile, stages, padding, blocks per SM). The
 /// second pass of `matmul tune` times these: a local search around the spread's winner.
@@ -373,6 +417,33 @@ mod tests {
             }
         }
         assert!(builtin("no such GPU").is_none());
+    }
+
+    #[test]
+    fn first_pass_keeps_every_incumbent() {
+        // A short search must time the table's own winner for each kernel × dtype × class, so it
+        // can only replace it with something faster (a 1024 warptile tune with 8 candidates once
+        // wrote a 20 TFLOP/s tiling over the 28 TFLOP/s incumbent it never tried).
+        for table in builtin_tables() {
+            for e in &table.entries {
+                let k = crate::registry::find(&e.kernel).unwrap();
+                let all = candidates(k, e.dtype, 227 << 10);
+                let pass = first_pass(&all, 1, &table, &e.kernel, e.dtype, e.class);
+                assert!(
+                    pass.contains(&e.tiling),
+                    "{} {} {}: {}",
+                    e.kernel,
+                    e.dtype,
+                    e.class.name(),
+                    e.tiling
+                );
+                assert_eq!(pass[0], all[0], "the default first");
+                assert!(pass.iter().all(|t| all.contains(t)));
+                let mut unique = pass.clone();
+                unique.dedup();
+                assert_eq!(unique.len(), pass.len());
+            }
+        }
     }
 
     #[test]
