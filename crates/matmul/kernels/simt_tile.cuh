@@ -19,6 +19,10 @@
 // 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
 
+#ifndef KK_UNROLL
+#define KK_UNROLL BK
+#endif
+
 struct __align__(16) Vec4 {
     ELEM x, y, z, w;
 };
@@ -200,10 +204,12 @@ struct WarpTile {
     }
 
     // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
+    // KK_UNROLL k-steps per trip of the loop below (an experiment switch; default BK, the whole
+    // slice in straight-line code).
     template <int LDA, int LDB>
     __device__ __forceinline__ void mma(ELEM (&acc)[RM][RN], const ELEM* As, const ELEM* Bs) const
     {
-#pragma unroll
+#pragma unroll KK_UNROLL
         for (int kk = 0; kk < BK; kk++) {
             ELEM a[RM], b[RN];
 #pragma unroll
