@@ -36,7 +36,8 @@
 // against cuBLAS's 3.64 on H100; docs/kernels.md, "Main-loop variants from the SASS"). Both are
 // off by default until measured; MATMUL_KERNEL_DEFINES turns them on
 // (scripts/ab-specs/simt-ipc.spec). Other layouts keep the plain loop, and with both off the
-// N·N loop is the plain one too (its SASS unchanged).
+// N·N loop is the plain one too (its SASS unchanged); so does every layout below sm_90
+// (SIMT_VARIANTS, simt_tile.cuh).
 //
 // COPY_PARTS = P > 1: the next stage's cp.async copies are issued in P parts spread over the
 // slice's k-steps (part p before k-step p·BK/P) instead of one burst after the barrier. The burst
@@ -201,7 +202,7 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
 
     constexpr bool FIXED = A_PATH >= 0 && B_PATH >= 0;
-    if constexpr (FIXED && (COPY_PARTS > 1 || FRAG_PREFETCH)) {
+    if constexpr (FIXED && SIMT_VARIANTS && (COPY_PARTS > 1 || FRAG_PREFETCH)) {
         // The block's tile read again, for this path alone: sharing row0 and col0 with the
         // general path made ptxas spill 24 bytes in the general loop of multistage-raster (whose
         // grouped order it cannot recompute cheaply) with these variants.

@@ -22,9 +22,17 @@
 // path's 4 copies of a group share one selected source, g .. g + 3 out of range, instead of a
 // select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
 // 24 of its 32 SELs and 24 of the 64-bit address adds go).
+// It and multistage's main-loop variants are Hopper experiments: SIMT_VARIANTS is 0 below sm_90,
+// where they stay off whatever the defines say (at sm_80 several of them spill at the 128×256
+// tiling, and that target has no tuned table to justify them).
 
 #ifndef COPY_ONE_SELECT
 #define COPY_ONE_SELECT 0
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define SIMT_VARIANTS 0
+#else
+#define SIMT_VARIANTS 1
 #endif
 
 struct __align__(16) Vec4 {
@@ -145,7 +153,7 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[gi * inner_stride + go] : g;
             if (ASYNC) {
-#if COPY_ONE_SELECT
+#if COPY_ONE_SELECT && SIMT_VARIANTS
                 // One select for the group's 4 sources (which then differ by immediate offsets).
                 // Out of range they are g .. g + 3: read by no copy (src-size 0), inside the
                 // allocation all the same (cudaMalloc rounds to 256 bytes).
