@@ -3,7 +3,7 @@
 # drifts with its temperature and power draw, so two back-to-back `matmul bench` runs of the same
 # kernel differ by up to ±5 % (docs/kernels.md, "Measuring small differences"), and a variant run
 # once after another proves nothing. This runs every variant once per round, in an order rotated
-# each round, and prints each (shape, ops, kernel, variant)'s TFLOP/s per round and their mean.
+# each round, and prints each (shape, ops, dtype, kernel, variant)'s TFLOP/s per round and their mean.
 #
 # Usage (repo root, over a bundle from scripts/gpu-bundle.sh):
 #   dist/gpu/gpu-ab.sh ROUNDS SPEC_FILE
@@ -45,7 +45,7 @@ done
 python3 - "$out" "$rounds" <<'PY'
 import collections, json, os, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-rates = collections.defaultdict(dict)  # (shape, ops, kernel, label) -> {round: TFLOP/s}
+rates = collections.defaultdict(dict)  # (shape, ops, dtype, kernel, label) -> {round: TFLOP/s}
 for name in sorted(os.listdir(out)):
     path = os.path.join(out, name, "results.json")
     if not os.path.isfile(path):
@@ -56,17 +56,17 @@ for name in sorted(os.listdir(out)):
             continue
         p = rec["problem"]
         t = rec["timing"]["stats"]["median"]
-        key = (rec["shape"], p["op_a"] + p["op_b"], rec["kernel"], label)
+        key = (rec["shape"], p["op_a"] + p["op_b"], str(p["dtype"]), rec["kernel"], label)
         rates[key][int(r)] = 2 * p["m"] * p["n"] * p["k"] / t / 1e12
 with open(os.path.join(out, "ab.tsv"), "w") as f:
-    print("shape\tops\tkernel\tvariant\t" + "\t".join(f"r{i}" for i in range(1, rounds + 1)) + "\tmean", file=f)
-    print(f"{'shape':<20} {'ops':<3} {'kernel':<16} {'variant':<10} " + " ".join(f"{'r' + str(i):>6}" for i in range(1, rounds + 1)) + "    mean")
+    print("shape\tops\tdtype\tkernel\tvariant\t" + "\t".join(f"r{i}" for i in range(1, rounds + 1)) + "\tmean", file=f)
+    print(f"{'shape':<20} {'ops':<3} {'dtype':<5} {'kernel':<16} {'variant':<10} " + " ".join(f"{'r' + str(i):>6}" for i in range(1, rounds + 1)) + "    mean")
     for key in sorted(rates):
         xs = rates[key]
         vals = [xs.get(i) for i in range(1, rounds + 1)]
         got = [v for v in vals if v is not None]
         mean = sum(got) / len(got)
         cells = " ".join(f"{v:6.0f}" if v is not None else "     -" for v in vals)
-        print(f"{key[0]:<20} {key[1]:<3} {key[2]:<16} {key[3]:<10} {cells}  {mean:6.1f}")
+        print(f"{key[0]:<20} {key[1]:<3} {key[2]:<5} {key[3]:<16} {key[4]:<10} {cells}  {mean:6.1f}")
         print("\t".join(key) + "\t" + "\t".join(f"{v:.1f}" if v is not None else "" for v in vals) + f"\t{mean:.1f}", file=f)
 PY

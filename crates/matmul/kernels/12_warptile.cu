@@ -20,16 +20,18 @@ static_assert(WM > 0 && STAGES == 1, "warptile: warp tiling, one stage");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-warptile(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-         int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
+// The whole product for copy layouts A_PATH and B_PATH known at compile time (their copy loops
+// unrolled into straight-line code, simt_tile.cuh), or -1 to follow the strides at run time.
+template <int A_PATH, int B_PATH>
+__device__ __forceinline__ void warptile_body(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                              ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs,
+                                              int b_rs, int b_cs, TilePath a_path, TilePath b_path)
 {
     constexpr int LDA = BM + PAD, LDB = BN + PAD;
     extern __shared__ __align__(16) unsigned char smem[];
     ELEM* As = reinterpret_cast<ELEM*>(smem);  // (BK, LDA): A's tile, k-major
     ELEM* Bs = As + BK * LDA;                   // (BK, LDB)
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
     const WarpTile wt(threadIdx.x);
 
     ELEM acc[WarpTile::RM][WarpTile::RN];
@@ -39,11 +41,26 @@ warptile(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restric
         for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
 
     for (int k0 = 0; k0 < K; k0 += BK) {
-        load_tile<BK, BM, LDA, false>(As, A, a_path, a_cs, a_rs, k0, row0, K, M);
-        load_tile<BK, BN, LDB, false>(Bs, B, b_path, b_rs, b_cs, k0, col0, K, N);
+        load_tile<BK, BM, LDA, false, A_PATH>(As, A, a_path, a_cs, a_rs, k0, row0, K, M);
+        load_tile<BK, BN, LDB, false, B_PATH>(Bs, B, b_path, b_rs, b_cs, k0, col0, K, N);
         __syncthreads();
         wt.mma<LDA, LDB>(acc, As, Bs);
         __syncthreads();
     }
     wt.store(C, acc, row0, col0, M, N);
+}
+
+// Two copies of the main loop, the N·N layouts fixed at compile time and any (simt_tile.cuh), when
+// a block may use up to 255 registers a thread (MIN_BLOCKS = 1); under the 128-register cap of
+// MIN_BLOCKS = 2 the unrolled copies' addresses spill (registry default, 2026-11-23), so one.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+warptile(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+         int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
+{
+    const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
+#if MIN_BLOCKS == 1
+    WITH_TILE_PATHS(a_path, b_path, warptile_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
+#else
+    warptile_body<-1, -1>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
+#endif
 }

@@ -232,18 +232,11 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     wt.store(C, acc, row0, col0, M, N);
 }
 
-// The plain row-major product (op(A) = op(B) = N with 16-byte-aligned rows: A's groups run along
-// k, B's along n) gets its own copy of the main loop with those layouts fixed; every other layout
-// runs the general one.
+// Two copies of the main loop: the N·N layouts fixed at compile time, and any (simt_tile.cuh).
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
            int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
 {
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
-    if (a_path == OUTER_CONTIGUOUS && b_path == INNER_CONTIGUOUS) {
-        multistage_body<OUTER_CONTIGUOUS, INNER_CONTIGUOUS>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path,
-                                                            b_path);
-    } else {
-        multistage_body<-1, -1>(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
-    }
+    WITH_TILE_PATHS(a_path, b_path, multistage_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
 }

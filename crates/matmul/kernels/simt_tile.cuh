@@ -186,6 +186,19 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
     }
 }
 
+// Calls BODY<A_PATH, B_PATH>(...) once: with the plain row-major product's copy layouts fixed
+// (op(A) = op(B) = N with 16-byte-aligned rows: A's groups run along k, B's along n), so that its
+// copy loops unroll into straight-line code, or with both left to run time (-1) for every other
+// layout. A kernel gets two copies of its main loop this way; one loop body holding all three
+// layouts fully unrolled spilled at 255 registers (multistage's tuned tiling, 2026-11-23).
+#define WITH_TILE_PATHS(a_path, b_path, BODY, ...)                                        \
+    do {                                                                                  \
+        if ((a_path) == OUTER_CONTIGUOUS && (b_path) == INNER_CONTIGUOUS)                 \
+            BODY<OUTER_CONTIGUOUS, INNER_CONTIGUOUS>(__VA_ARGS__);                        \
+        else                                                                              \
+            BODY<-1, -1>(__VA_ARGS__);                                                    \
+    } while (0)
+
 // Stores v = C[r][c .. c+3] (row-major, N columns), skipping what lies past (M, N); one 16-byte
 // store when the group is whole and N % 4 == 0 keeps rows 16-byte aligned.
 __device__ __forceinline__ void store4(ELEM* __restrict__ C, int r, int c, int M, int N, Vec4 v)
