@@ -35,6 +35,10 @@
 #define SIMT_VARIANTS 1
 #endif
 
+#ifndef KK_UNROLL
+#define KK_UNROLL BK
+#endif
+
 struct __align__(16) Vec4 {
     ELEM x, y, z, w;
 };
@@ -258,10 +262,12 @@ struct WarpTile {
     }
 
     // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
+    // KK_UNROLL k-steps per trip of the loop below (an experiment switch; default BK, the whole
+    // slice in straight-line code).
     template <int LDA, int LDB>
     __device__ __forceinline__ void mma(ELEM (&acc)[RM][RN], const ELEM* As, const ELEM* Bs) const
     {
-#pragma unroll
+#pragma unroll KK_UNROLL
         for (int kk = 0; kk < BK; kk++) {
             ELEM a[RM], b[RN];
             load_frag<LDA, LDB>(a, b, As, Bs, kk);

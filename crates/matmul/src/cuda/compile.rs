@@ -148,7 +148,11 @@ pub fn elem_type(dtype: DType) -> &'static str {
 
 /// The `-D` parameters of `kernel` for `types` (a `DType` for C in the accumulator type): `ELEM`,
 /// `C_NARROW` when C is bf16/f16, `TILE` where the geometry has one, and the tiling (`BM`, `BN`,
-/// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two.
+/// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two; then the developer's
+/// `$MATMUL_KERNEL_DEFINES` ([`experiment_defines`]). Every compile of a registry kernel, for a
+/// launch or for a ptxas report, takes its defines from here. (Until 2026-11-23 the experiment
+/// defines were added only on the ptxas-report path, so GPU A/B runs of them timed the default
+/// kernel; see docs/kernels.md, "Measuring small differences".)
 pub fn kernel_defines(
     kernel: &KernelSpec,
     types: impl Into<Types>,
@@ -211,6 +215,7 @@ pub fn kernel_defines(
     if let Some(t) = kernel.tc_tile() {
         defines.extend(t.defines());
     }
+    defines.extend(experiment_defines()?);
     Ok(defines)
 }
 
@@ -272,8 +277,7 @@ pub fn compile_with_cache(
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
-    let mut defines = kernel_defines(kernel, types, opts)?;
-    defines.extend(experiment_defines()?);
+    let defines = kernel_defines(kernel, types, opts)?;
     let src = kernel.cuda_source().expect("checked by kernel_defines");
     let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
     compiled.name = kernel.name.to_string();
