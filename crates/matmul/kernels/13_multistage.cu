@@ -22,18 +22,60 @@
 // (0 = row-major block order), MIN_BLOCKS
 // (the default 1: at a cap of 128 registers, 3 stages spill a word; 155 fit).
 // Constraints: sm_80 or newer (cp.async); any M, N, K, either op.
+// Main-loop variants for the plain row-major product, off by default until measured on a GPU
+// (defines COPY_PARTS, FRAG_PREFETCH below and COPY_ONE_SELECT in simt_tile.cuh): the SASS of the
+// tuned f32 tiling shows each slice's copies issued as one burst after the barrier and each
+// slice's first FFMAs waiting on shared loads issued just before them; these spread the copies
+// over the slice, carry fragments across the barrier, and trim the copies' address arithmetic.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
 #endif
 
+// Main-loop variants of the plain row-major (N·N) product, for raising the issue rate (IPC 3.08
+// against cuBLAS's 3.64 on H100; docs/kernels.md, "Main-loop variants from the SASS"). Both are
+// off by default until measured; MATMUL_KERNEL_DEFINES turns them on
+// (scripts/ab-specs/simt-ipc.spec). Other layouts keep the plain loop, and with both off the
+// N·N loop is the plain one too (its SASS unchanged); so does every layout below sm_90
+// (SIMT_VARIANTS, simt_tile.cuh).
+//
+// COPY_PARTS = P > 1: the next stage's cp.async copies are issued in P parts spread over the
+// slice's k-steps (part p before k-step p·BK/P) instead of one burst after the barrier. The burst
+// puts 24 LDGSTS and ~230 address instructions per thread (tuned f32 tiling) between the barrier
+// and the slice's first shared loads (which may also queue behind the 8 warps' LDGSTS in the
+// shared-memory pipe), and the first FFMAs of every slice wait for them. Spread, each part's
+// copies and arithmetic fill issue slots between FFMAs. The copies are issued unconditionally (no
+// uniform branch around them, which would cut the FFMA stream into separately scheduled blocks):
+// past the last slice their k lies beyond K, so they zero-fill a buffer that no FMA uses.
+//
+// FRAG_PREFETCH = 1: fragments double-buffered across slices, as CUTLASS's multistage mainloop
+// does. The wait and barrier for slice t + 1 move from the top of slice t + 1 to before the last
+// k-step of slice t; right after them the lane loads slice t + 1's k = 0 fragments, and the last
+// k-step's FFMAs (whose fragments were loaded before the barrier) cover that load's latency. So
+// no slice starts with FFMAs waiting on a load issued a few instructions earlier. Safe for any
+// STAGES ≥ 2: every read of slice t's buffer is issued before that barrier, and the copies that
+// overwrite it are issued after it (the next slice's copies go into the buffer the barrier frees).
+#ifndef COPY_PARTS
+#define COPY_PARTS 1
+#endif
+#ifndef FRAG_PREFETCH
+#define FRAG_PREFETCH 0
+#endif
+
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
-// the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right).
+// the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right). OWN_READ
+// reads blockIdx with volatile asm, so the values are the caller's own, not merged with another
+// path's reading (see the variant path of multistage_body).
+template <bool OWN_READ = false>
 __device__ __forceinline__ void block_tile(int& by, int& bx)
 {
     by = blockIdx.y, bx = blockIdx.x;
+    if (OWN_READ) {
+        asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
+    }
     if (RASTER_GROUP > 0) {
-        int pid = blockIdx.y * gridDim.x + blockIdx.x;
+        int pid = by * gridDim.x + bx;
         int width = RASTER_GROUP * gridDim.x;  // blocks per group of block-rows
         int first = (pid / width) * RASTER_GROUP;
         int rows = min((int)gridDim.y - first, RASTER_GROUP);
@@ -45,6 +87,84 @@ __device__ __forceinline__ void block_tile(int& by, int& bx)
 static_assert(WM > 0 && STAGES >= 2, "multistage: warp tiling and at least two stages");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
+
+// The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts.
+template <int A_PATH, int B_PATH>
+__device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
+                                                        ELEM* stages, const ELEM* __restrict__ A,
+                                                        const ELEM* __restrict__ B, int K, int M, int N, int a_rs,
+                                                        int a_cs, int b_rs, int b_cs, TilePath a_path,
+                                                        TilePath b_path, int row0, int col0, int slices)
+{
+    constexpr int LDA = BM + PAD, LDB = BN + PAD;
+    constexpr int STAGE = BK * (LDA + LDB);
+    // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
+    // last k-step (whose barrier ends the slice's use of the buffer they write).
+    constexpr int PARTS = COPY_PARTS < 1 ? 1 : (COPY_PARTS > BK / 2 ? BK / 2 : COPY_PARTS);
+    // Part `part` of slice t's copies into stage buffer `buf`; with t ≥ slices, zeros (k ≥ K).
+    auto issue_part = [&](int t, int buf, int part) {
+        ELEM* As = stages + buf * STAGE;
+        load_tile<BK, BM, LDA, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
+        load_tile<BK, BN, LDB, true, B_PATH, PARTS>(As + BK * LDA, B, b_path, b_rs, b_cs, t * BK, col0, K, N, part);
+    };
+    auto next = [](int buf) { return buf + 1 == STAGES ? 0 : buf + 1; };
+    static_assert(BK % 2 == 0, "FRAG_PREFETCH loads k = 0 into a[0] while k-step BK − 1 still reads a[1]");
+
+#pragma unroll
+    for (int t = 0; t < STAGES - 1; t++) {
+#pragma unroll
+        for (int p = 0; p < PARTS; p++) issue_part(t, t, p);
+        cp_async_commit();
+    }
+    int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES - 1
+    ELEM a[2][WarpTile::RM], b[2][WarpTile::RN];  // fragments: k-step kk in a[kk % 2], b[kk % 2]
+    if (FRAG_PREFETCH) {
+        cp_async_wait<STAGES - 2>();  // slice 0 has landed
+        __syncthreads();
+        wt.load_frag<LDA, LDB>(a[0], b[0], stages, stages + BK * LDA, 0);
+    }
+    for (int t = 0; t < slices; t++) {
+        if (!FRAG_PREFETCH) {
+            cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
+            __syncthreads();              // everyone's have; everyone is done with slice t - 1
+        }
+        const ELEM* As = stages + read * STAGE;
+        // Part p of the copies, then k-steps p·BK/PARTS .. (p + 1)·BK/PARTS − 1. (Two nested
+        // loops rather than one k loop that tests for its parts: NVVM sizes a loop before folding
+        // such tests, and a k loop holding PARTS copies of the copy code is not unrolled.)
+        // Without FRAG_PREFETCH the slice's first shared loads come before the first part of the
+        // copies in the source: ptxas keeps an ld.shared behind a cp.async (which writes shared
+        // memory), so the other order makes the loads that the first FFMAs need at once wait for
+        // the copy's address arithmetic (SASS: first use 3 instructions after the load, against
+        // 14). Only the first part: the same order for every part made multistage-raster spill.
+        // With FRAG_PREFETCH the loads are a k-step ahead and the copies go first.
+#pragma unroll
+        for (int p = 0; p < PARTS; p++) {
+            const int k0 = p * BK / PARTS;
+            if (!FRAG_PREFETCH && p == 0) wt.load_frag<LDA, LDB>(a[0], b[0], As, As + BK * LDA, 0);
+            issue_part(t + STAGES - 1, write, p);  // into slice t - 1's buffer
+            if (p == PARTS - 1) cp_async_commit();
+#pragma unroll
+            for (int kk = k0; kk < (p + 1) * BK / PARTS; kk++) {
+                if (!FRAG_PREFETCH && kk == 0) {
+                    // loaded above
+                } else if (!FRAG_PREFETCH) {
+                    wt.load_frag<LDA, LDB>(a[kk % 2], b[kk % 2], As, As + BK * LDA, kk);
+                } else if (kk + 1 < BK) {
+                    wt.load_frag<LDA, LDB>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * LDA, kk + 1);
+                } else {
+                    cp_async_wait<STAGES - 2>();  // this thread's copies of slice t + 1 have landed
+                    __syncthreads();  // everyone's have; everyone has issued its last read of slice t
+                    const ELEM* An = stages + next(read) * STAGE;
+                    wt.load_frag<LDA, LDB>(a[0], b[0], An, An + BK * LDA, 0);  // slice t + 1, k = 0
+                }
+                wt.ffma(acc, a[kk % 2], b[kk % 2]);
+            }
+        }
+        read = next(read);
+        write = next(write);
+    }
+}
 
 // The whole product for copy layouts A_PATH and B_PATH known at compile time (their copy loops
 // unrolled into straight-line code, simt_tile.cuh), or -1 to follow the strides at run time.
@@ -80,6 +200,21 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     for (int i = 0; i < WarpTile::RM; i++)
 #pragma unroll
         for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
+
+    constexpr bool FIXED = A_PATH >= 0 && B_PATH >= 0;
+    if constexpr (FIXED && SIMT_VARIANTS && (COPY_PARTS > 1 || FRAG_PREFETCH)) {
+        // The block's tile read again, for this path alone: sharing row0 and col0 with the
+        // general path made ptxas spill 24 bytes in the general loop of multistage-raster (whose
+        // grouped order it cannot recompute cheaply) with these variants.
+        int vby, vbx;
+        block_tile<true>(vby, vbx);
+        const int vrow0 = vby * BM, vcol0 = vbx * BN;
+        multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
+                                                b_path, vrow0, vcol0, slices);
+        cp_async_wait<0>();
+        wt.store(C, acc, vrow0, vcol0, M, N);
+        return;
+    }
 
 #pragma unroll
     for (int t = 0; t < STAGES - 1; t++) issue(t, t);

@@ -18,6 +18,26 @@
 // With ASYNC the copies are cp.async (sm_80+): 16-byte ones where the group is stored whole,
 // 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
+// COPY_ONE_SELECT = 1 (off by default until measured; 13_multistage.cu) makes the transposing
+// path's 4 copies of a group share one selected source, g .. g + 3 out of range, instead of a
+// select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
+// 24 of its 32 SELs and 24 of the 64-bit address adds go).
+// It and multistage's main-loop variants are Hopper experiments: SIMT_VARIANTS is 0 below sm_90,
+// where they stay off whatever the defines say (at sm_80 several of them spill at the 128×256
+// tiling, and that target has no tuned table to justify them).
+
+#ifndef COPY_ONE_SELECT
+#define COPY_ONE_SELECT 0
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define SIMT_VARIANTS 0
+#else
+#define SIMT_VARIANTS 1
+#endif
+
+#ifndef KK_UNROLL
+#define KK_UNROLL BK
+#endif
 
 #ifndef KK_UNROLL
 #define KK_UNROLL BK
@@ -74,12 +94,19 @@ __device__ __forceinline__ TilePath tile_path(int outer_stride, int inner_stride
 // UNROLLED it is that loop, with `#pragma unroll ROLLED_UNROLL` (0: a plain `#pragma unroll`, the
 // compiler's choice): a kernel that keeps all three copy layouts in one loop body cannot afford
 // the registers of fully unrolled addresses.
-template <int COUNT, int PER_ROW, bool UNROLLED, int ROLLED_UNROLL, typename F>
-__device__ __forceinline__ void for_items(int tid, F f)
+// PARTS > 1 (UNROLLED only) splits the thread's items into PARTS runs of consecutive r and takes
+// run `part` alone, so a caller can spread one copy over several points of its code; `part` must
+// be a constant after unrolling (e.g. derived from an unrolled loop's counter), or the selection
+// costs a branch per item.
+template <int COUNT, int PER_ROW, bool UNROLLED, int ROLLED_UNROLL, int PARTS = 1, typename F>
+__device__ __forceinline__ void for_items(int tid, F f, int part = 0)
 {
+    static_assert(PARTS == 1 || UNROLLED, "a copy is split into parts only with unrolled loops");
     if constexpr (UNROLLED) {
+        constexpr int ITEMS = (COUNT + THREADS - 1) / THREADS;
 #pragma unroll
-        for (int r = 0; r < (COUNT + THREADS - 1) / THREADS; ++r) {
+        for (int r = 0; r < ITEMS; ++r) {
+            if (PARTS > 1 && (r < part * ITEMS / PARTS || r >= (part + 1) * ITEMS / PARTS)) continue;
             if (COUNT % THREADS != 0 && tid + r * THREADS >= COUNT) break;
             if constexpr (THREADS % PER_ROW == 0) {
                 f(tid / PER_ROW + r * (THREADS / PER_ROW), tid % PER_ROW);
@@ -99,10 +126,12 @@ __device__ __forceinline__ void for_items(int tid, F f)
 // Copies the OUTER×INNER tile at (o0, i0) of g into smem[OUTER][LD] (rows o, columns i); elements
 // past (o_lim, i_lim) become zero. Every thread of the block calls it (THREADS of them). PATH is
 // the copy layout when the caller knows it at compile time (its loops are then unrolled, see
-// for_items), or -1 to follow `path`.
-template <int OUTER, int INNER, int LD, bool ASYNC, int PATH = -1>
+// for_items), or -1 to follow `path`. With PARTS > 1 (PATH fixed) it issues only part `part` of
+// the thread's copies (for_items), so PARTS calls with part = 0 .. PARTS − 1 make the whole tile.
+template <int OUTER, int INNER, int LD, bool ASYNC, int PATH = -1, int PARTS = 1>
 __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* __restrict__ g, TilePath path,
-                                          int outer_stride, int inner_stride, int o0, int i0, int o_lim, int i_lim)
+                                          int outer_stride, int inner_stride, int o0, int i0, int o_lim, int i_lim,
+                                          int part = 0)
 {
     static_assert(OUTER % 4 == 0 && INNER % 4 == 0 && LD % 4 == 0, "tiles are made of 4-element groups");
     constexpr bool FIXED = PATH >= 0;
@@ -110,7 +139,7 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
     const int tid = threadIdx.x;
     if (path == INNER_CONTIGUOUS) {
         // Consecutive threads take consecutive groups along i: coalesced 16-byte loads.
-        for_items<OUTER * INNER / 4, INNER / 4, FIXED, 0>(tid, [&](int o, int i) {
+        for_items<OUTER * INNER / 4, INNER / 4, FIXED, 0, PARTS>(tid, [&](int o, int i) {
             i *= 4;
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
@@ -122,18 +151,27 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
                 Vec4 v = in ? *reinterpret_cast<const Vec4*>(src) : Vec4{0, 0, 0, 0};
                 *reinterpret_cast<Vec4*>(dst) = v;
             }
-        });
+        }, part);
     } else if (path == OUTER_CONTIGUOUS) {
         // Consecutive threads take consecutive groups along o (k): coalesced along the matrix's
         // contiguous dimension; each group is written transposed, one element per row of smem.
-        for_items<OUTER * INNER / 4, OUTER / 4, FIXED, 0>(tid, [&](int i, int o) {
+        for_items<OUTER * INNER / 4, OUTER / 4, FIXED, 0, PARTS>(tid, [&](int i, int o) {
             o *= 4;
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[gi * inner_stride + go] : g;
             if (ASYNC) {
+#if COPY_ONE_SELECT && SIMT_VARIANTS
+                // One select for the group's 4 sources (which then differ by immediate offsets).
+                // Out of range they are g .. g + 3: read by no copy (src-size 0), inside the
+                // allocation all the same (cudaMalloc rounds to 256 bytes).
+                const ELEM* s = in ? src : g;
+#pragma unroll
+                for (int j = 0; j < 4; j++) cp_async4(&smem[(o + j) * LD + i], s + j, in);
+#else
 #pragma unroll
                 for (int j = 0; j < 4; j++) cp_async4(&smem[(o + j) * LD + i], in ? src + j : g, in);
+#endif
             } else {
                 Vec4 v = in ? *reinterpret_cast<const Vec4*>(src) : Vec4{0, 0, 0, 0};
                 smem[(o + 0) * LD + i] = v.x;
@@ -141,9 +179,9 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
                 smem[(o + 2) * LD + i] = v.z;
                 smem[(o + 3) * LD + i] = v.w;
             }
-        });
+        }, part);
     } else {
-        for_items<OUTER * INNER, INNER, FIXED, 4>(tid, [&](int o, int i) {
+        for_items<OUTER * INNER, INNER, FIXED, 4, PARTS>(tid, [&](int o, int i) {
             int go = o0 + o, gi = i0 + i;
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[go * outer_stride + gi * inner_stride] : g;
@@ -152,7 +190,7 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
             } else {
                 smem[o * LD + i] = in ? *src : (ELEM)0;
             }
-        });
+        }, part);
     }
 }
 
@@ -203,6 +241,30 @@ struct WarpTile {
         n0 = (warp % (BN / WN)) * WN + (lane % LANES_N) * TN;
     }
 
+    // The lane's fragments of k-step kk: a (RM) from As (BK, LDA), b (RN) from Bs (BK, LDB).
+    template <int LDA, int LDB>
+    __device__ __forceinline__ void load_frag(ELEM (&a)[RM], ELEM (&b)[RN], const ELEM* As, const ELEM* Bs,
+                                              int kk) const
+    {
+#pragma unroll
+        for (int wi = 0; wi < WMITER; wi++)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
+#pragma unroll
+        for (int wj = 0; wj < WNITER; wj++)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
+    }
+
+    // acc += a ⊗ b: the RM·RN FMAs of one k-step.
+    __device__ __forceinline__ static void ffma(ELEM (&acc)[RM][RN], const ELEM (&a)[RM], const ELEM (&b)[RN])
+    {
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+#pragma unroll
+            for (int j = 0; j < RN; j++) acc[i][j] += a[i] * b[j];
+    }
+
     // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
     // KK_UNROLL k-steps per trip of the loop below (an experiment switch; default BK, the whole
     // slice in straight-line code).
@@ -212,18 +274,8 @@ struct WarpTile {
 #pragma unroll KK_UNROLL
         for (int kk = 0; kk < BK; kk++) {
             ELEM a[RM], b[RN];
-#pragma unroll
-            for (int wi = 0; wi < WMITER; wi++)
-#pragma unroll
-                for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
-#pragma unroll
-            for (int wj = 0; wj < WNITER; wj++)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
-#pragma unroll
-            for (int i = 0; i < RM; i++)
-#pragma unroll
-                for (int j = 0; j < RN; j++) acc[i][j] += a[i] * b[j];
+            load_frag<LDA, LDB>(a, b, As, Bs, kk);
+            ffma(acc, a, b);
         }
     }
 

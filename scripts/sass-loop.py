@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""SASS figures of multistage's straight-line N·N main loop, without a GPU.
+
+Compiles crates/matmul/kernels/13_multistage.cu (after simt_tile.cuh, with the registry's prelude)
+through NVRTC by ctypes for sm_90a, disassembles it with nvdisasm, finds the main loop (the
+backward branch whose body holds a barrier, at least 256 FMAs and the fewest branches: the N·N
+copy of the loop) and prints, per trip (one BK slice): instructions, FMA share, the sum of the
+control codes' stall counts (cycles one warp needs to issue the trip, scoreboard waits aside),
+where the LDGSTS sit relative to the barrier, how far the first k-step's shared loads are from
+their first use, and the shortest load-to-use distances. Figures for docs/kernels.md,
+"Main-loop variants from the SASS".
+
+Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NAME=VALUE ...]
+  e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
+Environment: NVDISASM (default: nvdisasm on PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
+"""
+import collections
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+KERNELS = os.path.join(ROOT, "crates/matmul/kernels")
+PRELUDE = "typedef unsigned int matmul_u32;\ntypedef unsigned short matmul_u16;\n"
+
+
+def tiling_defines(text):
+    """BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS] -> -D values (registry.rs)."""
+    parts = text.split("/")
+    bm, bn, bk = map(int, parts[0].split("x"))
+    tm, tn = map(int, parts[1].split("x"))
+    d = dict(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, WM=0, WN=0, WNITER=1, STAGES=1, PAD=0, MIN_BLOCKS=1)
+    for p in parts[2:]:
+        if p[0] == "w":
+            d["WM"], d["WN"], d["WNITER"] = map(int, re.match(r"w(\d+)x(\d+)n(\d+)", p).groups())
+        else:
+            d[{"s": "STAGES", "p": "PAD", "b": "MIN_BLOCKS"}[p[0]]] = int(p[1:])
+    d["THREADS"] = (bm // d["WM"]) * (bn // d["WN"]) * 32
+    return d
+
+
+def compile_cubin(defines, arch="sm_90a"):
+    nv = ctypes.CDLL("libnvrtc.so.13")
+    text = "".join(f'#line 1 "{f}"\n' + open(os.path.join(KERNELS, f)).read() + "\n"
+                   for f in ("simt_tile.cuh", "13_multistage.cu"))
+    prog = ctypes.c_void_p()
+    assert nv.nvrtcCreateProgram(ctypes.byref(prog), (PRELUDE + text).encode(), b"13_multistage.cu", 0, None, None) == 0
+    opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17", "--no-cache"]
+    opts += [f"-D{k}={v}" for k, v in defines.items()]
+    status = nv.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts]))
+    n = ctypes.c_size_t()
+    nv.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    nv.nvrtcGetProgramLog(prog, log)
+    log = log.value.decode()
+    if status != 0:
+        sys.exit(log)
+    nv.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+    cubin = ctypes.create_string_buffer(n.value)
+    nv.nvrtcGetCUBIN(prog, cubin)
+    return cubin.raw, log
+
+
+def parse_sass(text, func="multistage"):
+    """(instructions, control words, labels) of `func` from `nvdisasm -c -hex`."""
+    ins, ctrl, labels, inside = [], [], {}, False
+    for line in text.splitlines():
+        if line.startswith(".text."):
+            inside = line.strip().rstrip(":") == f".text.{func}"
+            continue
+        if not inside:
+            continue
+        if m := re.match(r"^(\.L_x_\d+):", line):
+            labels[m.group(1)] = len(ins)
+        elif m := re.match(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/", line):
+            ins.append(m.group(1))
+        elif m := re.match(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$", line):
+            ctrl.append(int(m.group(1), 16))
+    assert len(ins) == len(ctrl), "unexpected nvdisasm layout"
+    return ins, ctrl, labels
+
+
+def decode(s):
+    """(opcode, registers written, registers read); enough for LDS/FFMA/IMAD data flow."""
+    s = re.sub(r"^@!?U?P[T0-9]\s+", "", s)
+    opc, _, rest = s.partition(" ")
+    ops = [o.strip() for o in rest.split(",")] if rest else []
+    regs = lambda o: [int(x) for x in re.findall(r"\bR(\d+)\b", o)]
+    if opc.split(".")[0] in ("LDGSTS", "STS", "STG", "BAR", "BRA", "ISETP", "DEPBAR", "EXIT") or not ops:
+        return opc, [], [r for o in ops for r in regs(o)]
+    width = {"64": 2, "128": 4}.get((re.search(r"\.(64|128)\b", opc) or [None, None])[1], 1)
+    if ".WIDE" in opc:
+        width = 2
+    d = regs(ops[0].split()[0]) if not ops[0].startswith("RZ") else []
+    return opc, [d[0] + i for i in range(width)] if d else [], [r for o in ops[1:] for r in regs(o)]
+
+
+def report(ins, ctrl, labels, fma, bk):
+    loops = []
+    for i, s in enumerate(ins):
+        m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", s)
+        if m and labels.get(m.group(1), i + 1) <= i:
+            body = ins[labels[m.group(1)]:i + 1]
+            if sum(decode(x)[0].startswith(fma) for x in body) >= 256 and any("BAR.SYNC" in x for x in body):
+                loops.append((sum("BRA" in x for x in body), labels[m.group(1)], i))
+    _, a, b = min(loops)
+    body, dec, n = ins[a:b + 1], [decode(x) for x in ins[a:b + 1]], b + 1 - a
+    fmas = [i for i, d in enumerate(dec) if d[0].startswith(fma)]
+    lds = [i for i, d in enumerate(dec) if d[0].startswith("LDS") and not body[i].startswith("@!PT")]
+    bar = next(i for i, x in enumerate(body) if "BAR.SYNC" in x)
+    rel = lambda i: (i - bar) % n  # position after the barrier, cyclic
+
+    def first_use(i):  # instructions from LDS i to the first reader of what it loaded
+        live = set(dec[i][1])
+        for k in range(1, n):
+            j = (i + k) % n
+            if live & set(dec[j][2]):
+                return k
+            live -= set(dec[j][1])
+            if not live:
+                return None
+
+    uses = sorted(u for u in map(first_use, lds) if u is not None)
+    first_step = sorted(lds, key=rel)[:max(1, len(lds) // bk)]
+    stall = sum((ctrl[a + i] >> 41) & 0xF for i in range(n))
+    ldgsts = [rel(i) for i, d in enumerate(dec) if d[0].startswith("LDGSTS")]
+    other = collections.Counter(d[0].split(".")[0] for i, d in enumerate(dec) if not d[0].startswith(fma))
+    print(f"trip: {n} instructions, {len(fmas)} {fma} ({100 * len(fmas) / n:.1f} %), stall counts {stall} cycles, "
+          f"barrier at {bar} ({n - bar} before the trip's end)")
+    print(f"LDGSTS, instructions after the barrier: {sorted(ldgsts)}")
+    print(f"first k-step's LDS at +{sorted(map(rel, first_step))}, first use {sorted(map(first_use, first_step))} later")
+    print(f"LDS to first use: shortest {uses[:8]}, median {uses[len(uses) // 2]}, under 16: {sum(u < 16 for u in uses)}")
+    print(f"other instructions: {dict(other.most_common(12))}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    tiling, dtype = sys.argv[1], (sys.argv[2:3] or ["f32"])[0]
+    defines = tiling_defines(tiling)
+    defines.update(ELEM={"f32": "float", "u32": "matmul_u32"}[dtype], **{f"IN_{dtype.upper()}": 1})
+    defines.update(a.split("=", 1) for a in sys.argv[3:])
+    cubin, log = compile_cubin(defines)
+    m = re.search(r"Function properties for multistage.*?(\d+) bytes spill stores, (\d+) bytes spill loads.*?"
+                  r"Used (\d+) registers", log, re.S)
+    print(f"multistage {tiling} {dtype} {' '.join(sys.argv[3:])}: {m.group(3)} registers, spills {m.group(1)}/{m.group(2)} bytes")
+    out = os.environ.get("MATMUL_SASS_OUT") or tempfile.mkdtemp()
+    path = os.path.join(out, "multistage.cubin")
+    open(path, "wb").write(cubin)
+    sass = subprocess.run([os.environ.get("NVDISASM", "nvdisasm"), "-c", "-hex", path],
+                          capture_output=True, text=True, check=True).stdout
+    open(path[:-6] + ".sass", "w").write(sass)
+    report(*parse_sass(sass), "FFMA" if dtype == "f32" else "IMAD", defines["BK"])
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quietly end when piped into head
+    main()
