@@ -22,7 +22,7 @@
 // (0 = row-major block order), MIN_BLOCKS
 // (the default 1: at a cap of 128 registers, 3 stages spill a word; 155 fit).
 // Constraints: sm_80 or newer (cp.async); any M, N, K, either op.
-// Main-loop variants for the plain row-major product, off by default until measured on a GPU
+// Main-loop variants for the plain row-major product, on by default on sm_90 since measured there
 // (defines COPY_PARTS, FRAG_PREFETCH below and COPY_ONE_SELECT in simt_tile.cuh): the SASS of the
 // tuned f32 tiling shows each slice's copies issued as one burst after the barrier and each
 // slice's first FFMAs waiting on shared loads issued just before them; these spread the copies
@@ -33,9 +33,11 @@
 #endif
 
 // Main-loop variants of the plain row-major (N·N) product, for raising the issue rate (IPC 3.08
-// against cuBLAS's 3.64 on H100; docs/kernels.md, "Main-loop variants from the SASS"). Both are
-// off by default until measured; MATMUL_KERNEL_DEFINES turns them on
-// (scripts/ab-specs/simt-ipc.spec). Other layouts keep the plain loop, and with both off the
+// against cuBLAS's 3.64 on H100; docs/kernels.md, "Main-loop variants from the SASS"). Measured
+// on H100 at 4096 (interleaved, scripts/ab-specs/simt-ipc-short.spec): all three together 45.2
+// TFLOP/s against 43.8 without (+3 %); COPY_PARTS alone 44.0, FRAG_PREFETCH alone 43.2,
+// COPY_ONE_SELECT alone 43.9. So all three are the default; MATMUL_KERNEL_DEFINES=COPY_PARTS=1,
+// FRAG_PREFETCH=0,COPY_ONE_SELECT=0 gives the plain loop back. Other layouts keep the plain loop, and with both off the
 // N·N loop is the plain one too (its SASS unchanged); so does every layout below sm_90
 // (SIMT_VARIANTS, simt_tile.cuh).
 //
@@ -56,10 +58,10 @@
 // STAGES ≥ 2: every read of slice t's buffer is issued before that barrier, and the copies that
 // overwrite it are issued after it (the next slice's copies go into the buffer the barrier frees).
 #ifndef COPY_PARTS
-#define COPY_PARTS 1
+#define COPY_PARTS 4
 #endif
 #ifndef FRAG_PREFETCH
-#define FRAG_PREFETCH 0
+#define FRAG_PREFETCH 1
 #endif
 
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP

@@ -82,17 +82,7 @@ typedef float OUT;
 #endif
 // Experiment switches (MATMUL_KERNEL_DEFINES; docs/kernels.md measured each against the default):
 // WAIT_DEPTH = wgmma groups left in flight before a buffer is released (1: the previous k-block's;
-// 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group,
-// SKEW = k-blocks consumer warpgroup 1 starts behind warpgroup 0 (0: in step). Why skew: in step,
-// both warpgroups reach their epilogue together and the tensor cores idle while C is stored; with
-// warpgroup 1 SKEW k-blocks behind, it finishes its last k-blocks alone (one warpgroup's
-// m64n256k16 can use all four tensor cores) while warpgroup 0 stores, and warpgroup 0 starts the
-// next tile while warpgroup 1 stores. The cost: SKEW fewer k-blocks of loads in flight (a buffer
-// is refilled only when both warpgroups are done with it).
-#ifndef SKEW
-#define SKEW 0
-#endif
-static_assert(SKEW >= 0 && SKEW < STAGES - 1, "wgmma: SKEW must leave the producer a buffer to fill");
+// 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group.
 #ifndef WAIT_DEPTH
 #define WAIT_DEPTH 1
 #endif
@@ -535,8 +525,8 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 // SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
 template <int TA, int TB, bool SWAP>
-__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, u64* go, OUT* __restrict__ C,
-                                        int M, int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
+__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -554,16 +544,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             mbar_arrive(&empty[s]);
         }
     };
-    // SKEW: warpgroup 1 waits until warpgroup 0 has issued its first SKEW k-blocks (or has none
-    // left to issue; the arrival after the loop).
-    if (SKEW > 0 && wg == 1) mbar_wait(go, 0);
     int it = 0;
     for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
         units.tile(u, rank, tm, tn);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
-            if (SKEW > 0 && wg == 0 && tid == 0 && it == SKEW) mbar_arrive(go);
             mbar_wait(&full[s], (it / STAGES) & 1);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
 #pragma unroll
@@ -608,7 +594,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
         }
     }
-    if (SKEW > 0 && wg == 0 && tid == 0 && it <= SKEW) mbar_arrive(go);
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
 
@@ -618,7 +603,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
       const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    __shared__ __align__(8) u64 full[STAGES], empty[STAGES], go;
+    __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
 
@@ -638,7 +623,6 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
             mbar_init(&full[s], 1);             // the producer's arrive.expect_tx (+ the TMA bytes)
             mbar_init(&empty[s], 2 * CLUSTER);  // each consumer warpgroup of each block
         }
-        mbar_init(&go, 1);  // SKEW: warpgroup 0's start signal to warpgroup 1
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     cluster_sync();  // no copy or remote arrival may reach a barrier before it is initialized
@@ -656,10 +640,10 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, &go, C, M, N, &map_c, units, rank, kblocks);
-        else if (a_mn) consume<1, 0, false>(smem, full, empty, &go, C, M, N, &map_c, units, rank, kblocks);
-        else if (swap) consume<1, 0, true>(smem, full, empty, &go, C, M, N, &map_c, units, rank, kblocks);
-        else consume<0, 0, false>(smem, full, empty, &go, C, M, N, &map_c, units, rank, kblocks);
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers.
     cluster_sync();

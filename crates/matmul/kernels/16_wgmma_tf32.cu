@@ -83,12 +83,6 @@ static_assert(sizeof(ELEM) == 4, "wgmma-tf32: f32 storage");
 static_assert(BM == 128 && BN == 256 && BK == 32, "wgmma-tf32: the 128x256x32 tile is what the code below spells out");
 static_assert(THREADS == 384, "wgmma-tf32: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma-tf32: at least two buffers");
-// Experiment switch (MATMUL_KERNEL_DEFINES): SKEW = k-blocks consumer warpgroup 1 starts behind
-// warpgroup 0, as in 15_wgmma.cu (one warpgroup's epilogue then overlaps the other's products).
-#ifndef SKEW
-#define SKEW 0
-#endif
-static_assert(SKEW >= 0 && SKEW < STAGES - 1, "wgmma-tf32: SKEW must leave the producer a buffer to fill");
 #if defined(CLUSTER) && CLUSTER != 1
 #error "wgmma-tf32: no clusters"
 #endif
@@ -241,8 +235,8 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 
 // ---- consumers: each warpgroup owns 64 rows (p) × 256 columns (q) of the D tile --------------
 template <int SWAPPED, int R_PMAJOR>
-__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, u64* go, float* __restrict__ C,
-                                        int M, int N, int tiles_p, int tiles_q, int kblocks)
+__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
+                                        int N, int tiles_p, int tiles_q, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the D tile
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
@@ -269,7 +263,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     int it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
     auto k_block = [&](unsigned (&a)[BK / 8][4], int kb) {
         int s = it % STAGES;
-        if (SKEW > 0 && wg == 0 && threadIdx.x % 128 == 0 && it == SKEW) mbar_arrive(go);
         mbar_wait(&full[s], (it / STAGES) & 1);
         unsigned r = smem_u32(smem + s * STAGE_BYTES), sd = r + R_STAGE_BYTES;
         // The whole k-block's fragments first: they are written before the fence, and the fence
@@ -297,7 +290,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         ++it;
     };
     unsigned a_even[BK / 8][4], a_odd[BK / 8][4];
-    if (SKEW > 0 && wg == 1) mbar_wait(go, 0);  // SKEW: warpgroup 0's first SKEW k-blocks first
     for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
         int tp, tq;
         tile_coords(u, tiles_p, tiles_q, GROUP_M, tp, tq);
@@ -349,7 +341,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             }
         }
     }
-    if (SKEW > 0 && wg == 0 && threadIdx.x % 128 == 0 && it <= SKEW) mbar_arrive(go);  // too few k-blocks
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -358,7 +349,7 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
            const __grid_constant__ TmaMap map_c)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    __shared__ __align__(8) u64 full[STAGES], empty[STAGES], go;
+    __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
 
@@ -376,7 +367,6 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
             mbar_init(&full[s], 1);   // the producer's arrive.expect_tx (+ the TMA bytes)
             mbar_init(&empty[s], CONSUMER_WARPS);  // each consumer warp
         }
-        mbar_init(&go, 1);  // SKEW: warpgroup 0's start signal to warpgroup 1
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();  // no copy may reach a barrier before it is initialized
@@ -390,9 +380,9 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (swapped) consume<1, 1>(smem, full, empty, &go, C, M, N, tiles_p, tiles_q, kblocks);
-        else if (a_kmajor) consume<0, 0>(smem, full, empty, &go, C, M, N, tiles_p, tiles_q, kblocks);
-        else consume<0, 1>(smem, full, empty, &go, C, M, N, tiles_p, tiles_q, kblocks);
+        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+        else consume<0, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
     }
     // A block must outlive the copies into it and the arrivals on its barriers.
     __syncthreads();

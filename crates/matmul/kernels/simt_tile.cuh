@@ -18,7 +18,7 @@
 // With ASYNC the copies are cp.async (sm_80+): 16-byte ones where the group is stored whole,
 // 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
-// COPY_ONE_SELECT = 1 (off by default until measured; 13_multistage.cu) makes the transposing
+// COPY_ONE_SELECT = 1 (the default; measured with multistage's variants, 13_multistage.cu) makes the transposing
 // path's 4 copies of a group share one selected source, g .. g + 3 out of range, instead of a
 // select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
 // 24 of its 32 SELs and 24 of the 64-bit address adds go).
@@ -27,7 +27,7 @@
 // tiling, and that target has no tuned table to justify them).
 
 #ifndef COPY_ONE_SELECT
-#define COPY_ONE_SELECT 0
+#define COPY_ONE_SELECT 1
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define SIMT_VARIANTS 0
