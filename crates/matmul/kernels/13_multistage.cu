@@ -37,9 +37,9 @@
 // on H100 at 4096 (interleaved, scripts/ab-specs/simt-ipc-short.spec): all three together 45.2
 // TFLOP/s against 43.8 without (+3 %); COPY_PARTS alone 44.0, FRAG_PREFETCH alone 43.2,
 // COPY_ONE_SELECT alone 43.9. So all three are the default; MATMUL_KERNEL_DEFINES=COPY_PARTS=1,
-// FRAG_PREFETCH=0,COPY_ONE_SELECT=0 gives the plain loop back. Other layouts keep the plain loop, and with both off the
-// N·N loop is the plain one too (its SASS unchanged); so does every layout below sm_90
-// (SIMT_VARIANTS, simt_tile.cuh).
+// FRAG_PREFETCH=0,COPY_ONE_SELECT=0 gives the plain loop back. Other layouts keep the plain
+// loop, and with COPY_PARTS = 1 and FRAG_PREFETCH = 0 the N·N loop is the plain one too; so does
+// every layout below sm_90 (SIMT_VARIANTS, simt_tile.cuh).
 //
 // COPY_PARTS = P > 1: the next stage's cp.async copies are issued in P parts spread over the
 // slice's k-steps (part p before k-step p·BK/P) instead of one burst after the barrier. The burst
@@ -90,6 +90,11 @@ static_assert(WM > 0 && STAGES >= 2, "multistage: warp tiling and at least two s
 static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
 
+// The stage ring: STAGES buffers of STAGE_ELEMS elements, As (BK, A_LD) then Bs (BK, B_LD).
+constexpr int A_LD = BM + PAD, B_LD = BN + PAD;
+constexpr int STAGE_ELEMS = BK * (A_LD + B_LD);
+__device__ __forceinline__ int next_stage(int buf) { return buf + 1 == STAGES ? 0 : buf + 1; }
+
 // The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
@@ -98,18 +103,16 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
                                                         int a_cs, int b_rs, int b_cs, TilePath a_path,
                                                         TilePath b_path, int row0, int col0, int slices)
 {
-    constexpr int LDA = BM + PAD, LDB = BN + PAD;
-    constexpr int STAGE = BK * (LDA + LDB);
     // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
     // last k-step (whose barrier ends the slice's use of the buffer they write).
     constexpr int PARTS = COPY_PARTS < 1 ? 1 : (COPY_PARTS > BK / 2 ? BK / 2 : COPY_PARTS);
     // Part `part` of slice t's copies into stage buffer `buf`; with t ≥ slices, zeros (k ≥ K).
     auto issue_part = [&](int t, int buf, int part) {
-        ELEM* As = stages + buf * STAGE;
-        load_tile<BK, BM, LDA, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
-        load_tile<BK, BN, LDB, true, B_PATH, PARTS>(As + BK * LDA, B, b_path, b_rs, b_cs, t * BK, col0, K, N, part);
+        ELEM* As = stages + buf * STAGE_ELEMS;
+        load_tile<BK, BM, A_LD, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
+        load_tile<BK, BN, B_LD, true, B_PATH, PARTS>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N,
+                                                     part);
     };
-    auto next = [](int buf) { return buf + 1 == STAGES ? 0 : buf + 1; };
     static_assert(BK % 2 == 0, "FRAG_PREFETCH loads k = 0 into a[0] while k-step BK − 1 still reads a[1]");
 
 #pragma unroll
@@ -123,14 +126,14 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     if (FRAG_PREFETCH) {
         cp_async_wait<STAGES - 2>();  // slice 0 has landed
         __syncthreads();
-        wt.load_frag<LDA, LDB>(a[0], b[0], stages, stages + BK * LDA, 0);
+        wt.load_frag<A_LD, B_LD>(a[0], b[0], stages, stages + BK * A_LD, 0);
     }
     for (int t = 0; t < slices; t++) {
         if (!FRAG_PREFETCH) {
             cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
             __syncthreads();              // everyone's have; everyone is done with slice t - 1
         }
-        const ELEM* As = stages + read * STAGE;
+        const ELEM* As = stages + read * STAGE_ELEMS;
         // Part p of the copies, then k-steps p·BK/PARTS .. (p + 1)·BK/PARTS − 1. (Two nested
         // loops rather than one k loop that tests for its parts: NVVM sizes a loop before folding
         // such tests, and a k loop holding PARTS copies of the copy code is not unrolled.)
@@ -143,7 +146,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
 #pragma unroll
         for (int p = 0; p < PARTS; p++) {
             const int k0 = p * BK / PARTS;
-            if (!FRAG_PREFETCH && p == 0) wt.load_frag<LDA, LDB>(a[0], b[0], As, As + BK * LDA, 0);
+            if (!FRAG_PREFETCH && p == 0) wt.load_frag<A_LD, B_LD>(a[0], b[0], As, As + BK * A_LD, 0);
             issue_part(t + STAGES - 1, write, p);  // into slice t - 1's buffer
             if (p == PARTS - 1) cp_async_commit();
 #pragma unroll
@@ -151,20 +154,20 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
                 if (!FRAG_PREFETCH && kk == 0) {
                     // loaded above
                 } else if (!FRAG_PREFETCH) {
-                    wt.load_frag<LDA, LDB>(a[kk % 2], b[kk % 2], As, As + BK * LDA, kk);
+                    wt.load_frag<A_LD, B_LD>(a[kk % 2], b[kk % 2], As, As + BK * A_LD, kk);
                 } else if (kk + 1 < BK) {
-                    wt.load_frag<LDA, LDB>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * LDA, kk + 1);
+                    wt.load_frag<A_LD, B_LD>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * A_LD, kk + 1);
                 } else {
                     cp_async_wait<STAGES - 2>();  // this thread's copies of slice t + 1 have landed
                     __syncthreads();  // everyone's have; everyone has issued its last read of slice t
-                    const ELEM* An = stages + next(read) * STAGE;
-                    wt.load_frag<LDA, LDB>(a[0], b[0], An, An + BK * LDA, 0);  // slice t + 1, k = 0
+                    const ELEM* An = stages + next_stage(read) * STAGE_ELEMS;
+                    wt.load_frag<A_LD, B_LD>(a[0], b[0], An, An + BK * A_LD, 0);  // slice t + 1, k = 0
                 }
                 wt.ffma(acc, a[kk % 2], b[kk % 2]);
             }
         }
-        read = next(read);
-        write = next(write);
+        read = next_stage(read);
+        write = next_stage(write);
     }
 }
 
@@ -175,10 +178,8 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
                                                 ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs,
                                                 int b_rs, int b_cs, TilePath a_path, TilePath b_path)
 {
-    constexpr int LDA = BM + PAD, LDB = BN + PAD;
-    constexpr int STAGE = BK * (LDA + LDB);  // elements per stage: As then Bs
     extern __shared__ __align__(16) unsigned char smem[];
-    ELEM* stages = reinterpret_cast<ELEM*>(smem);  // (STAGES, [As (BK, LDA), Bs (BK, LDB)])
+    ELEM* stages = reinterpret_cast<ELEM*>(smem);  // (STAGES, [As (BK, A_LD), Bs (BK, B_LD)])
     int by, bx;
     block_tile(by, bx);
     const int row0 = by * BM, col0 = bx * BN;
@@ -189,13 +190,12 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     // the last slice keeps the wait counts uniform).
     auto issue = [&](int t, int buf) {
         if (t < slices) {
-            ELEM* As = stages + buf * STAGE;
-            load_tile<BK, BM, LDA, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
-            load_tile<BK, BN, LDB, true, B_PATH>(As + BK * LDA, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
+            ELEM* As = stages + buf * STAGE_ELEMS;
+            load_tile<BK, BM, A_LD, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
+            load_tile<BK, BN, B_LD, true, B_PATH>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
         }
         cp_async_commit();
     };
-    auto next = [](int buf) { return buf + 1 == STAGES ? 0 : buf + 1; };
 
     ELEM acc[WarpTile::RM][WarpTile::RN];
 #pragma unroll
@@ -225,10 +225,10 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
         __syncthreads();              // everyone's have; everyone is done with slice t - 1
         issue(t + STAGES - 1, write);  // into slice t - 1's buffer
-        const ELEM* As = stages + read * STAGE;
-        wt.mma<LDA, LDB>(acc, As, As + BK * LDA);
-        read = next(read);
-        write = next(write);
+        const ELEM* As = stages + read * STAGE_ELEMS;
+        wt.mma<A_LD, B_LD>(acc, As, As + BK * A_LD);
+        read = next_stage(read);
+        write = next_stage(write);
     }
     cp_async_wait<0>();
     wt.store(C, acc, row0, col0, M, N);

@@ -18,11 +18,11 @@
 // With ASYNC the copies are cp.async (sm_80+): 16-byte ones where the group is stored whole,
 // 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
-// COPY_ONE_SELECT = 1 (the default; measured with multistage's variants, 13_multistage.cu) makes the transposing
-// path's 4 copies of a group share one selected source, g .. g + 3 out of range, instead of a
-// select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
+// COPY_ONE_SELECT = 1 (the default; measured with multistage's variants, 13_multistage.cu) makes
+// the transposing path's 4 copies of a group share one selected source, g .. g + 3 out of range,
+// instead of a select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
 // 24 of its 32 SELs and 24 of the 64-bit address adds go).
-// It and multistage's main-loop variants are Hopper experiments: SIMT_VARIANTS is 0 below sm_90,
+// It and multistage's main-loop variants apply on Hopper only: SIMT_VARIANTS is 0 below sm_90,
 // where they stay off whatever the defines say (at sm_80 several of them spill at the 128×256
 // tiling, and that target has no tuned table to justify them).
 
@@ -33,10 +33,6 @@
 #define SIMT_VARIANTS 0
 #else
 #define SIMT_VARIANTS 1
-#endif
-
-#ifndef KK_UNROLL
-#define KK_UNROLL BK
 #endif
 
 #ifndef KK_UNROLL
