@@ -8,8 +8,9 @@
 // blocks on the SM fill the gap; at 128×128 tiles only one or two blocks fit, so the load latency
 // (≈ 600 ns from DRAM on H100) is exposed once per slice. Deeper pipelines also need more shared
 // memory: 3 stages at the default tiling are 50 KB (above the 48 KB default: an opt-in).
-// multistage-raster (RASTER_GROUP = 8, and the tiling `matmul tune` found best on H100 for f32,
-// 128x256x32/8x4/w64x64n1/s3/p4) changes the order in which blocks take tiles of C: the hardware
+// multistage-raster (RASTER_GROUP = 8, and the best f32 tiling measured on H100 with the main-loop
+// variants below, 128x256x16/8x4/w64x64n2/s3/p4: 16x8 lane tiles, 6 shared loads per 128 FFMA
+// against 9 for the 32x4 lane tiles of w64x64n1; docs/kernels.md) changes the order in which blocks take tiles of C: the hardware
 // starts blocks in blockIdx order, x fastest, so the ~132 resident blocks of a row-major raster
 // span 4 block-rows and every block-column — all of B streams through L2 each wave. Renumbered,
 // consecutive blocks walk down a group of 8 block-rows before moving right: a wave then touches

@@ -1135,7 +1135,7 @@ pub static KERNELS: &[KernelSpec] = &[
         implementation: simt!(
             "13_multistage.cu",
             Some("multistage"),
-            Tiling::block(128, 256, 32, 8, 4).warps(64, 64, 1).with_stages(3).with_pad(4),
+            Tiling::block(128, 256, 16, 8, 4).warps(64, 64, 2).with_stages(3).with_pad(4),
             &[("RASTER_GROUP", "8")]
         ),
     },
