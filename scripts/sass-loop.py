@@ -10,8 +10,12 @@ where the LDGSTS sit relative to the barrier, how far the first k-step's shared 
 their first use, and the shortest load-to-use distances. Figures for docs/kernels.md,
 "Main-loop variants from the SASS".
 
+Also the loop FFMAs' operand-reuse and register-bank figures (operand_banks).
+
 Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NAME=VALUE ...]
   e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
+       scripts/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
+       (e.g. cuBLAS's SGEMM kernel from libcublasLt.so; BK=<k-steps per trip> for the first-k-step line)
 Environment: NVDISASM (default: nvdisasm on PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
 """
 import collections
@@ -84,6 +88,53 @@ def parse_sass(text, func="multistage"):
     return ins, ctrl, labels
 
 
+def parse_cuobjdump(text, func):
+    """(instructions, control words, labels) of `func` from `cuobjdump -sass` output (a library's
+    kernel, e.g. cuBLAS's), its branch targets rewritten as labels the way nvdisasm prints them."""
+    ins, ctrl, addrs, inside = [], [], {}, False
+    for line in text.splitlines():
+        if "Function :" in line:
+            inside = line.split("Function :")[1].strip() == func
+            continue
+        if not inside:
+            continue
+        if m := re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/", line):
+            addrs[int(m.group(1), 16)] = len(ins)
+            ins.append(m.group(2))
+        elif m := re.match(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$", line):
+            ctrl.append(int(m.group(1), 16))
+    if not ins:
+        sys.exit(f"no function {func} in the disassembly")
+    labels = {}
+    for i, s in enumerate(ins):
+        if m := re.search(r"BRA\s+(?:!?U?P\d,\s*)?0x([0-9a-f]+)", s):
+            target = int(m.group(1), 16)
+            if target in addrs:
+                labels[f".L_x_{target}"] = addrs[target]
+                ins[i] = s[:m.start()] + f"BRA `(.L_x_{target})"
+    assert len(ins) == len(ctrl), "unexpected cuobjdump layout"
+    return ins, ctrl, labels
+
+
+def operand_banks(fmas):
+    """Per FMA of the loop: operands served by the reuse cache (a register marked .reuse by the
+    previous instruction in the same slot), and how often the register-file reads left fall into
+    one bank: all three in one bank of two (bank = register mod 2; the Volta-era
+    microbenchmarks' model) or two in one bank of four (mod 4, Maxwell's). A model, not a
+    measurement: it only ranks two instruction streams against each other."""
+    cache, reused, same2, same4 = [None] * 3, 0, 0, 0
+    for s in fmas:
+        ops = [o.strip() for o in s.partition(" ")[2].split(",")][1:4]
+        regs = [int(m.group(1)) if (m := re.match(r"R(\d+)", o)) else None for o in ops]
+        rf = [r for slot, r in enumerate(regs) if r is not None and cache[slot] != r]
+        reused += sum(r is not None for r in regs) - len(rf)
+        same2 += any([r % 2 for r in rf].count(b) >= 3 for b in (0, 1))
+        same4 += any([r % 4 for r in rf].count(b) >= 2 for b in range(4))
+        cache = [r if ".reuse" in o else None for r, o in zip(regs, ops)]
+    n = max(1, len(fmas))
+    return reused / n, 100 * same2 / n, 100 * same4 / n
+
+
 def decode(s):
     """(opcode, registers written, registers read); enough for LDS/FFMA/IMAD data flow."""
     s = re.sub(r"^@!?U?P[T0-9]\s+", "", s)
@@ -135,11 +186,20 @@ def report(ins, ctrl, labels, fma, bk):
     print(f"first k-step's LDS at +{sorted(map(rel, first_step))}, first use {sorted(map(first_use, first_step))} later")
     print(f"LDS to first use: shortest {uses[:8]}, median {uses[len(uses) // 2]}, under 16: {sum(u < 16 for u in uses)}")
     print(f"other instructions: {dict(other.most_common(12))}")
+    reused, same2, same4 = operand_banks([body[i] for i in fmas])
+    print(f"{fma} operands from the reuse cache: {reused:.2f} per {fma}; register-file reads in one bank: "
+          f"all three of two banks {same2:.1f} %, two of four banks {same4:.1f} %")
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--sass":
+        text = open(sys.argv[2]).read()
+        func = sys.argv[3] if len(sys.argv) > 3 else re.search(r"Function : (\S+)", text).group(1)
+        print(func)
+        report(*parse_cuobjdump(text, func), "FFMA", int(os.environ.get("BK", "8")))
+        return
     tiling, dtype = sys.argv[1], (sys.argv[2:3] or ["f32"])[0]
     defines = tiling_defines(tiling)
     defines.update(ELEM={"f32": "float", "u32": "matmul_u32"}[dtype], **{f"IN_{dtype.upper()}": 1})
