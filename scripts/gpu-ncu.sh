@@ -2,8 +2,8 @@
 # Nsight Compute on one launch of a kernel, on the GPU host, over a bundle from
 # scripts/gpu-bundle.sh: speed of light, compute and memory workload, warp stall reasons, launch
 # and occupancy, plus tensor-pipe and shared-memory counters and every stall reason's cycles per
-# issued instruction. Prints the lines that matter and
-# keeps the full text in $OUT/ncu-KERNEL-DTYPE-SHAPE.txt.
+# issued instruction. Prints the lines that matter and keeps the full text in
+# $OUT/ncu-KERNEL-DTYPE-SHAPE.txt.
 #
 # Usage (repo root): dist/gpu/gpu-ncu.sh KERNEL DTYPE M N K [extra `matmul run` arguments]
 #   e.g. dist/gpu/gpu-ncu.sh wgmma bf16 8192 8192 8192

@@ -69,6 +69,11 @@ def compile_cubin(defines, arch="sm_90a"):
     return cubin.raw, log
 
 
+# An instruction line and a control-word line, the same in nvdisasm's and cuobjdump's listings.
+INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/")
+CONTROL = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
+
+
 def parse_sass(text, func="multistage"):
     """(instructions, control words, labels) of `func` from `nvdisasm -c -hex`."""
     ins, ctrl, labels, inside = [], [], {}, False
@@ -80,9 +85,9 @@ def parse_sass(text, func="multistage"):
             continue
         if m := re.match(r"^(\.L_x_\d+):", line):
             labels[m.group(1)] = len(ins)
-        elif m := re.match(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/", line):
-            ins.append(m.group(1))
-        elif m := re.match(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$", line):
+        elif m := INSTRUCTION.match(line):
+            ins.append(m.group(2))
+        elif m := CONTROL.match(line):
             ctrl.append(int(m.group(1), 16))
     assert len(ins) == len(ctrl), "unexpected nvdisasm layout"
     return ins, ctrl, labels
@@ -98,10 +103,10 @@ def parse_cuobjdump(text, func):
             continue
         if not inside:
             continue
-        if m := re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]{16} \*/", line):
+        if m := INSTRUCTION.match(line):
             addrs[int(m.group(1), 16)] = len(ins)
             ins.append(m.group(2))
-        elif m := re.match(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$", line):
+        elif m := CONTROL.match(line):
             ctrl.append(int(m.group(1), 16))
     if not ins:
         sys.exit(f"no function {func} in the disassembly")

@@ -10,12 +10,13 @@
 // memory: 3 stages at the default tiling are 50 KB (above the 48 KB default: an opt-in).
 // multistage-raster (RASTER_GROUP = 8, and the best f32 tiling measured on H100 with the main-loop
 // variants below, 128x256x16/8x4/w64x64n2/s3/p4: 16x8 lane tiles, 6 shared loads per 128 FFMA
-// against 9 for the 32x4 lane tiles of w64x64n1; docs/kernels.md) changes the order in which blocks take tiles of C: the hardware
-// starts blocks in blockIdx order, x fastest, so the ~132 resident blocks of a row-major raster
-// span 4 block-rows and every block-column — all of B streams through L2 each wave. Renumbered,
-// consecutive blocks walk down a group of 8 block-rows before moving right: a wave then touches
-// 8 row-tiles of A and ~16 column-tiles of B, about 60 % of the bytes (predicted gain: a few
-// percent, since DRAM is not the bound — the measured bandwidth is well below the roof).
+// against 9 for the 32x4 lane tiles of w64x64n1; docs/kernels.md) changes the order in which
+// blocks take tiles of C: the hardware starts blocks in blockIdx order, x fastest, so the ~132
+// resident blocks of a row-major raster span 4 block-rows and every block-column — all of B
+// streams through L2 each wave. Renumbered, consecutive blocks walk down a group of 8 block-rows
+// before moving right: a wave then touches 8 row-tiles of A and ~16 column-tiles of B, about 60 %
+// of the bytes (predicted gain: a few percent, since DRAM is not the bound — the measured
+// bandwidth is well below the roof; measured: none, docs/kernels.md 13b).
 // Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)).
 // Shared memory (dynamic): STAGES·BK·(BM + BN + 2·PAD) elements.
 // Traffic model per output element: K/BN + K/BM loads.

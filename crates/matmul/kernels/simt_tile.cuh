@@ -20,8 +20,8 @@
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
 // COPY_ONE_SELECT = 1 (the default; measured with multistage's variants, 13_multistage.cu) makes
 // the transposing path's 4 copies of a group share one selected source, g .. g + 3 out of range,
-// instead of a select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per slice (SASS:
-// 24 of its 32 SELs and 24 of the 64-bit address adds go).
+// instead of a select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per
+// slice (SASS: 24 of its 32 SELs and 24 of the 64-bit address adds go).
 // It and multistage's main-loop variants apply on Hopper only: SIMT_VARIANTS is 0 below sm_90,
 // where they stay off whatever the defines say (at sm_80 several of them spill at the 128×256
 // tiling, and that target has no tuned table to justify them).
