@@ -16,7 +16,8 @@
 // streams through L2 each wave. Renumbered, consecutive blocks walk down a group of 8 block-rows
 // before moving right: a wave then touches 8 row-tiles of A and ~16 column-tiles of B, about 60 %
 // of the bytes (predicted gain: a few percent, since DRAM is not the bound — the measured
-// bandwidth is well below the roof; measured: none, docs/kernels.md 13b).
+// bandwidth is well below the roof; measured: 0 % in run C, +1.2 % at 8192 at the same tiling
+// in the latest run, docs/kernels.md 13b and "16×8 lane tiles").
 // Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)).
 // Shared memory (dynamic): STAGES·BK·(BM + BN + 2·PAD) elements.
 // Traffic model per output element: K/BN + K/BM loads.
