@@ -16,7 +16,7 @@ Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NA
   e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
        scripts/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
        (e.g. cuBLAS's SGEMM kernel from libcublasLt.so; BK=<k-steps per trip> for the first-k-step line)
-Environment: NVDISASM (default: nvdisasm on PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
+Environment: NVRTC_EXTRA (more NVRTC options, e.g. "--ptxas-options=--register-usage-level=10"), NVDISASM (default: nvdisasm on PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
 """
 import collections
 import ctypes
@@ -55,6 +55,7 @@ def compile_cubin(defines, arch="sm_90a"):
     assert nv.nvrtcCreateProgram(ctypes.byref(prog), (PRELUDE + text).encode(), b"13_multistage.cu", 0, None, None) == 0
     opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17", "--no-cache"]
     opts += [f"-D{k}={v}" for k, v in defines.items()]
+    opts += os.environ.get("NVRTC_EXTRA", "").split()
     status = nv.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts]))
     n = ctypes.c_size_t()
     nv.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
@@ -161,13 +162,13 @@ def report(ins, ctrl, labels, fma, bk):
         m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", s)
         if m and labels.get(m.group(1), i + 1) <= i:
             body = ins[labels[m.group(1)]:i + 1]
-            if sum(decode(x)[0].startswith(fma) for x in body) >= 256 and any("BAR.SYNC" in x for x in body):
+            if sum(decode(x)[0].startswith(fma) for x in body) >= 256 and any("BAR.SYNC" in x or "SYNCS.PHASECHK" in x for x in body):
                 loops.append((sum("BRA" in x for x in body), labels[m.group(1)], i))
     _, a, b = min(loops)
     body, dec, n = ins[a:b + 1], [decode(x) for x in ins[a:b + 1]], b + 1 - a
     fmas = [i for i, d in enumerate(dec) if d[0].startswith(fma)]
     lds = [i for i, d in enumerate(dec) if d[0].startswith("LDS") and not body[i].startswith("@!PT")]
-    bar = next(i for i, x in enumerate(body) if "BAR.SYNC" in x)
+    bar = next(i for i, x in enumerate(body) if "BAR.SYNC" in x or "SYNCS.PHASECHK" in x)
     rel = lambda i: (i - bar) % n  # position after the barrier, cyclic
 
     def first_use(i):  # instructions from LDS i to the first reader of what it loaded

@@ -472,7 +472,17 @@ pub struct CudaSource {
     /// The kernel can write C in a 16-bit input dtype (compiled with `C_NARROW=1`, C's element
     /// type then `ELEM`); otherwise it writes the accumulator type only.
     pub narrow_c: bool,
+    /// A SIMT kernel whose tiles of A and B arrive by TMA (`Geometry::BlockTile` with tensor maps
+    /// boxed by its tiling after the usual arguments, `cuda/tma.rs` `simt_maps`); its tilings
+    /// follow [`TMA_TILING_RULE`] too.
+    pub tma_tiles: bool,
 }
+
+/// What a TMA SIMT kernel (17_simt_tma.cu) asks of a tiling beyond [`Tiling::check`]: a box edge is
+/// at most 256 elements; BK/4 odd, so that rows of BK elements read along K by up to 8 lanes at
+/// once start in distinct 16-byte bank groups; no padding (TMA writes dense boxes).
+pub const TMA_TILING_RULE: &str =
+    "TMA SIMT tilings need BM, BN ≤ 256, BK/4 odd (BK = 12, 20, 28, ...) and PAD 0";
 
 /// How a registry entry computes.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -603,6 +613,21 @@ impl KernelSpec {
         }
     }
 
+    /// Whether this is a SIMT kernel fed by TMA ([`CudaSource::tma_tiles`]).
+    pub fn tma_tiles(&self) -> bool {
+        self.cuda_source().is_some_and(|s| s.tma_tiles)
+    }
+
+    /// The rules a tiling of this kernel must follow: [`Tiling::check`], and for a TMA SIMT kernel
+    /// [`TMA_TILING_RULE`]. The error names the rule broken.
+    pub fn check_tiling(&self, t: &Tiling) -> Result<(), String> {
+        t.check()?;
+        if self.tma_tiles() && (t.bm > 256 || t.bn > 256 || (t.bk / 4) % 2 == 0 || t.pad != 0) {
+            return Err(format!("tiling {t}: {TMA_TILING_RULE}"));
+        }
+        Ok(())
+    }
+
     /// Whether NVRTC can compile this kernel for `arch` (the wgmma kernel needs "sm_90a").
     pub fn compiles_for(&self, arch: &str) -> bool {
         !self.constraints.contains(&Constraint::Sm90a) || arch == "sm_90a"
@@ -634,7 +659,13 @@ impl KernelSpec {
         match (self.tiling(opts), self.tc_tile()) {
             (Some(t), _) => Some((
                 format!("tiling {t}"),
-                t.shared_elems() as usize * dtype.input_bytes(),
+                t.shared_elems() as usize * dtype.input_bytes()
+                    + if self.tma_tiles() {
+                        // 2·STAGES mbarriers, and slack to align the boxes to 128 bytes.
+                        16 * t.stages as usize + 128
+                    } else {
+                        0
+                    },
             )),
             (None, Some(t)) => Some((
                 format!("tile {t}"),
@@ -755,7 +786,7 @@ impl KernelSpec {
             }
         }
         if let Some(t) = self.tiling(opts) {
-            t.check().map_err(fail)?;
+            self.check_tiling(&t).map_err(fail)?;
         }
         if let (Some((what, need)), Some(l)) = (self.tile_shared_bytes(problem.dtype, opts), limits)
         {
@@ -841,6 +872,7 @@ macro_rules! cu_source {
             geometry: $geometry,
             zero_output: false,
             narrow_c: false,
+            tma_tiles: false,
         }
     };
 }
@@ -899,6 +931,7 @@ macro_rules! simt {
             geometry: Geometry::BlockTile { tiling: $tiling },
             zero_output: false,
             narrow_c: false,
+            tma_tiles: false,
         })
     };
 }
@@ -1138,6 +1171,34 @@ pub static KERNELS: &[KernelSpec] = &[
             Tiling::block(128, 256, 16, 8, 4).warps(64, 64, 2).with_stages(3).with_pad(4),
             &[("RASTER_GROUP", "8")]
         ),
+    },
+    KernelSpec {
+        name: "simt-tma",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "SIMT rung 7 (Hopper): multistage-raster's tiles brought in by TMA into an mbarrier ring; A read along K, not transposed",
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+        traffic: Traffic::BlockTiled,
+        implementation: Implementation::Cuda(CudaSource {
+            file: "17_simt_tma.cu",
+            text: include_str!("../kernels/17_simt_tma.cu"),
+            includes: &[
+                ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh")),
+                ("hopper.cuh", include_str!("../kernels/hopper.cuh")),
+            ],
+            entry: None,
+            defines: &[("RASTER_GROUP", "8")],
+            geometry: Geometry::BlockTile {
+                tiling: Tiling::block(128, 256, 20, 8, 4)
+                    .warps(64, 64, 2)
+                    .with_stages(4),
+            },
+            zero_output: false,
+            narrow_c: false,
+            tma_tiles: true,
+        }),
     },
     KernelSpec {
         name: "mma-sync",

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
@@ -177,18 +178,25 @@ pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
 
 /// The candidate tilings of `kernel` for `dtype` that pass [`Tiling::check`] and fit in
 /// `max_shared` bytes of shared memory, the registry default first. The space: block tiles
-/// 64–256 on each side, BK 8/16/32, thread tiles 4×4 to 8×8, warp tiles that give 32 lanes whole
+/// 64–256 on each side, BK 8/16/32 (12/20/28 for a TMA SIMT kernel), thread tiles 4×4 to 8×8, warp tiles that give 32 lanes whole
 /// sub-tiles, 2–4 stages where the kernel pipelines, the kernel's own padding, 1 or 2 blocks per SM.
 pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<Tiling> {
     let Some(Geometry::BlockTile { tiling: base }) = kernel.cuda_source().map(|s| s.geometry)
     else {
         return Vec::new();
     };
-    let elem = dtype.input_bytes() as u64;
     let fits = |t: &Tiling| {
-        t.check().is_ok()
-            && t.shared_elems() * elem <= max_shared as u64
+        kernel.check_tiling(t).is_ok()
+            && kernel
+                .tile_shared_bytes(dtype, &RunOptions::tiling(*t))
+                .is_some_and(|(_, bytes)| bytes <= max_shared)
             && t.registers_estimate() <= t.register_cap()
+    };
+    // A TMA SIMT kernel reads rows of BK elements along K: BK/4 odd (registry::TMA_TILING_RULE).
+    let bks: &[u32] = if kernel.tma_tiles() {
+        &[12, 20, 28]
+    } else {
+        &[8, 16, 32]
     };
     let stages: &[u32] = if base.stages > 1 { &[2, 3, 4] } else { &[1] };
     // (WM, WN, WNITER): the warp tiles of a warp-tiled kernel, else "no warp tiling".
@@ -204,7 +212,7 @@ pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<T
     let mut out = vec![base];
     for bm in [64, 128, 256] {
         for bn in [64, 128, 256] {
-            for bk in [8, 16, 32] {
+            for &bk in bks {
                 for (tm, tn) in [(4, 4), (8, 4), (4, 8), (8, 8)] {
                     for &(wm, wn, wniter) in &warps {
                         for &stages in stages {
@@ -378,10 +386,10 @@ mod tests {
         for k in KERNELS {
             if let Some(Geometry::BlockTile { tiling }) = k.cuda_source().map(|s| s.geometry) {
                 assert!(
-                    tiling.check().is_ok(),
+                    k.check_tiling(&tiling).is_ok(),
                     "{}: default {tiling}: {:?}",
                     k.name,
-                    tiling.check()
+                    k.check_tiling(&tiling)
                 );
                 let c = candidates(k, DType::F32, 227 << 10);
                 println!("{}: {} candidates", k.name, c.len());
@@ -390,7 +398,7 @@ mod tests {
                 assert_eq!((few.len(), few[0]), (20, tiling));
                 let near = neighbours(&tiling, &c);
                 assert!(near.iter().all(|t| *t != tiling && c.contains(t)));
-                assert!(c.iter().all(|t| t.check().is_ok()));
+                assert!(c.iter().all(|t| k.check_tiling(t).is_ok()));
             }
         }
     }

@@ -323,6 +323,7 @@ kernel_tests! {
     sweep_warptile => "warptile",
     sweep_multistage => "multistage",
     sweep_multistage_raster => "multistage-raster",
+    sweep_simt_tma => "simt-tma",
     sweep_mma_sync => "mma-sync",
     sweep_wgmma => "wgmma",
     sweep_wgmma_n128 => "wgmma-n128",

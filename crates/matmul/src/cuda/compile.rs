@@ -209,7 +209,7 @@ pub fn kernel_defines(
         defines.push(("TILE".to_string(), t.to_string()));
     }
     if let Some(t) = kernel.tiling(opts) {
-        t.check().map_err(unsupported)?;
+        kernel.check_tiling(&t).map_err(unsupported)?;
         defines.extend(t.defines());
     }
     if let Some(t) = kernel.tc_tile() {

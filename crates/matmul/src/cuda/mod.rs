@@ -39,7 +39,7 @@ use crate::error::{Error, Result, Unsupported};
 use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use crate::problem::Problem;
 use crate::registry::{
-    BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec, TcTile,
+    BackendKind, CudaSource, DeviceLimits, Geometry, Implementation, KernelSpec,
     WgmmaTf32Orientation,
 };
 use libs::Context;
@@ -86,8 +86,8 @@ enum Launcher {
     Kernel {
         loaded: Arc<Loaded>,
         config: LaunchConfig,
-        /// The tile whose TMA tensor maps follow the usual arguments (`Geometry::Wgmma`).
-        tma: Option<TcTile>,
+        /// The boxes of the TMA tensor maps that follow the usual arguments (TMA kernels only).
+        tma: Option<tma::Boxes>,
     },
     Cublas,
 }
@@ -293,7 +293,7 @@ impl CudaBackend {
             }
             Geometry::BlockTile { tiling } => {
                 let t = opts.tiling.unwrap_or(tiling);
-                t.check().map_err(unsupported)?;
+                kernel.check_tiling(&t).map_err(unsupported)?;
                 ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads(), 1, 1))
             }
             Geometry::Mma { tile: t } => {
@@ -381,10 +381,15 @@ impl CudaBackend {
                 let loaded = self.load_kernel(kernel, problem.types(), opts)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
                 let tma = match src.geometry {
-                    Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => Some(tile),
+                    Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
+                        Some(tma::Boxes::Tc(tile))
+                    }
+                    Geometry::BlockTile { tiling } if src.tma_tiles => {
+                        Some(tma::Boxes::Simt(opts.tiling.unwrap_or(tiling)))
+                    }
                     _ => None,
                 };
-                if let Some(t) = tma.filter(|t| t.cluster > 1) {
+                if let Some(tma::Boxes::Tc(t)) = tma.filter(|b| b.cluster() > 1) {
                     // A persistent grid must be co-resident: not every SM can host half of a
                     // cluster (the GPCs' SM counts), so ask the driver how many clusters fit.
                     let fit = loaded
@@ -438,7 +443,10 @@ impl CudaBackend {
         let s = &self.stream;
         let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
         let maps = match launcher {
-            Launcher::Kernel { tma: Some(t), .. } => Some(tma::maps(problem, t, a, b, c)?),
+            Launcher::Kernel { tma: Some(boxes), .. } => Some(match boxes {
+                tma::Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
+                tma::Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
+            }),
             _ => None,
         };
         Ok(Operands { a, b, c, maps })

@@ -20,6 +20,10 @@
 //! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is
 //! that every stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
 //!
+//! The SIMT kernel fed by TMA (17_simt_tma.cu, [`simt_maps`]) reads f32 or u32 boxes shaped by its
+//! tiling, unswizzled: an operand stored with K contiguous (A for op(A) = N, B for op(B) = T) in
+//! boxes of BM (or BN) rows × BK elements, the other in boxes of BK rows × BM (or BN) elements.
+//!
 //! The tf32 kernel (`Geometry::WgmmaTf32`, `tf32_maps`) reads f32 boxes of 32 elements
 //! (128 bytes) per row, boxed by role rather than by operand: the operand wgmma reads from shared
 //! memory (S, always K-major) in one box of BN rows × 32 K-elements, the one loaded into
@@ -40,7 +44,24 @@ use super::libs::Context;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op, Problem};
-use crate::registry::{TcTile, WgmmaTf32Orientation, TF32_LAYOUT_RULE};
+use crate::registry::{TcTile, Tiling, WgmmaTf32Orientation, TF32_LAYOUT_RULE};
+
+/// What a TMA kernel's maps are boxed by: a tensor-core tile, or a SIMT tiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Boxes {
+    Tc(TcTile),
+    Simt(Tiling),
+}
+
+impl Boxes {
+    /// Blocks per cluster (1 for a SIMT tiling).
+    pub(crate) fn cluster(&self) -> u32 {
+        match self {
+            Boxes::Tc(t) => t.cluster.max(1),
+            Boxes::Simt(_) => 1,
+        }
+    }
+}
 
 /// A tensor map as a kernel parameter (128 bytes, copied by the driver at launch).
 #[repr(transparent)]
@@ -103,8 +124,8 @@ pub(crate) fn maps(
     } else {
         tile.bk
     };
-    let a_map = encode(input, elem, a_side.0, a_side.1, (a_box, inner), a_side.3)?;
-    let b_map = encode(input, elem, b_side.0, b_side.1, (b_box, inner), b_side.3)?;
+    let a_map = encode(input, elem, a_side.0, a_side.1, (a_box, inner), SWIZZLED, a_side.3)?;
+    let b_map = encode(input, elem, b_side.0, b_side.1, (b_box, inner), SWIZZLED, b_side.3)?;
     let c_bytes = problem.c_dtype().input_bytes();
     let c_map = if tile.store_boxes > 0 && (problem.n * c_bytes) % 16 == 0 {
         let c_type = match problem.c_dtype() {
@@ -113,7 +134,7 @@ pub(crate) fn maps(
             _ => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         };
         let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
-        encode(c_type, c_bytes, c, (problem.m, problem.n), c_box, "C")?
+        encode(c_type, c_bytes, c, (problem.m, problem.n), c_box, SWIZZLED, "C")?
     } else {
         // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
         TensorMap(unsafe { std::mem::zeroed() })
@@ -155,8 +176,38 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[Tensor
     let inner = (SWIZZLE_BYTES / 4) as u32;
     let (a_box, b_box) = tf32_box_rows(problem, tile)?;
     Ok([
-        encode(f32, 4, a, problem.a_stored(), (a_box, inner), "A")?,
-        encode(f32, 4, b, problem.b_stored(), (b_box, inner), "B")?,
+        encode(f32, 4, a, problem.a_stored(), (a_box, inner), SWIZZLED, "A")?,
+        encode(f32, 4, b, problem.b_stored(), (b_box, inner), SWIZZLED, "B")?,
+        unused_map(),
+    ])
+}
+
+/// The maps of the TMA SIMT kernel for buffers at `a` and `b`, boxed by `tiling` (module docs);
+/// the kernel stores C from registers, so the third is left zeroed. 17_simt_tma.cu tells the
+/// layouts apart by the same rule (K contiguous ⇔ op(A) = N, op(B) = T).
+pub(crate) fn simt_maps(problem: &Problem, tiling: &Tiling, a: u64, b: u64) -> Result<[TensorMap; 3]> {
+    let data_type = match problem.dtype {
+        DType::F32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        other => {
+            return Err(Error::Invalid(format!(
+                "the TMA SIMT kernel reads f32 or u32 inputs, not {other}"
+            )))
+        }
+    };
+    // (box rows, box columns) of an operand whose other edge in the block's tile is `edge`.
+    let boxed = |k_contiguous: bool, edge: u32| {
+        if k_contiguous {
+            (edge, tiling.bk)
+        } else {
+            (tiling.bk, edge)
+        }
+    };
+    let a_box = boxed(problem.op_a == Op::N, tiling.bm);
+    let b_box = boxed(problem.op_b == Op::T, tiling.bn);
+    Ok([
+        encode(data_type, 4, a, problem.a_stored(), a_box, PLAIN, "A")?,
+        encode(data_type, 4, b, problem.b_stored(), b_box, PLAIN, "B")?,
         unused_map(),
     ])
 }
@@ -168,14 +219,21 @@ fn unused_map() -> TensorMap {
     TensorMap(unsafe { std::mem::zeroed() })
 }
 
+/// The 128-byte swizzle (the wgmma kernels' shared-memory layout).
+const SWIZZLED: Swizzle = Swizzle::CU_TENSOR_MAP_SWIZZLE_128B;
+/// Boxes stored densely, row after row (the TMA SIMT kernel's).
+const PLAIN: Swizzle = Swizzle::CU_TENSOR_MAP_SWIZZLE_NONE;
+
 /// One map over a row-major `rows`×`cols` matrix of `elem`-byte elements at `ptr`, read or
-/// written in boxes of `box_rows` rows × `box_cols` elements, 128-byte swizzled.
+/// written in boxes of `box_rows` rows × `box_cols` elements, laid out in shared memory by
+/// `swizzle`.
 fn encode(
     data_type: DataType,
     elem: usize,
     ptr: u64,
     (rows, cols): (usize, usize),
     (box_rows, box_cols): (u32, u32),
+    swizzle: Swizzle,
     what: &str,
 ) -> Result<TensorMap> {
     let row_bytes = (cols * elem) as u64;
@@ -197,7 +255,7 @@ fn encode(
             boxes.as_ptr(),
             element_strides.as_ptr(),
             Interleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            Swizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             L2Promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             OobFill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )

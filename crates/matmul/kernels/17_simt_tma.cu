@@ -1,0 +1,242 @@
+// simt-tma — SIMT ladder rung 7 (Hopper, sm_90a): multistage-raster's warp and lane tiles, with
+// the tiles of A and B brought into shared memory by TMA instead of cp.async.
+// Changes from multistage-raster:
+// - Loads. One thread issues two TMA box copies per K-slice (hopper.cuh's tma_load), which
+//   complete on the slice's mbarrier; every thread waits on that barrier. In multistage each
+//   thread issued 12 cp.async per slice plus their address arithmetic and bounds selects: about
+//   150 of the 2324 instructions of a 16-k-step trip at the tuned f32 tiling (SASS,
+//   scripts/sass-loop.py), in a loop whose issue rate is its limit (ncu: 84.7 % of cycles issue,
+//   the FFMAs 88 % of the instructions). TMA also zero-fills what lies past M, N and K, so the
+//   edges cost the loop nothing.
+// - No transpose. TMA copies boxes as they are stored, so an operand stored with K contiguous
+//   (A for op(A) = N, B for op(B) = T) arrives as rows of BK elements along K ("k-rows"), not as
+//   the k-major rows multistage's transposing copy wrote. A lane then reads 4 consecutive k of
+//   one of its rows with one LDS.128 and works through the k-steps in groups of 4: per group it
+//   loads RM + RN/4·4... the same count of 128-bit loads as before (RM·4 + RN·4 values either
+//   way), only grouped by row instead of by k.
+// - Conflict-free k-rows without a swizzle. The lanes that read at once take rows
+//   r = base + i·LANES + g (g the lane's index along that side, LANES = 4 along M, 8 along N):
+//   consecutive rows. A row is BK·4 bytes = BK/4 16-byte units with BK/4 odd (BK = 12, 20, 28),
+//   so LANES ≤ 8 consecutive rows start in distinct units of the 8 that make up 128 bytes: one
+//   wavefront per LDS.128, as for the k-major layout (whose reads are unchanged).
+// - Lane rows interleaved. Along a k-rows side a lane's rows are r = i·LANES + g (above), not
+//   TM consecutive rows; its C stores are then per row (as before) but, for op(B) = T, per column
+//   too (scalar stores).
+// Why faster (prediction): the FFMA share of the trip rises from 88 % to about 94 % (the copy
+// instructions go), so an issue-bound loop gains up to ~6 %; fewer live address registers may
+// also let ptxas issue shared loads further ahead of their use (48 instructions median now).
+// Geometry: as multistage (THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)),
+// RASTER_GROUP renumbers the blocks). Shared memory (dynamic): STAGES·BK·(BM + BN) elements,
+// then 2·STAGES mbarriers, plus 128 bytes of alignment slack.
+// Constraints: sm_90a; stored rows of A and B 16-byte multiples (TMA); BM, BN ≤ 256 (box edge);
+// BK/4 odd. The layout of each operand is read from its strides: under the TMA rule a_cs == 1
+// exactly when op(A) = N (op(A) = T needs M % 4 == 0, so its a_cs = M ≥ 4), b_rs == 1 exactly
+// when op(B) = T. The host's tensor maps (crates/matmul/src/cuda/tma.rs, simt_maps) follow the
+// same rule: a k-rows operand's box is BK (inner) × BM or BN, a k-major one's BM or BN × BK.
+
+#ifndef RASTER_GROUP
+#define RASTER_GROUP 8
+#endif
+// How the buffer ring is recycled (see the main loop):
+//   1: a __syncthreads at the top of each slice, after which thread 0 refills the buffer of the
+//      slice before (multistage's scheme, with TMA instead of cp.async);
+//   0: no block-wide barrier; each warp releases a buffer on an "empty" mbarrier when its reads of
+//      it are done, and thread 0 waits on that before refilling it, STAGES − 2 slices ahead.
+#ifndef SLICE_SYNC
+#define SLICE_SYNC 1
+#endif
+// The FMA order within a group of 4 k-steps: 0 row by row, 1 k-step by k-step (see the loop).
+#ifndef GROUP_ORDER
+#define GROUP_ORDER 0
+#endif
+
+static_assert(WM > 0 && STAGES >= 2, "simt-tma: warp tiling and at least two stages");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
+static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
+static_assert(BK % 4 == 0 && (BK / 4) % 2 == 1, "BK/4 odd: k-rows of BK elements are read without conflicts");
+static_assert(BM <= 256 && BN <= 256, "a TMA box edge is at most 256 elements");
+static_assert((BM * BK * sizeof(ELEM)) % 128 == 0 && (BN * BK * sizeof(ELEM)) % 128 == 0,
+              "every TMA destination is 128-byte aligned");
+
+namespace tma_tile {
+constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+constexpr int LANES_N = WSUBN / TN, LANES_M = 32 / LANES_N;
+constexpr int RM = WMITER * TM, RN = WNITER * TN;  // a lane's register tile
+constexpr int A_ELEMS = BM * BK, STAGE_ELEMS = BK * (BM + BN);
+constexpr unsigned STAGE_BYTES = STAGE_ELEMS * sizeof(ELEM);
+constexpr int GROUPS = BK / 4;  // k-steps are taken 4 at a time (one LDS.128 along a k-row)
+}  // namespace tma_tile
+
+// One side (A: rows m, R = RM; B: columns n, R = RN) of a lane's register tile: where its R
+// rows lie in the block's tile and how its fragments are read from shared memory.
+// K_ROWS: the side is stored [rows][BK] (k contiguous); else [BK][rows] (k-major).
+template <bool K_ROWS, int R, int T, int SUB, int LANES, int ROWS>
+struct Side {
+    int base;  // the lane's first row, relative to the block's tile
+
+    // w0: the warp's first row; g: the lane's index along this side; T, SUB: the register tile
+    // edge and sub-tile stride of the k-major mapping (multistage's).
+    __device__ __forceinline__ Side(int w0, int g) : base(K_ROWS ? w0 + g : w0 + g * T) {}
+
+    // Row of register i (constant offsets from `base`).
+    __device__ __forceinline__ static constexpr int offset(int i)
+    {
+        return K_ROWS ? i * LANES : (i / T) * SUB + i % T;
+    }
+
+    // f[i][q] = the side's value at row i, k = 4·group + q, from the stage's tile `s`. (One lane
+    // pointer, then constant offsets: written as one element index, ptxas kept a register per
+    // k-major row, rebuilt each slice.)
+    __device__ __forceinline__ void load(ELEM (&f)[R][4], const ELEM* s, int group) const
+    {
+        const ELEM* p = s + (K_ROWS ? base * BK : base);
+        if (K_ROWS) {
+#pragma unroll
+            for (int i = 0; i < R; i++) load4(f[i], p + offset(i) * BK + group * 4);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int i = 0; i < R; i += 4) {
+                    ELEM v[4];
+                    load4(v, p + (group * 4 + q) * ROWS + offset(i));
+#pragma unroll
+                    for (int e = 0; e < 4; e++) f[i + e][q] = v[e];
+                }
+        }
+    }
+};
+
+template <bool A_ROWS, bool B_ROWS>
+__device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N, int K, const TmaMap* map_a,
+                                              const TmaMap* map_b)
+{
+    using namespace tma_tile;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    // The TMA destinations must be 128-byte aligned; the launch adds 128 bytes of slack.
+    ELEM* stages = reinterpret_cast<ELEM*>(smem_raw + ((128 - (smem_u32(smem_raw) & 127)) & 127));
+    u64* full = reinterpret_cast<u64*>(stages + STAGES * STAGE_ELEMS);  // slice landed (TMA bytes)
+    u64* empty = full + STAGES;  // every thread has read the slice in the buffer
+
+    int by = blockIdx.y, bx = blockIdx.x;
+    if (RASTER_GROUP > 0) tile_coords(by * gridDim.x + bx, gridDim.y, gridDim.x, RASTER_GROUP, by, bx);
+    const int row0 = by * BM, col0 = bx * BN;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const Side<A_ROWS, RM, TM, WSUBM, LANES_M, BM> a_side((warp / (BN / WN)) * WM, lane / LANES_N);
+    const Side<B_ROWS, RN, TN, WSUBN, LANES_N, BN> b_side((warp % (BN / WN)) * WN, lane % LANES_N);
+    const int slices = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);  // the issuing thread's arrive.expect_tx (+ the TMA bytes)
+            mbar_init(&empty[s], THREADS / 32);  // one arrival per warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    // Slice u into its stage buffer u % STAGES: A's box at (k, m) or (m, k), B's at (n, k) or
+    // (k, n) (inner coordinate first), completing STAGE_BYTES (zero-filled parts included) on
+    // full[u % STAGES]. Issued by thread 0 alone, LEAD slices ahead of its own compute.
+    // SLICE_SYNC = 1: LEAD = STAGES − 1, into the buffer of the slice before, which the barrier at
+    // the top of the slice has freed. SLICE_SYNC = 0: once every warp has released the slice that
+    // used the buffer before (u − STAGES); no block-wide barrier, so the warps drift apart and one
+    // warp's wait at a slice start (the mbarrier, the first shared loads) may be covered by
+    // another's FMAs, where with a barrier both warps of a scheduler stall there together.
+    // LEAD = STAGES − 2 leaves one slice of slack, so thread 0 seldom waits for a slower warp.
+    constexpr int LEAD = SLICE_SYNC ? STAGES - 1 : (STAGES > 2 ? STAGES - 2 : 1);
+    auto issue = [&](int u) {
+        const int s = u % STAGES;
+        if (!SLICE_SYNC && u >= STAGES) mbar_wait(&empty[s], ((u / STAGES) - 1) & 1);
+        ELEM* As = stages + s * STAGE_ELEMS;
+        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        if (A_ROWS) tma_load(As, map_a, &full[s], u * BK, row0);
+        else tma_load(As, map_a, &full[s], row0, u * BK);
+        if (B_ROWS) tma_load(As + A_ELEMS, map_b, &full[s], u * BK, col0);
+        else tma_load(As + A_ELEMS, map_b, &full[s], col0, u * BK);
+    };
+    if (tid == 0) {
+        for (int u = 0; u < LEAD && u < slices; u++) issue(u);
+    }
+
+    ELEM acc[RM][RN];
+#pragma unroll
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < RN; j++) acc[i][j] = 0;
+
+    int read = 0;        // stage buffer of slice t
+    unsigned phase = 0;  // parity of its current use
+    for (int t = 0; t < slices; t++) {
+        if (SLICE_SYNC) __syncthreads();  // everyone is done with slice t − 1, whose buffer LEAD refills
+        if (tid == 0 && t + LEAD < slices) issue(t + LEAD);
+        mbar_wait(&full[read], phase);  // slice t has landed
+        const ELEM* As = stages + read * STAGE_ELEMS;
+        const ELEM* Bs = As + A_ELEMS;
+#pragma unroll
+        for (int g = 0; g < GROUPS; g++) {
+            ELEM fa[RM][4], fb[RN][4];
+            a_side.load(fa, As, g);
+            b_side.load(fb, Bs, g);
+            if (GROUP_ORDER == 0) {
+                // Row by row: a row's 4 values serve 4·RN FMAs, and the next group's rows can
+                // be loaded as this group's rows are done with.
+#pragma unroll
+                for (int i = 0; i < RM; i++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+#pragma unroll
+                        for (int j = 0; j < RN; j++) acc[i][j] += fa[i][q] * fb[j][q];
+            } else {
+                // k-step by k-step (multistage's outer products): an accumulator is updated once
+                // per RM·RN FMAs instead of 4 times within 4·RN.
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+#pragma unroll
+                    for (int i = 0; i < RM; i++)
+#pragma unroll
+                        for (int j = 0; j < RN; j++) acc[i][j] += fa[i][q] * fb[j][q];
+            }
+        }
+        if (!SLICE_SYNC) {
+            __syncwarp();  // the warp's reads of the buffer are done ...
+            if (lane == 0) mbar_arrive(&empty[read]);  // ... and released (arrive has release semantics)
+        }
+        read = read + 1 == STAGES ? 0 : read + 1;
+        if (read == 0) phase ^= 1;
+    }
+
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+        const int r = row0 + a_side.base + a_side.offset(i);
+        if (B_ROWS) {
+            if (r >= M) continue;
+#pragma unroll
+            for (int j = 0; j < RN; j++) {
+                const int c = col0 + b_side.base + b_side.offset(j);
+                if (c < N) C[r * N + c] = acc[i][j];
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < RN; j += 4)
+                store4(C, r, col0 + b_side.base + b_side.offset(j), M, N,
+                       Vec4{acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]});
+        }
+    }
+}
+
+// The pointers and strides are the SIMT ABI's; A and B are read through the maps only, and the
+// strides only tell the layouts apart (see the header).
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+simt_tma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K,
+         int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
+         const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
+{
+    const bool a_rows = a_cs == 1, b_rows = b_rs == 1;
+    if (a_rows && !b_rows) simt_tma_body<true, false>(C, M, N, K, &map_a, &map_b);
+    else if (a_rows) simt_tma_body<true, true>(C, M, N, K, &map_a, &map_b);
+    else if (!b_rows) simt_tma_body<false, false>(C, M, N, K, &map_a, &map_b);
+    else simt_tma_body<false, true>(C, M, N, K, &map_a, &map_b);
+}
