@@ -9,6 +9,7 @@ use clap::Args;
 use matmul::cpu::reference;
 use matmul::cuda::{CudaBackend, DeviceInfo};
 use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
+use matmul::registry::Constraint;
 use matmul::verify::compare;
 use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
 
@@ -68,15 +69,22 @@ pub fn load_table(info: &DeviceInfo) -> Option<(PathBuf, TuneTable)> {
     })
 }
 
-/// Runs `kernel` with `opts` on an awkward shape, both layouts, against the CPU reference.
+/// Runs `kernel` with `opts` on an awkward shape, both layouts, against the CPU reference: no
+/// edge a multiple of a tile, and for a TMA kernel every stored row a multiple of 16 bytes (the
+/// shape it can run; 257×131×67 it refuses).
 fn verify(
     backend: &CudaBackend,
     kernel: &KernelSpec,
     dtype: DType,
     opts: RunOptions,
 ) -> Result<(), String> {
+    let (m, n, k) = if kernel.constraints.contains(&Constraint::TmaRows) {
+        (260, 132, 68)
+    } else {
+        (257, 131, 67)
+    };
     for (op_a, op_b) in [(Op::N, Op::N), (Op::T, Op::T)] {
-        let problem = Problem::new(257, 131, 67, dtype).with_ops(op_a, op_b);
+        let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
         let (ar, ac) = problem.a_stored();
         let (br, bc) = problem.b_stored();
         let a = AnyMatrix::generate(dtype, ar, ac, Init::Random { seed: 7 })

@@ -11,9 +11,9 @@
 // - No transpose. TMA copies boxes as they are stored, so an operand stored with K contiguous
 //   (A for op(A) = N, B for op(B) = T) arrives as rows of BK elements along K ("k-rows"), not as
 //   the k-major rows multistage's transposing copy wrote. A lane then reads 4 consecutive k of
-//   one of its rows with one LDS.128 and works through the k-steps in groups of 4: per group it
-//   loads RM + RN/4·4... the same count of 128-bit loads as before (RM·4 + RN·4 values either
-//   way), only grouped by row instead of by k.
+//   one of its rows with one LDS.128 and works through the k-steps in groups of 4. Per group of
+//   4 k-steps it loads RM + RN LDS.128, as many as multistage's 4·(RM + RN)/4 (one per row
+//   here, one per 4 rows and k-step there), only grouped by row instead of by k.
 // - Conflict-free k-rows without a swizzle. The lanes that read at once take rows
 //   r = base + i·LANES + g (g the lane's index along that side, LANES = 4 along M, 8 along N):
 //   consecutive rows. A row is BK·4 bytes = BK/4 16-byte units with BK/4 odd (BK = 12, 20, 28),
@@ -25,9 +25,14 @@
 // Why faster (prediction): the FFMA share of the trip rises from 88 % to about 94 % (the copy
 // instructions go), so an issue-bound loop gains up to ~6 %; fewer live address registers may
 // also let ptxas issue shared loads further ahead of their use (48 instructions median now).
+// Measured (H100, 4096, interleaved A/B; docs/kernels.md, rung 17): the SASS is as predicted
+// (93.6 % FFMAs, 6 LDS.128 per 128 FFMA, no shared-memory bank conflicts in ncu, 6.5 % fewer
+// instructions), but the issue rate fell (78 % of cycles against 85 %: dispatch stalls 0.40 per
+// instruction against 0.25), so it runs at 47.6 TFLOP/s against multistage-raster's 48.5. Kept
+// as the measured rung; `--kernel auto` and the tune table do not pick it.
 // Geometry: as multistage (THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)),
 // RASTER_GROUP renumbers the blocks). Shared memory (dynamic): STAGES·BK·(BM + BN) elements,
-// then 2·STAGES mbarriers, plus 128 bytes of alignment slack.
+// then the STAGES mbarriers, plus 128 bytes of alignment slack.
 // Constraints: sm_90a; stored rows of A and B 16-byte multiples (TMA); BM, BN ≤ 256 (box edge);
 // BK/4 odd. The layout of each operand is read from its strides: under the TMA rule a_cs == 1
 // exactly when op(A) = N (op(A) = T needs M % 4 == 0, so its a_cs = M ≥ 4), b_rs == 1 exactly
@@ -36,18 +41,6 @@
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 8
-#endif
-// How the buffer ring is recycled (see the main loop):
-//   1: a __syncthreads at the top of each slice, after which thread 0 refills the buffer of the
-//      slice before (multistage's scheme, with TMA instead of cp.async);
-//   0: no block-wide barrier; each warp releases a buffer on an "empty" mbarrier when its reads of
-//      it are done, and thread 0 waits on that before refilling it, STAGES − 2 slices ahead.
-#ifndef SLICE_SYNC
-#define SLICE_SYNC 1
-#endif
-// The FMA order within a group of 4 k-steps: 0 row by row, 1 k-step by k-step (see the loop).
-#ifndef GROUP_ORDER
-#define GROUP_ORDER 0
 #endif
 
 static_assert(WM > 0 && STAGES >= 2, "simt-tma: warp tiling and at least two stages");
@@ -117,7 +110,6 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
     // The TMA destinations must be 128-byte aligned; the launch adds 128 bytes of slack.
     ELEM* stages = reinterpret_cast<ELEM*>(smem_raw + ((128 - (smem_u32(smem_raw) & 127)) & 127));
     u64* full = reinterpret_cast<u64*>(stages + STAGES * STAGE_ELEMS);  // slice landed (TMA bytes)
-    u64* empty = full + STAGES;  // every thread has read the slice in the buffer
 
     int by = blockIdx.y, bx = blockIdx.x;
     if (RASTER_GROUP > 0) tile_coords(by * gridDim.x + bx, gridDim.y, gridDim.x, RASTER_GROUP, by, bx);
@@ -129,27 +121,14 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
 
     if (tid == 0) {
 #pragma unroll
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1);  // the issuing thread's arrive.expect_tx (+ the TMA bytes)
-            mbar_init(&empty[s], THREADS / 32);  // one arrival per warp
-        }
+        for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1);  // thread 0's arrive.expect_tx + the bytes
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
-    // Slice u into its stage buffer u % STAGES: A's box at (k, m) or (m, k), B's at (n, k) or
-    // (k, n) (inner coordinate first), completing STAGE_BYTES (zero-filled parts included) on
-    // full[u % STAGES]. Issued by thread 0 alone, LEAD slices ahead of its own compute.
-    // SLICE_SYNC = 1: LEAD = STAGES − 1, into the buffer of the slice before, which the barrier at
-    // the top of the slice has freed. SLICE_SYNC = 0: once every warp has released the slice that
-    // used the buffer before (u − STAGES); no block-wide barrier, so the warps drift apart and one
-    // warp's wait at a slice start (the mbarrier, the first shared loads) may be covered by
-    // another's FMAs, where with a barrier both warps of a scheduler stall there together.
-    // LEAD = STAGES − 2 leaves one slice of slack, so thread 0 seldom waits for a slower warp.
-    constexpr int LEAD = SLICE_SYNC ? STAGES - 1 : (STAGES > 2 ? STAGES - 2 : 1);
-    auto issue = [&](int u) {
-        const int s = u % STAGES;
-        if (!SLICE_SYNC && u >= STAGES) mbar_wait(&empty[s], ((u / STAGES) - 1) & 1);
+    // Slice u into stage buffer s: A's box at (k, m) or (m, k), B's at (n, k) or (k, n) (inner
+    // coordinate first), completing STAGE_BYTES (zero-filled parts included) on full[s].
+    auto issue = [&](int u, int s) {
         ELEM* As = stages + s * STAGE_ELEMS;
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         if (A_ROWS) tma_load(As, map_a, &full[s], u * BK, row0);
@@ -158,7 +137,9 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
         else tma_load(As + A_ELEMS, map_b, &full[s], col0, u * BK);
     };
     if (tid == 0) {
-        for (int u = 0; u < LEAD && u < slices; u++) issue(u);
+#pragma unroll
+        for (int u = 0; u < STAGES - 1; u++)
+            if (u < slices) issue(u, u);
     }
 
     ELEM acc[RM][RN];
@@ -167,11 +148,15 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
 #pragma unroll
         for (int j = 0; j < RN; j++) acc[i][j] = 0;
 
-    int read = 0;        // stage buffer of slice t
-    unsigned phase = 0;  // parity of its current use
+    int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES − 1
+    unsigned phase = 0;                // parity of the current use of buffer `read`
     for (int t = 0; t < slices; t++) {
-        if (SLICE_SYNC) __syncthreads();  // everyone is done with slice t − 1, whose buffer LEAD refills
-        if (tid == 0 && t + LEAD < slices) issue(t + LEAD);
+        // Everyone is done with slice t − 1, so thread 0 refills its buffer (`write`) with slice
+        // t + STAGES − 1. (Measured against a ring without this barrier, where each warp released
+        // a buffer on an "empty" mbarrier and thread 0 waited on it, STAGES − 2 slices ahead: 45.9
+        // against 47.6 TFLOP/s at 4096, H100; docs/kernels.md, rung 17.)
+        __syncthreads();
+        if (tid == 0 && t + STAGES - 1 < slices) issue(t + STAGES - 1, write);
         mbar_wait(&full[read], phase);  // slice t has landed
         const ELEM* As = stages + read * STAGE_ELEMS;
         const ELEM* Bs = As + A_ELEMS;
@@ -180,31 +165,17 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
             ELEM fa[RM][4], fb[RN][4];
             a_side.load(fa, As, g);
             b_side.load(fb, Bs, g);
-            if (GROUP_ORDER == 0) {
-                // Row by row: a row's 4 values serve 4·RN FMAs, and the next group's rows can
-                // be loaded as this group's rows are done with.
+            // Row by row: a row's 4 values serve 4·RN FMAs. (ptxas reorders the FMAs anyway:
+            // the k-step-by-k-step order measured the same, 47.4 against 47.6.)
 #pragma unroll
-                for (int i = 0; i < RM; i++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++)
-#pragma unroll
-                        for (int j = 0; j < RN; j++) acc[i][j] += fa[i][q] * fb[j][q];
-            } else {
-                // k-step by k-step (multistage's outer products): an accumulator is updated once
-                // per RM·RN FMAs instead of 4 times within 4·RN.
+            for (int i = 0; i < RM; i++)
 #pragma unroll
                 for (int q = 0; q < 4; q++)
 #pragma unroll
-                    for (int i = 0; i < RM; i++)
-#pragma unroll
-                        for (int j = 0; j < RN; j++) acc[i][j] += fa[i][q] * fb[j][q];
-            }
-        }
-        if (!SLICE_SYNC) {
-            __syncwarp();  // the warp's reads of the buffer are done ...
-            if (lane == 0) mbar_arrive(&empty[read]);  // ... and released (arrive has release semantics)
+                    for (int j = 0; j < RN; j++) acc[i][j] += fa[i][q] * fb[j][q];
         }
         read = read + 1 == STAGES ? 0 : read + 1;
+        write = write + 1 == STAGES ? 0 : write + 1;
         if (read == 0) phase ^= 1;
     }
 

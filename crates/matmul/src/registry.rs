@@ -661,8 +661,8 @@ impl KernelSpec {
                 format!("tiling {t}"),
                 t.shared_elems() as usize * dtype.input_bytes()
                     + if self.tma_tiles() {
-                        // 2·STAGES mbarriers, and slack to align the boxes to 128 bytes.
-                        16 * t.stages as usize + 128
+                        // The STAGES mbarriers, and slack to align the boxes to 128 bytes.
+                        8 * t.stages as usize + 128
                     } else {
                         0
                     },
@@ -828,10 +828,16 @@ impl KernelSpec {
                 }
                 Constraint::TmaRows => {
                     let per_row = 16 / problem.dtype.input_bytes();
+                    // A kernel of the same dtypes that runs any shape.
+                    let any_shape = if self.supports(DType::F32) {
+                        "multistage-raster"
+                    } else {
+                        "mma-sync"
+                    };
                     for (what, (_, cols)) in [("A", problem.a_stored()), ("B", problem.b_stored())]
                     {
                         if cols % per_row != 0 {
-                            return Err(fail(format!("TMA needs 16-byte rows: {what} is stored with rows of {cols} elements, not a multiple of {per_row} (use mma-sync for any shape)")));
+                            return Err(fail(format!("TMA needs 16-byte rows: {what} is stored with rows of {cols} elements, not a multiple of {per_row} (use {any_shape} for any shape)")));
                         }
                     }
                 }

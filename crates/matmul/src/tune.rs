@@ -90,15 +90,21 @@ impl TuneTable {
         });
     }
 
-    /// The fastest tuned (kernel, tiling) for `problem` among `kernels`: what `--kernel auto`
-    /// runs when a table exists.
+    /// The fastest tuned (kernel, tiling) for `problem` that can run it: what `--kernel auto`
+    /// runs when a table exists. An entry whose kernel refuses the problem (a TMA kernel and rows
+    /// that are not 16-byte multiples) gives way to the next fastest.
     pub fn best(&self, problem: &Problem) -> Option<(&'static KernelSpec, Tiling)> {
         let class = ShapeClass::of(problem);
         self.entries
             .iter()
             .filter(|e| e.dtype == problem.dtype && e.class == class)
-            .max_by(|a, b| a.rate_gops.total_cmp(&b.rate_gops))
-            .and_then(|e| Some((crate::registry::find(&e.kernel).ok()?, e.tiling)))
+            .filter_map(|e| {
+                let kernel = crate::registry::find(&e.kernel).ok()?;
+                let runs = kernel.can_run(problem, None, &RunOptions::tiling(e.tiling));
+                runs.is_ok().then_some((kernel, e.tiling, e.rate_gops))
+            })
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|(kernel, tiling, _)| (kernel, tiling))
     }
 
     /// The file for `device` and `driver` under `dir`.
@@ -327,6 +333,28 @@ pub fn neighbours(best: &Tiling, candidates: &[Tiling]) -> Vec<Tiling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `best` skips an entry whose kernel cannot run the problem (simt-tma on rows that are not
+    /// 16-byte multiples) and takes the next fastest.
+    #[test]
+    fn best_skips_kernels_that_refuse_the_problem() {
+        let entry = |kernel: &str, rate: f64| TuneEntry {
+            kernel: kernel.into(),
+            dtype: DType::F32,
+            class: ShapeClass::Small,
+            shape: "1024x1024x1024".into(),
+            tiling: crate::registry::find(kernel).unwrap().tiling(&RunOptions::default()).unwrap(),
+            rate_gops: rate,
+            default_rate_gops: rate,
+        };
+        let table = TuneTable {
+            entries: vec![entry("multistage-raster", 30_000.0), entry("simt-tma", 31_000.0)],
+            ..Default::default()
+        };
+        let pick = |n, k| table.best(&Problem::new(n, n, k, DType::F32)).unwrap().0.name;
+        assert_eq!(pick(1024, 1024), "simt-tma");
+        assert_eq!(pick(1024, 1001), "multistage-raster");
+    }
 
     #[test]
     fn classes() {
