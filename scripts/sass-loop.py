@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """SASS figures of multistage's straight-line N·N main loop, without a GPU.
 
-Compiles crates/matmul/kernels/13_multistage.cu (after simt_tile.cuh, with the registry's prelude)
-through NVRTC by ctypes for sm_90a, disassembles it with nvdisasm, finds the main loop (the
-backward branch whose body holds a barrier, at least 256 FMAs and the fewest branches: the N·N
-copy of the loop) and prints, per trip (one BK slice): instructions, FMA share, the sum of the
-control codes' stall counts (cycles one warp needs to issue the trip, scoreboard waits aside),
-where the LDGSTS sit relative to the barrier, how far the first k-step's shared loads are from
-their first use, and the shortest load-to-use distances. Figures for docs/kernels.md,
+Compiles crates/matmul/kernels/13_multistage.cu (after simt_tile.cuh and tile_order.cuh, with the
+registry's prelude) through NVRTC by ctypes for sm_90a, disassembles it with nvdisasm, finds the
+main loop (the backward branch whose body holds a barrier, at least 256 FMAs and the fewest
+branches: the N·N copy of the loop) and prints, per trip (one BK slice): instructions, FMA share,
+the sum of the control codes' stall counts (cycles one warp needs to issue the trip, scoreboard
+waits aside), where the LDGSTS sit relative to the barrier, how far the first k-step's shared loads
+are from their first use, and the shortest load-to-use distances. Figures for docs/kernels.md,
 "Main-loop variants from the SASS".
 
 Also the loop FFMAs' operand-reuse and register-bank figures (operand_banks).
@@ -16,7 +16,9 @@ Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NA
   e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
        scripts/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
        (e.g. cuBLAS's SGEMM kernel from libcublasLt.so; BK=<k-steps per trip> for the first-k-step line)
-Environment: NVRTC_EXTRA (more NVRTC options, e.g. "--ptxas-options=--register-usage-level=10"), NVDISASM (default: nvdisasm on PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
+Environment: SASS_KERNEL (multistage, the default, or simt-tma: its N·N loop), NVRTC_EXTRA (more
+  NVRTC options, e.g. "--ptxas-options=--register-usage-level=10"), NVDISASM (default: nvdisasm on
+  PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
 """
 import collections
 import ctypes
@@ -47,12 +49,25 @@ def tiling_defines(text):
     return d
 
 
-def compile_cubin(defines, arch="sm_90a"):
+# The kernels this script compiles (SASS_KERNEL): their files in the registry's order, and the
+# function. simt-tma's entry dispatches to four layout instantiations; the source is rewritten
+# (NN_ONLY) to keep only the N·N one, so that its loop is the only candidate.
+SOURCES = {
+    "multistage": (("simt_tile.cuh", "tile_order.cuh", "13_multistage.cu"), "multistage"),
+    "simt-tma": (("simt_tile.cuh", "tile_order.cuh", "hopper.cuh", "17_simt_tma.cu"), "simt_tma"),
+}
+NN_ONLY = ("const bool a_rows = a_cs == 1, b_rows = b_rs == 1;", "const bool a_rows = true, b_rows = false;")
+
+
+def compile_cubin(defines, kernel="multistage", arch="sm_90a"):
     nv = ctypes.CDLL("libnvrtc.so.13")
-    text = "".join(f'#line 1 "{f}"\n' + open(os.path.join(KERNELS, f)).read() + "\n"
-                   for f in ("simt_tile.cuh", "13_multistage.cu"))
+    files, _ = SOURCES[kernel]
+    text = "".join(f'#line 1 "{f}"\n' + open(os.path.join(KERNELS, f)).read() + "\n" for f in files)
+    if kernel == "simt-tma":
+        assert NN_ONLY[0] in text, "17_simt_tma.cu's layout dispatch changed; update NN_ONLY"
+        text = text.replace(*NN_ONLY)
     prog = ctypes.c_void_p()
-    assert nv.nvrtcCreateProgram(ctypes.byref(prog), (PRELUDE + text).encode(), b"13_multistage.cu", 0, None, None) == 0
+    assert nv.nvrtcCreateProgram(ctypes.byref(prog), (PRELUDE + text).encode(), files[-1].encode(), 0, None, None) == 0
     opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17", "--no-cache"]
     opts += [f"-D{k}={v}" for k, v in defines.items()]
     opts += os.environ.get("NVRTC_EXTRA", "").split()
@@ -126,10 +141,15 @@ def operand_banks(fmas):
     """Per FMA of the loop: operands served by the reuse cache (a register marked .reuse by the
     previous instruction in the same slot), and how often the register-file reads left fall into
     one bank: all three in one bank of two (bank = register mod 2; the Volta-era
-    microbenchmarks' model) or two in one bank of four (mod 4, Maxwell's). A model, not a
-    measurement: it only ranks two instruction streams against each other."""
-    cache, reused, same2, same4 = [None] * 3, 0, 0, 0
+    microbenchmarks' model) or two in one bank of four (mod 4, Maxwell's); and how often the FMA
+    writes a register other than the accumulator it reads (D != C: ptxas moving accumulators).
+    Models, not measurements: they only rank instruction streams against each other (docs/
+    kernels.md, rung 17: the bank figure does not rank the dispatch stalls; D != C did, over three
+    loops)."""
+    cache, reused, same2, same4, moved = [None] * 3, 0, 0, 0, 0
     for s in fmas:
+        all_ops = [o.strip().split(".")[0] for o in s.partition(" ")[2].split(",")]
+        moved += len(all_ops) == 4 and all_ops[0] != all_ops[3]
         ops = [o.strip() for o in s.partition(" ")[2].split(",")][1:4]
         regs = [int(m.group(1)) if (m := re.match(r"R(\d+)", o)) else None for o in ops]
         rf = [r for slot, r in enumerate(regs) if r is not None and cache[slot] != r]
@@ -138,7 +158,7 @@ def operand_banks(fmas):
         same4 += any([r % 4 for r in rf].count(b) >= 2 for b in range(4))
         cache = [r if ".reuse" in o else None for r, o in zip(regs, ops)]
     n = max(1, len(fmas))
-    return reused / n, 100 * same2 / n, 100 * same4 / n
+    return reused / n, 100 * same2 / n, 100 * same4 / n, 100 * moved / n
 
 
 def decode(s):
@@ -192,9 +212,10 @@ def report(ins, ctrl, labels, fma, bk):
     print(f"first k-step's LDS at +{sorted(map(rel, first_step))}, first use {sorted(map(first_use, first_step))} later")
     print(f"LDS to first use: shortest {uses[:8]}, median {uses[len(uses) // 2]}, under 16: {sum(u < 16 for u in uses)}")
     print(f"other instructions: {dict(other.most_common(12))}")
-    reused, same2, same4 = operand_banks([body[i] for i in fmas])
+    reused, same2, same4, moved = operand_banks([body[i] for i in fmas])
     print(f"{fma} operands from the reuse cache: {reused:.2f} per {fma}; register-file reads in one bank: "
-          f"all three of two banks {same2:.1f} %, two of four banks {same4:.1f} %")
+          f"all three of two banks {same2:.1f} %, two of four banks {same4:.1f} %; "
+          f"writing a register other than the accumulator read (D != C): {moved:.1f} %")
 
 
 def main():
@@ -210,17 +231,21 @@ def main():
     defines = tiling_defines(tiling)
     defines.update(ELEM={"f32": "float", "u32": "matmul_u32"}[dtype], **{f"IN_{dtype.upper()}": 1})
     defines.update(a.split("=", 1) for a in sys.argv[3:])
-    cubin, log = compile_cubin(defines)
-    m = re.search(r"Function properties for multistage.*?(\d+) bytes spill stores, (\d+) bytes spill loads.*?"
+    kernel = os.environ.get("SASS_KERNEL", "multistage")
+    if kernel not in SOURCES:
+        sys.exit(f"SASS_KERNEL={kernel}: one of {', '.join(SOURCES)}")
+    func = SOURCES[kernel][1]
+    cubin, log = compile_cubin(defines, kernel)
+    m = re.search(rf"Function properties for {func}.*?(\d+) bytes spill stores, (\d+) bytes spill loads.*?"
                   r"Used (\d+) registers", log, re.S)
-    print(f"multistage {tiling} {dtype} {' '.join(sys.argv[3:])}: {m.group(3)} registers, spills {m.group(1)}/{m.group(2)} bytes")
+    print(f"{kernel} {tiling} {dtype} {' '.join(sys.argv[3:])}: {m.group(3)} registers, spills {m.group(1)}/{m.group(2)} bytes")
     out = os.environ.get("MATMUL_SASS_OUT") or tempfile.mkdtemp()
-    path = os.path.join(out, "multistage.cubin")
+    path = os.path.join(out, f"{func}.cubin")
     open(path, "wb").write(cubin)
     sass = subprocess.run([os.environ.get("NVDISASM", "nvdisasm"), "-c", "-hex", path],
                           capture_output=True, text=True, check=True).stdout
     open(path[:-6] + ".sass", "w").write(sass)
-    report(*parse_sass(sass), "FFMA" if dtype == "f32" else "IMAD", defines["BK"])
+    report(*parse_sass(sass, func), "FFMA" if dtype == "f32" else "IMAD", defines["BK"])
 
 
 if __name__ == "__main__":

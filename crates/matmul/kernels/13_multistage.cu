@@ -68,9 +68,9 @@
 #endif
 
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
-// the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right). OWN_READ
-// reads blockIdx with volatile asm, so the values are the caller's own, not merged with another
-// path's reading (see the variant path of multistage_body).
+// the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right;
+// tile_order.cuh). OWN_READ reads blockIdx with volatile asm, so the values are the caller's own,
+// not merged with another path's reading (see the variant path of multistage_body).
 template <bool OWN_READ = false>
 __device__ __forceinline__ void block_tile(int& by, int& bx)
 {
@@ -79,14 +79,7 @@ __device__ __forceinline__ void block_tile(int& by, int& bx)
         asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
         asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
     }
-    if (RASTER_GROUP > 0) {
-        int pid = by * gridDim.x + bx;
-        int width = RASTER_GROUP * gridDim.x;  // blocks per group of block-rows
-        int first = (pid / width) * RASTER_GROUP;
-        int rows = min((int)gridDim.y - first, RASTER_GROUP);
-        by = first + (pid % width) % rows;
-        bx = (pid % width) / rows;
-    }
+    if (RASTER_GROUP > 0) tile_coords(by * gridDim.x + bx, gridDim.y, gridDim.x, RASTER_GROUP, by, bx);
 }
 
 static_assert(WM > 0 && STAGES >= 2, "multistage: warp tiling and at least two stages");

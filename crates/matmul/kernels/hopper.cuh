@@ -1,8 +1,8 @@
 // hopper.cuh — what the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share, compiled
 // ahead of each (registry: `includes`): the tensor-map parameter type, mbarriers, the TMA tile
 // load, wgmma's shared-memory descriptor, fences and waits, the accumulator operand lists of the
-// inline-PTX wgmma statements, and the grouped tile order. Each kernel keeps what only it uses
-// (clusters and multicast, the TMA-store epilogue; register fragments for tf32).
+// inline-PTX wgmma statements. Each kernel keeps what only it uses (clusters and multicast, the
+// TMA-store epilogue; register fragments for tf32); the grouped tile order is tile_order.cuh's.
 
 typedef unsigned long long u64;
 
@@ -84,15 +84,3 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
 #define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                 "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
-
-// ---- the tile order ------------------------------------------------------------------------
-// Tile `t` of the grouped raster over tiles_m × tiles_n tiles: `group` tile-rows at a time, down
-// each column of the group (so the blocks running at once share panels of A and B in L2).
-__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn)
-{
-    int width = group * tiles_n;  // tiles per group of tile-rows
-    int first = (t / width) * group;
-    int rows = min(tiles_m - first, group);
-    tm = first + (t % width) % rows;
-    tn = (t % width) / rows;
-}

@@ -895,9 +895,14 @@ macro_rules! cu {
     };
 }
 
-/// What the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share: mbarriers, TMA loads,
-/// wgmma descriptors and waits, the grouped tile order.
-const HOPPER_INCLUDES: &[(&str, &str)] = &[("hopper.cuh", include_str!("../kernels/hopper.cuh"))];
+/// The grouped raster order of C's tiles (`tile_coords`), for every kernel that walks tiles in it.
+const TILE_ORDER: (&str, &str) = ("tile_order.cuh", include_str!("../kernels/tile_order.cuh"));
+/// The SIMT ladder's tile loaders and warp tiles.
+const SIMT_TILE: (&str, &str) = ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"));
+/// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
+const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"));
+/// The includes of the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu).
+const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER];
 
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
 macro_rules! wgmma_kernel {
@@ -931,7 +936,7 @@ macro_rules! simt {
         Implementation::Cuda(CudaSource {
             file: $file,
             text: include_str!(concat!("../kernels/", $file)),
-            includes: &[("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"))],
+            includes: &[SIMT_TILE, TILE_ORDER],
             entry: $entry,
             defines: $defines,
             geometry: Geometry::BlockTile { tiling: $tiling },
@@ -1190,10 +1195,7 @@ pub static KERNELS: &[KernelSpec] = &[
         implementation: Implementation::Cuda(CudaSource {
             file: "17_simt_tma.cu",
             text: include_str!("../kernels/17_simt_tma.cu"),
-            includes: &[
-                ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh")),
-                ("hopper.cuh", include_str!("../kernels/hopper.cuh")),
-            ],
+            includes: &[SIMT_TILE, TILE_ORDER, HOPPER],
             entry: None,
             defines: &[("RASTER_GROUP", "8")],
             geometry: Geometry::BlockTile {
