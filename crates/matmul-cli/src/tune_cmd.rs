@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::Args;
 use matmul::cpu::reference;
 use matmul::cuda::{CudaBackend, DeviceInfo};
-use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
 use matmul::registry::Constraint;
+use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
 use matmul::verify::compare;
 use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
 

@@ -343,15 +343,27 @@ mod tests {
             dtype: DType::F32,
             class: ShapeClass::Small,
             shape: "1024x1024x1024".into(),
-            tiling: crate::registry::find(kernel).unwrap().tiling(&RunOptions::default()).unwrap(),
+            tiling: crate::registry::find(kernel)
+                .unwrap()
+                .tiling(&RunOptions::default())
+                .unwrap(),
             rate_gops: rate,
             default_rate_gops: rate,
         };
         let table = TuneTable {
-            entries: vec![entry("multistage-raster", 30_000.0), entry("simt-tma", 31_000.0)],
+            entries: vec![
+                entry("multistage-raster", 30_000.0),
+                entry("simt-tma", 31_000.0),
+            ],
             ..Default::default()
         };
-        let pick = |n, k| table.best(&Problem::new(n, n, k, DType::F32)).unwrap().0.name;
+        let pick = |n, k| {
+            table
+                .best(&Problem::new(n, n, k, DType::F32))
+                .unwrap()
+                .0
+                .name
+        };
         assert_eq!(pick(1024, 1024), "simt-tma");
         assert_eq!(pick(1024, 1001), "multistage-raster");
     }

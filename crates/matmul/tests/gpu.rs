@@ -446,7 +446,8 @@ fn tiling_overrides() {
                             (got, _) => failures.push(format!(
                                 "{} tiling {tiling} {problem}: expected {}, got {got:?}",
                                 kernel.name,
-                                expected.map_or("a run".to_string(), |r| format!("a refusal ({r})"))
+                                expected
+                                    .map_or("a run".to_string(), |r| format!("a refusal ({r})"))
                             )),
                         }
                     }

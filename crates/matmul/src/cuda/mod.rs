@@ -443,7 +443,9 @@ impl CudaBackend {
         let s = &self.stream;
         let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
         let maps = match launcher {
-            Launcher::Kernel { tma: Some(boxes), .. } => Some(match boxes {
+            Launcher::Kernel {
+                tma: Some(boxes), ..
+            } => Some(match boxes {
                 tma::Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
                 tma::Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
             }),

@@ -124,8 +124,24 @@ pub(crate) fn maps(
     } else {
         tile.bk
     };
-    let a_map = encode(input, elem, a_side.0, a_side.1, (a_box, inner), SWIZZLED, a_side.3)?;
-    let b_map = encode(input, elem, b_side.0, b_side.1, (b_box, inner), SWIZZLED, b_side.3)?;
+    let a_map = encode(
+        input,
+        elem,
+        a_side.0,
+        a_side.1,
+        (a_box, inner),
+        SWIZZLED,
+        a_side.3,
+    )?;
+    let b_map = encode(
+        input,
+        elem,
+        b_side.0,
+        b_side.1,
+        (b_box, inner),
+        SWIZZLED,
+        b_side.3,
+    )?;
     let c_bytes = problem.c_dtype().input_bytes();
     let c_map = if tile.store_boxes > 0 && (problem.n * c_bytes) % 16 == 0 {
         let c_type = match problem.c_dtype() {
@@ -134,7 +150,15 @@ pub(crate) fn maps(
             _ => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         };
         let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
-        encode(c_type, c_bytes, c, (problem.m, problem.n), c_box, SWIZZLED, "C")?
+        encode(
+            c_type,
+            c_bytes,
+            c,
+            (problem.m, problem.n),
+            c_box,
+            SWIZZLED,
+            "C",
+        )?
     } else {
         // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
         TensorMap(unsafe { std::mem::zeroed() })
@@ -185,7 +209,12 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[Tensor
 /// The maps of the TMA SIMT kernel for buffers at `a` and `b`, boxed by `tiling` (module docs);
 /// the kernel stores C from registers, so the third is left zeroed. 17_simt_tma.cu tells the
 /// layouts apart by the same rule (K contiguous ⇔ op(A) = N, op(B) = T).
-pub(crate) fn simt_maps(problem: &Problem, tiling: &Tiling, a: u64, b: u64) -> Result<[TensorMap; 3]> {
+pub(crate) fn simt_maps(
+    problem: &Problem,
+    tiling: &Tiling,
+    a: u64,
+    b: u64,
+) -> Result<[TensorMap; 3]> {
     let data_type = match problem.dtype {
         DType::F32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         DType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
@@ -195,7 +224,18 @@ pub(crate) fn simt_maps(problem: &Problem, tiling: &Tiling, a: u64, b: u64) -> R
             )))
         }
     };
-    // (box rows, box columns) of an operand whose other edge in the block's tile is `edge`.
+    let (a_box, b_box) = simt_boxes(problem, tiling);
+    Ok([
+        encode(data_type, 4, a, problem.a_stored(), a_box, PLAIN, "A")?,
+        encode(data_type, 4, b, problem.b_stored(), b_box, PLAIN, "B")?,
+        unused_map(),
+    ])
+}
+
+/// The (rows, columns) of the TMA SIMT kernel's A and B boxes: an operand stored with K
+/// contiguous (A for op(A) = N, B for op(B) = T) in BM (or BN) rows of BK elements, the other in
+/// BK rows of BM (or BN) elements.
+fn simt_boxes(problem: &Problem, tiling: &Tiling) -> ((u32, u32), (u32, u32)) {
     let boxed = |k_contiguous: bool, edge: u32| {
         if k_contiguous {
             (edge, tiling.bk)
@@ -203,13 +243,10 @@ pub(crate) fn simt_maps(problem: &Problem, tiling: &Tiling, a: u64, b: u64) -> R
             (tiling.bk, edge)
         }
     };
-    let a_box = boxed(problem.op_a == Op::N, tiling.bm);
-    let b_box = boxed(problem.op_b == Op::T, tiling.bn);
-    Ok([
-        encode(data_type, 4, a, problem.a_stored(), a_box, PLAIN, "A")?,
-        encode(data_type, 4, b, problem.b_stored(), b_box, PLAIN, "B")?,
-        unused_map(),
-    ])
+    (
+        boxed(problem.op_a == Op::N, tiling.bm),
+        boxed(problem.op_b == Op::T, tiling.bn),
+    )
 }
 
 /// A tensor map a kernel declares and does not read: 128 zero bytes.
@@ -287,5 +324,18 @@ mod tests {
         assert!(e.to_string().contains("op(A)=N or op(B)=T"), "{e}");
         // 128-byte rows of f32: 32 elements, the swizzle span.
         assert_eq!(SWIZZLE_BYTES / DType::Tf32.input_bytes(), 32);
+    }
+
+    /// The SIMT boxes follow each operand's stored layout: BM×BK (A stored M×K) or BK×BM (A stored
+    /// K×M), BK×BN (B stored K×N) or BN×BK (B stored N×K), as 17_simt_tma.cu reads them.
+    #[test]
+    fn simt_boxes_follow_the_stored_layouts() {
+        let t: Tiling = "128x256x20/8x4/w64x64n2/s4".parse().unwrap();
+        let p = Problem::new(260, 132, 68, DType::F32);
+        let boxes = |a, b| simt_boxes(&p.with_ops(a, b), &t);
+        assert_eq!(boxes(Op::N, Op::N), ((128, 20), (20, 256)));
+        assert_eq!(boxes(Op::T, Op::T), ((20, 128), (256, 20)));
+        assert_eq!(boxes(Op::N, Op::T), ((128, 20), (256, 20)));
+        assert_eq!(boxes(Op::T, Op::N), ((20, 128), (20, 256)));
     }
 }
