@@ -52,10 +52,11 @@ static_assert((BM * BK * sizeof(ELEM)) % 128 == 0 && (BN * BK * sizeof(ELEM)) % 
               "every TMA destination is 128-byte aligned");
 
 namespace tma_tile {
-constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
-constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-constexpr int LANES_N = WSUBN / TN, LANES_M = 32 / LANES_N;
-constexpr int RM = WMITER * TM, RN = WNITER * TN;  // a lane's register tile
+// The warp and lane tiles are multistage's (simt_tile.cuh's WarpTile); only the lane-to-row
+// mapping of a k-rows side differs (Side below).
+constexpr int WSUBM = WarpTile::WSUBM, WSUBN = WarpTile::WSUBN;
+constexpr int LANES_N = WarpTile::LANES_N, LANES_M = 32 / LANES_N;
+constexpr int RM = WarpTile::RM, RN = WarpTile::RN;  // a lane's register tile
 constexpr int A_ELEMS = BM * BK, STAGE_ELEMS = BK * (BM + BN);
 constexpr unsigned STAGE_BYTES = STAGE_ELEMS * sizeof(ELEM);
 constexpr int GROUPS = BK / 4;  // k-steps are taken 4 at a time (one LDS.128 along a k-row)

@@ -182,10 +182,11 @@ pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
         .collect()
 }
 
-/// The candidate tilings of `kernel` for `dtype` that pass [`Tiling::check`] and fit in
-/// `max_shared` bytes of shared memory, the registry default first. The space: block tiles
-/// 64–256 on each side, BK 8/16/32 (12/20/28 for a TMA SIMT kernel), thread tiles 4×4 to 8×8, warp tiles that give 32 lanes whole
-/// sub-tiles, 2–4 stages where the kernel pipelines, the kernel's own padding, 1 or 2 blocks per SM.
+/// The candidate tilings of `kernel` for `dtype` that pass [`KernelSpec::check_tiling`] and fit
+/// in `max_shared` bytes of shared memory, the registry default first. The space: block tiles
+/// 64–256 on each side, BK 8/16/32 (12/20/28 for a TMA SIMT kernel), thread tiles 4×4 to 8×8,
+/// warp tiles that give 32 lanes whole sub-tiles, 2–4 stages where the kernel pipelines, the
+/// kernel's own padding, 1 or 2 blocks per SM.
 pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<Tiling> {
     let Some(Geometry::BlockTile { tiling: base }) = kernel.cuda_source().map(|s| s.geometry)
     else {

@@ -235,6 +235,27 @@ fn verify(
     }
 }
 
+/// One problem as the sweeps take it: `Ok(true)` if the kernel ran it and it verified, `Ok(false)`
+/// if it was refused with the rule [`expected_refusal`] names, else a failure description (a
+/// wrong result, an unexpected refusal, or a run that should have been refused).
+fn run_or_refuse(
+    backend: &CudaBackend,
+    kernel: &KernelSpec,
+    problem: &Problem,
+    opts: RunOptions,
+) -> Result<bool, String> {
+    let label = format!("{} {} {problem}", kernel.name, opts.label());
+    match (
+        backend.check(kernel, problem, opts),
+        expected_refusal(kernel, problem, backend, &opts),
+    ) {
+        (Ok(()), None) => verify(backend, kernel, problem, opts).map_or(Ok(true), Err),
+        (Err(e), Some(rule)) if e.to_string().contains(rule) => Ok(false),
+        (Err(e), _) => Err(format!("{label}: unexpected refusal: {e}")),
+        (Ok(()), Some(rule)) => Err(format!("{label}: should be refused ({rule})")),
+    }
+}
+
 /// The whole sweep for one kernel: every dtype, shape and op combination.
 fn sweep(name: &str) {
     let Some(backend) = gpu() else { return };
@@ -257,19 +278,10 @@ fn sweep(name: &str) {
                 let problem = Problem::new(m, n, k, dtype)
                     .with_ops(op_a, op_b)
                     .with_c(c_out);
-                let expected = expected_refusal(kernel, &problem, &backend, &opts);
-                match (backend.check(kernel, &problem, opts), expected) {
-                    (Ok(()), None) => match verify(&backend, kernel, &problem, opts) {
-                        None => passed += 1,
-                        Some(f) => failures.push(f),
-                    },
-                    (Err(e), Some(rule)) if e.to_string().contains(rule) => refused += 1,
-                    (Err(e), _) => {
-                        failures.push(format!("{name} {problem}: unexpected refusal: {e}"))
-                    }
-                    (Ok(()), Some(rule)) => {
-                        failures.push(format!("{name} {problem}: should be refused ({rule})"))
-                    }
+                match run_or_refuse(&backend, kernel, &problem, opts) {
+                    Ok(true) => passed += 1,
+                    Ok(false) => refused += 1,
+                    Err(f) => failures.push(f),
                 }
             }
         }
@@ -436,19 +448,10 @@ fn tiling_overrides() {
                         let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
                         // A shape the kernel refuses (TMA's 16-byte rows) must be refused with
                         // that rule; every other must verify.
-                        let expected = expected_refusal(kernel, &problem, &backend, &opts);
-                        match (backend.check(kernel, &problem, opts), expected) {
-                            (Ok(()), None) => {
-                                ran += 1;
-                                failures.extend(verify(&backend, kernel, &problem, opts));
-                            }
-                            (Err(e), Some(rule)) if e.to_string().contains(rule) => refused += 1,
-                            (got, _) => failures.push(format!(
-                                "{} tiling {tiling} {problem}: expected {}, got {got:?}",
-                                kernel.name,
-                                expected
-                                    .map_or("a run".to_string(), |r| format!("a refusal ({r})"))
-                            )),
+                        match run_or_refuse(&backend, kernel, &problem, opts) {
+                            Ok(true) => ran += 1,
+                            Ok(false) => refused += 1,
+                            Err(f) => failures.push(f),
                         }
                     }
                 }

@@ -95,8 +95,7 @@ pub(crate) fn maps(
     c: u64,
 ) -> Result<[TensorMap; 3]> {
     let input = match problem.dtype {
-        DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::Bf16 | DType::F16 => data_type(problem.dtype),
         // Only the tf32 wgmma kernel reads f32 through TMA, with its boxes chosen by role.
         DType::Tf32 => return tf32_maps(problem, tile, a, b),
         other => {
@@ -144,11 +143,7 @@ pub(crate) fn maps(
     )?;
     let c_bytes = problem.c_dtype().input_bytes();
     let c_map = if tile.store_boxes > 0 && (problem.n * c_bytes) % 16 == 0 {
-        let c_type = match problem.c_dtype() {
-            DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            _ => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        };
+        let c_type = data_type(problem.c_dtype());
         let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
         encode(
             c_type,
@@ -196,7 +191,7 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[Tensor
             problem.dtype
         )));
     }
-    let f32 = DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    let f32 = data_type(DType::Tf32);
     let inner = (SWIZZLE_BYTES / 4) as u32;
     let (a_box, b_box) = tf32_box_rows(problem, tile)?;
     Ok([
@@ -215,19 +210,17 @@ pub(crate) fn simt_maps(
     a: u64,
     b: u64,
 ) -> Result<[TensorMap; 3]> {
-    let data_type = match problem.dtype {
-        DType::F32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        DType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
-        other => {
-            return Err(Error::Invalid(format!(
-                "the TMA SIMT kernel reads f32 or u32 inputs, not {other}"
-            )))
-        }
-    };
+    if !matches!(problem.dtype, DType::F32 | DType::U32) {
+        return Err(Error::Invalid(format!(
+            "the TMA SIMT kernel reads f32 or u32 inputs, not {}",
+            problem.dtype
+        )));
+    }
+    let (elem, dt) = (problem.dtype.input_bytes(), data_type(problem.dtype));
     let (a_box, b_box) = simt_boxes(problem, tiling);
     Ok([
-        encode(data_type, 4, a, problem.a_stored(), a_box, PLAIN, "A")?,
-        encode(data_type, 4, b, problem.b_stored(), b_box, PLAIN, "B")?,
+        encode(dt, elem, a, problem.a_stored(), a_box, PLAIN, "A")?,
+        encode(dt, elem, b, problem.b_stored(), b_box, PLAIN, "B")?,
         unused_map(),
     ])
 }
@@ -254,6 +247,16 @@ fn unused_map() -> TensorMap {
     // SAFETY: `CUtensorMap` is plain data; all-zero bytes are a value of it (never encoded, never
     // read by the kernel).
     TensorMap(unsafe { std::mem::zeroed() })
+}
+
+/// The tensor-map element type that stores `dtype` (tf32 is stored as f32).
+fn data_type(dtype: DType) -> DataType {
+    match dtype {
+        DType::F32 | DType::Tf32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    }
 }
 
 /// The 128-byte swizzle (the wgmma kernels' shared-memory layout).
