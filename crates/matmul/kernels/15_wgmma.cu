@@ -258,125 +258,6 @@ struct Units {
     }
 };
 
-// ---- stream-K: the last waves' tiles split along K -----------------------------------------------
-// With U work units on G blocks, a persistent grid that deals units out whole ends in a partial
-// wave of U % G units while the other blocks idle (up to one unit's time: ~3 % at 4096² and 8192²
-// in 128×256 tiles on 132 SMs). With STREAM_K, when U > G and U % G != 0, the first (U/G − 1)·G
-// units are still dealt out whole, and the k-blocks of the last G + U % G units are split evenly
-// over all G blocks in order: block b takes the iterations [b·q + min(b, r), (b + 1)·q + min(b + 1, r))
-// of that region (q, r = I / G, I % G for I iterations), so every block has the same amount of work.
-// Each share is at least one unit long, so a split unit has exactly two parts: its "head" (from
-// k-block 0) ends the share of block b and its "tail" (up to the last k-block) begins the share
-// of block j = b + 1. A block walks its share in order, so it computes a tail first and a head
-// last: the tail's owner writes its f32 partial sums to its slot of the workspace and raises its
-// flag; the head's owner, which gets there later, waits for the flag, clears it (so every launch
-// starts from zero flags), adds the partial sums and stores the tile. A block only waits on a
-// higher-numbered one that never waits on it first, and the whole persistent grid is resident: no
-// cycle. Clusters (CLUSTER = 2) deal whole units only.
-#ifndef STREAM_K
-#define STREAM_K (CLUSTER == 1)
-#endif
-static_assert(!STREAM_K || CLUSTER == 1, "wgmma: stream-K splits units of one block only");
-
-// k-blocks [k0, k1) of work unit `unit`.
-struct Segment {
-    int unit, k0, k1;
-};
-
-// This block's segments, in order: whole units first, then its share of the split region.
-struct Work {
-    int next, dp_units, step, kblocks;  // whole units: next, next + step, ... below dp_units
-    int it, end;                        // this block's share of the split region (iterations)
-    __device__ Work(const Units& units, int kb) : kblocks(kb)
-    {
-        next = units.first;
-        step = units.step;
-        dp_units = units.count;
-        it = end = 0;
-        const int waves = units.count / step, rem = units.count % step;
-        if (STREAM_K && waves >= 1 && rem != 0) {
-            dp_units = (waves - 1) * step;
-            const int iters = (units.count - dp_units) * kblocks;
-            const int q = iters / step, r = iters % step, b = units.first;
-            it = b * q + min(b, r);
-            end = it + q + (b < r ? 1 : 0);
-        }
-    }
-    __device__ bool take(Segment& s)
-    {
-        if (next < dp_units) {
-            s = {next, 0, kblocks};
-            next += step;
-            return true;
-        }
-        if (it >= end) return false;
-        const int u = it / kblocks, k0 = it % kblocks, k1 = min(kblocks, k0 + (end - it));
-        s = {dp_units + u, k0, k1};
-        it += k1 - k0;
-        return true;
-    }
-};
-
-// The workspace (src/cuda/mod.rs allocates it for every SM): per block and consumer warpgroup a
-// slot of 64×BN f32 partial sums in register order (float4 i of thread t at [i][t], so a warp's
-// accesses are 512 contiguous bytes), then one flag per slot.
-__device__ __forceinline__ float4* partial_slot(float* workspace, int block, int wg)
-{
-    return reinterpret_cast<float4*>(workspace) + (size_t)(block * 2 + wg) * (ACC / 4) * 128;
-}
-// The same plus this thread's float4, as an address the compiler cannot hoist out of the tile
-// loop: otherwise it keeps all ACC/4 addresses of a slot in registers through the main loop, and
-// the consumers spill.
-__device__ __forceinline__ float4* partial_base(float* workspace, int block, int wg, int tid)
-{
-    float4* p = partial_slot(workspace, block, wg) + tid;
-    asm volatile("mov.b64 %0, %0;\n" : "+l"(p));
-    return p;
-}
-__device__ __forceinline__ unsigned* partial_flag(float* workspace, int block, int wg)
-{
-    return reinterpret_cast<unsigned*>(workspace + (size_t)gridDim.x * 2 * ACC * 128) + block * 2 + wg;
-}
-
-// A tail's owner: its partial sums to its slot, then the flag (release: after every thread's
-// writes, which the warpgroup barrier orders before thread 0's fence).
-__device__ __forceinline__ void publish_partial(const float (&d)[ACC], float* workspace, int wg, int tid)
-{
-    float4* mine = partial_base(workspace, blockIdx.x, wg, tid);
-#pragma unroll
-    for (int i = 0; i < ACC / 4; ++i) __stcg(mine + i * 128, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
-    warpgroup_sync(wg);
-    if (tid == 0) {
-        __threadfence();
-        asm volatile("st.release.gpu.global.u32 [%0], 1;\n" ::"l"(partial_flag(workspace, blockIdx.x, wg)) : "memory");
-    }
-}
-
-// A head's owner: waits for block j's flag (acquire), clears it, and adds j's partial sums.
-__device__ __forceinline__ void absorb_partial(float (&d)[ACC], float* workspace, int j, int wg, int tid)
-{
-    if (tid == 0) {
-        unsigned* flag = partial_flag(workspace, j, wg);
-        unsigned ready = 0;
-        while (true) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
-            if (ready) break;
-            __nanosleep(64);
-        }
-        *flag = 0;
-    }
-    warpgroup_sync(wg);
-    const float4* theirs = partial_base(workspace, j, wg, tid);
-#pragma unroll
-    for (int i = 0; i < ACC / 4; ++i) {
-        const float4 v = __ldcg(theirs + i * 128);
-        d[4 * i] += v.x;
-        d[4 * i + 1] += v.y;
-        d[4 * i + 2] += v.z;
-        d[4 * i + 3] += v.w;
-    }
-}
-
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int TA, int TB>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
@@ -385,12 +266,10 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
     constexpr int B_ROWS = BN / CLUSTER;                    // K-major B rows this block loads
     constexpr int B_CHUNKS = BN / SWIZZLE_ELEMS / CLUSTER;  // MN-major B chunks this block loads
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    Work work(units, kblocks);
-    Segment seg;
-    while (work.take(seg)) {
+    for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
-        units.tile(seg.unit, rank, tm, tn);
-        for (int kb = seg.k0; kb < seg.k1; ++kb, ++it) {
+        units.tile(u, rank, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
             mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
@@ -647,8 +526,7 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 // SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
 template <int TA, int TB, bool SWAP>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
-                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks,
-                                        float* workspace)
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -667,12 +545,10 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         }
     };
     int it = 0;
-    Work work(units, kblocks);
-    Segment seg;
-    while (work.take(seg)) {
+    for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
-        units.tile(seg.unit, rank, tm, tn);
-        for (int kb = seg.k0; kb < seg.k1; ++kb, ++it) {
+        units.tile(u, rank, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
@@ -690,14 +566,14 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
                                  : smem_desc(a + wg * MN_CHUNK_BYTES + kk * 2048, MN_CHUNK_BYTES, 1024);
                 u64 db = TB == 0 ? smem_desc(b + kk * 32, 16, 1024)
                                  : smem_desc(b + kk * 2048, MN_CHUNK_BYTES, 1024);
-                wgmma_64xBNx16<TA, TB>(d, da, db, (kb > seg.k0 || kk > 0) ? 1 : 0);
+                wgmma_64xBNx16<TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
             }
             wgmma_commit();
 #if WAIT_DEPTH == 1
             // Keep this k-block's products in flight while waiting for the previous one's, then
             // hand that one's buffer back to the producer.
             wgmma_wait<1>();
-            if (kb > seg.k0) release((it - 1) % STAGES);
+            if (kb > 0) release((it - 1) % STAGES);
 #else
             wgmma_wait<0>();
             release(s);
@@ -709,14 +585,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #if WAIT_DEPTH == 1
         release((it - 1) % STAGES);
 #endif
-        if (seg.k1 - seg.k0 < kblocks) {  // a split unit (stream-K)
-            if (seg.k0 > 0) {
-                publish_partial(d, workspace, wg, tid);
-                continue;
-            }
-            // A head ends this block's share, so its tail begins the next block's.
-            absorb_partial(d, workspace, blockIdx.x + 1, wg, tid);
-        }
         if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
         if (SWAP) {
             if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, tn * BN, tm * BM + wg * 64);
@@ -732,7 +600,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ C, int M, int N, int K,
       int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
-      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c, float* __restrict__ workspace)
+      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
@@ -772,10 +640,10 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, workspace);
-        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, workspace);
-        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, workspace);
-        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, workspace);
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers.
     cluster_sync();

@@ -32,11 +32,8 @@ const OPS: [(Op, Op); 4] = [
 /// a wide C, non-square, the SIMT ladder's 128 and 256 edges ±1 with K off its 4-element
 /// vectors, a single row or column of C, shapes whose stored rows are 16-byte multiples (what
 /// TMA needs) with partial tiles on every side and an odd number of 128-row tiles (a cluster's
-/// second block past the edge), one large square for the faster kernels, one with more tiles
-/// than a persistent grid has blocks, and one whose tiles run past a whole wave of 132 SMs by
-/// part of a wave, with K ending inside a k-block: every wgmma kernel that deals tiles out whole
-/// splits its last waves' tiles along K there (stream-K, 15_wgmma.cu; e.g. 170 or 171 tiles of
-/// 128×256 and 3 k-blocks each), so partial sums cross blocks.
+/// second block past the edge), one large square for the faster kernels, and one with more tiles
+/// than a persistent grid has blocks.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 1, 300),
@@ -64,7 +61,6 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (264, 520, 200),
     (1024, 1024, 1024),
     (3072, 2048, 64),
-    (2312, 2056, 136),
 ];
 
 fn env_is(name: &str, value: &str) -> bool {

@@ -60,10 +60,6 @@ pub struct CudaBackend {
     info: DeviceInfo,
     loaded: Mutex<HashMap<String, Arc<Loaded>>>,
     blas: Mutex<Option<CudaBlas>>,
-    /// The stream-K workspace of the wgmma kernels (15_wgmma.cu), allocated zeroed on first use:
-    /// per SM two slots of 64×256 f32 partial sums and their flags. A launch leaves every flag
-    /// zero again; launches on this backend's one stream never overlap, so they share it.
-    stream_k: Mutex<Option<CudaSlice<u8>>>,
 }
 
 /// An input matrix on the device.
@@ -92,8 +88,6 @@ enum Launcher {
         config: LaunchConfig,
         /// The boxes of the TMA tensor maps that follow the usual arguments (TMA kernels only).
         tma: Option<tma::Boxes>,
-        /// The stream-K workspace's address, the last argument of the wgmma kernels.
-        workspace: Option<u64>,
     },
     Cublas,
 }
@@ -135,7 +129,6 @@ impl CudaBackend {
             info,
             loaded: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
-            stream_k: Mutex::new(None),
         })
     }
 
@@ -357,23 +350,6 @@ impl CudaBackend {
         })
     }
 
-    /// The stream-K workspace's device address (see the field), allocated on first use.
-    fn stream_k_workspace(&self) -> Result<u64> {
-        // Per SM: two consumer warpgroups × 128 threads × 128 f32 partial sums, and two flags.
-        const PER_SM: usize = 2 * 128 * 128 * 4 + 2 * 4;
-        let mut ws = self.stream_k.lock().unwrap_or_else(|p| p.into_inner());
-        if ws.is_none() {
-            let bytes = PER_SM * self.info.sm_count.max(1) as usize;
-            *ws = Some(
-                self.stream
-                    .alloc_zeros::<u8>(bytes)
-                    .ctx(|| format!("allocating the {bytes}-byte stream-K workspace"))?,
-            );
-        }
-        let ptr = ws.as_ref().expect("allocated above").device_ptr(&self.stream).0;
-        Ok(ptr)
-    }
-
     /// Lets `loaded` use `bytes` of dynamic shared memory (above 48 KiB this is an opt-in).
     fn allow_dynamic_shared(&self, loaded: &Loaded, bytes: usize) -> Result<()> {
         let mut allowed = loaded
@@ -430,15 +406,10 @@ impl CudaBackend {
                     }
                     config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
                 }
-                let workspace = match src.geometry {
-                    Geometry::Wgmma { .. } => Some(self.stream_k_workspace()?),
-                    _ => None,
-                };
                 Ok(Launcher::Kernel {
                     loaded,
                     config,
                     tma,
-                    workspace,
                 })
             }
             Implementation::Cublas => {
@@ -487,12 +458,7 @@ impl CudaBackend {
     fn launch(&self, launcher: &Launcher, problem: &Problem, ops: &Operands) -> Result<()> {
         let (a, b, c) = (ops.a, ops.b, ops.c);
         match launcher {
-            Launcher::Kernel {
-                loaded,
-                config,
-                workspace,
-                ..
-            } => {
+            Launcher::Kernel { loaded, config, .. } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
                 let (sa, sb) = (problem.a_strides(), problem.b_strides());
                 let args = [
@@ -512,13 +478,9 @@ impl CudaBackend {
                 if let Some([map_a, map_b, map_c]) = &ops.maps {
                     builder.arg(map_a).arg(map_b).arg(map_c);
                 }
-                if let Some(ws) = workspace {
-                    builder.arg(ws);
-                }
                 // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-                // for a TMA kernel three tensor maps, for a wgmma kernel the workspace); the
-                // buffers are sized for `problem`, which the kernels index within (TMA bounds its
-                // own reads), and the workspace for one block per SM.
+                // and for a TMA kernel three tensor maps); the buffers are sized for `problem`,
+                // which the kernels index within (TMA bounds its own reads).
                 unsafe { builder.launch(*config) }
                     .map(|_| ())
                     .ctx(|| format!("launching {} with {config:?}", loaded.entry))
