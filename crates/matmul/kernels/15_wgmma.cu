@@ -13,7 +13,8 @@
 //     accumulators of a 64×256 tile each); they hand STAGES buffers back and forth through a
 //     "full" and an "empty" mbarrier per buffer;
 //   * a persistent grid: one block per SM walks the tiles of C in a grouped order (GROUP_M
-//     tile-rows at a time, so a wave of blocks shares panels of A and B in L2), and the loader
+//     tile-rows at a time, so a wave of blocks shares panels of A and B in L2; 16 for 128×256
+//     tiles since 2026-11-24, 8 before), and the loader
 //     runs ahead into the next tile while the consumers store the last one.
 // Why faster: mma.sync on H100 is limited by issuing fragments from registers (ldmatrix + mma per
 // 16×8×16); wgmma keeps the tensor cores fed from shared memory with four warps per instruction,
@@ -109,10 +110,15 @@ constexpr int C_BOX_BYTES = 64 * 128;                     // 64 rows (one warpgr
 // when a warpgroup's 64×BN holds fewer (BN = 64 with 16-bit C is one box).
 constexpr int C_STAGE_BOXES = STORE_BOXES < BN / C_BOX_COLS ? STORE_BOXES : BN / C_BOX_COLS;
 static_assert(STORE_BOXES == 0 || (BN / C_BOX_COLS) % C_STAGE_BOXES == 0, "wgmma: the staged boxes must divide BN");
+// The raster group's height in work units. A wave of 132 blocks covering g tile-rows × 132/g
+// tile-columns loads g·BM + (132/g)·BN distinct rows of A and B per k-block; that is least at
+// g = sqrt(132·BN/BM), 16 for 128×256 tiles (measured: +3 % at 4096, +6 % at 8192 and +4 % at
+// 4096²×14336 over g = 8, docs/kernels.md 15h). A cluster's unit is two tile-rows. The 128×128
+// and 128×64 kernels serve problems of about one wave, where the order hardly matters: 8.
 #ifndef RASTER_GROUP
-#define RASTER_GROUP 8
+#define RASTER_GROUP (BN == 256 ? 16 / CLUSTER : 8)
 #endif
-constexpr int GROUP_M = RASTER_GROUP;                     // tile-rows per raster group
+constexpr int GROUP_M = RASTER_GROUP;                     // work-unit rows per raster group
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
 
 // ---- clusters (the shared mbarrier and TMA helpers: hopper.cuh) ----------------------------

@@ -92,7 +92,13 @@ constexpr int S_STAGE_BYTES = BN * BK * 4;               // (BN, BK)
 constexpr int STAGE_BYTES = R_STAGE_BYTES + S_STAGE_BYTES;
 constexpr int P_BOX_ELEMS = 32;                          // P-elements per 128-byte row
 constexpr int P_BOX_BYTES = BK * 128;                    // one P-major box: (BK, 32)
-constexpr int GROUP_M = 8;                               // tile-rows per raster group
+// Tile-rows per raster group: 16, the least distinct A and B per k-block for a 132-block wave
+// of 128×256 tiles (15_wgmma.cu's rule; measured +5 % at 4096 over 8, level at 8192,
+// docs/kernels.md 15h). RASTER_GROUP overrides it (MATMUL_KERNEL_DEFINES).
+#ifndef RASTER_GROUP
+#define RASTER_GROUP 16
+#endif
+constexpr int GROUP_M = RASTER_GROUP;                    // tile-rows per raster group
 constexpr int CONSUMER_WARPS = 8;                        // two warpgroups
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
 
