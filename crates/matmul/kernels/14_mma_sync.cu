@@ -13,7 +13,9 @@
 // m16n8k16 (bf16) or m16n8k8 (tf32) per clock. Per K-slice of the default 128×128×32 block: bf16
 // 128 wavefronts of cp.async writes + 384 of ldmatrix (6 x4 per warp and k16) for 256 MMAs; tf32
 // 256 + 768 LDS.32 wavefronts for 512 MMAs: both cap at 50 % of peak (~495 / ~247 TFLOP/s).
-// Larger warp tiles read less per MMA: 128×256 blocks (64×64 warp tiles) cap at ~73 %.
+// Larger warp tiles read less per MMA: 128×256 blocks (64×64 warp tiles) cap at ~73 %. That tile is
+// the registry's `mma-sync-wide` (128×256×32, 3 stages): measured +9–13 % on aligned shapes, not the
+// +40 % this count allows, and 30 % slower on 16-bit rows of odd length (docs/kernels.md, 14b).
 // No padding (the dynamic shared memory is exactly STAGES·(BM+BN)·BK elements): bank conflicts are
 // avoided by an XOR swizzle of 16-byte chunks within each row of a tile (see `swz`).
 // Geometry: THREADS = 32·WARPS_M·WARPS_N; a warp owns a WM×WN = (BM/WARPS_M)×(BN/WARPS_N) tile of C,
