@@ -570,7 +570,7 @@ pub struct DeviceLimits {
 }
 
 /// The refusal of [`Constraint::TcTf32Layout`].
-pub const TF32_LAYOUT_RULE: &str = "tf32 wgmma reads its shared-memory operand K-major only, so it needs op(A)=N or op(B)=T; op(A)=T with op(B)=N (A stored KxM, B stored KxN) has no K-major operand (use mma-sync)";
+pub const TF32_LAYOUT_RULE: &str = "tf32 wgmma reads its shared-memory operand K-major only, so it needs op(A)=N or op(B)=T; op(A)=T with op(B)=N (A stored KxM, B stored KxN) has no K-major operand (use mma-sync-wide or mma-sync)";
 
 /// Every CUDA kernel indexes with 32-bit `int`: each matrix must have fewer than 2^31 elements.
 const INT_INDEX_LIMIT: usize = i32::MAX as usize;
