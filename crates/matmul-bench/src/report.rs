@@ -58,6 +58,10 @@ pub struct Timing {
     pub stats: Stats,
     /// Every timed launch, seconds, in order.
     pub samples_s: Vec<f64>,
+    /// With `--rounds` > 1: the median launch time of each round, seconds (the spread of these is
+    /// the run-to-run noise that interleaving averages out); empty for a single round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_medians_s: Vec<f64>,
 }
 
 /// The kernels ratios are taken against.
@@ -97,6 +101,13 @@ pub struct Settings {
     pub verify_full_limit: u64,
     pub verify_samples: usize,
     pub seed: u64,
+    /// Timing rounds per problem (see `BenchConfig::rounds`); 1 in reports written before it.
+    #[serde(default = "one_round")]
+    pub rounds: usize,
+}
+
+fn one_round() -> usize {
+    1
 }
 
 /// The device's ceilings as measured in this run and as its datasheet gives them.

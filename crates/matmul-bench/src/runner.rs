@@ -56,6 +56,13 @@ pub struct BenchConfig {
     pub tuned: Option<matmul::tune::TuneTable>,
     /// One tiling for every SIMT-ladder kernel of the run (overrides `tuned`).
     pub tiling: Option<matmul::Tiling>,
+    /// Timing rounds per problem. With R > 1 every kernel that verified is timed R times, each
+    /// time for `min_time` / R seconds (or `iters` / R launches, rounded up), in an order rotated
+    /// by one kernel each round; its statistics pool every round. Clock and temperature drift over
+    /// a run then falls on every kernel of a problem alike instead of on whichever ran last, which
+    /// is what a ratio to the vendor library needs (docs/kernels.md, "Measuring small
+    /// differences").
+    pub rounds: usize,
 }
 
 impl BenchConfig {
@@ -84,6 +91,25 @@ impl BenchConfig {
             max_case_seconds: None,
             tuned: None,
             tiling: None,
+            rounds: 1,
+        }
+    }
+
+    /// What one timing round of a case gets, after `warmup` untimed launches: the whole budget,
+    /// or with R rounds its R-th part (launches first, seconds, and the cap on launches).
+    fn round_budget(&self, warmup: usize) -> Launches {
+        let r = self.rounds.max(1);
+        let first = match (self.iters, self.min_time) {
+            (Some(i), _) => i,
+            (None, Some(_)) => 1,
+            (None, None) => DEFAULT_ITERS,
+        };
+        let max_iters = self.max_iters.div_ceil(r).max(1);
+        Launches {
+            warmup,
+            first: first.div_ceil(r).clamp(1, max_iters),
+            min_time: self.min_time.map(|t| t / r as f64),
+            max_iters,
         }
     }
 
@@ -234,22 +260,73 @@ pub fn run(
     let mut index = 0;
     for problem in &problems {
         let mut cache = InputCache::new(*problem);
-        for kernel in &config.kernels {
+        if config.rounds <= 1 {
+            for kernel in &config.kernels {
+                progress(ProgressEvent::Started {
+                    index,
+                    total,
+                    kernel: kernel.name,
+                    problem,
+                });
+                let record = bench_one(backend, config, kernel, &mut cache, index, progress);
+                progress(ProgressEvent::Finished {
+                    index,
+                    total,
+                    record: &record,
+                });
+                records.push(record);
+                index += 1;
+            }
+            continue;
+        }
+        // Round 1 verifies and times each kernel in order; rounds 2.. add samples in an order
+        // rotated by one kernel per round; every record is finished after the last round.
+        let mut round: Vec<Record> = Vec::with_capacity(config.kernels.len());
+        for (i, kernel) in config.kernels.iter().enumerate() {
             progress(ProgressEvent::Started {
-                index,
+                index: index + i,
                 total,
                 kernel: kernel.name,
                 problem,
             });
-            let record = bench_one(backend, config, kernel, &mut cache, index, progress);
-            progress(ProgressEvent::Finished {
-                index,
-                total,
-                record: &record,
-            });
-            records.push(record);
-            index += 1;
+            round.push(bench_one(
+                backend,
+                config,
+                kernel,
+                &mut cache,
+                index + i,
+                progress,
+            ));
         }
+        let n = round.len();
+        let first_round: Vec<usize> = round.iter_mut().map(start_rounds).collect();
+        for r in 1..config.rounds {
+            for j in 0..n {
+                let i = (j + r) % n;
+                if round[i].status == Status::Ok {
+                    let kernel = config.kernels[i];
+                    time_round(
+                        backend,
+                        config,
+                        kernel,
+                        &cache,
+                        &mut round[i],
+                        r,
+                        first_round[i],
+                    );
+                }
+            }
+        }
+        for (i, mut rec) in round.into_iter().enumerate() {
+            finish_rounds(&mut rec);
+            progress(ProgressEvent::Finished {
+                index: index + i,
+                total,
+                record: &rec,
+            });
+            records.push(rec);
+        }
+        index += n;
     }
     let describe = backend.describe();
     let mut report = Report {
@@ -269,6 +346,7 @@ pub fn run(
             verify_full_limit: config.verify_full_limit,
             verify_samples: config.verify_samples,
             seed: config.seed,
+            rounds: config.rounds.max(1),
         },
         baselines: config
             .baselines
@@ -369,40 +447,22 @@ fn bench_one(
         input_sets: sets.len(),
         warmup: config.warmup,
     });
-    let first = config
-        .iters
-        .unwrap_or(if config.min_time.is_some() {
-            1
-        } else {
-            DEFAULT_ITERS
-        })
-        .max(1);
+    let budget = config.round_budget(config.warmup);
     let timed = (|| -> matmul::Result<(usize, Vec<f64>)> {
         // A slow kernel (the seeds' row-per-thread kernels at large n) gets fewer launches rather
         // than hours: one probe launch sizes warm-up and iterations to the per-case budget. The
         // count actually timed is recorded.
-        let (mut warmup, mut first) = (config.warmup, first);
-        if let Some(budget) = config.max_case_seconds {
+        let mut launches = budget;
+        if let Some(seconds) = config.max_case_seconds {
             let probe = backend.time(kernel, &problem, sets, 0, 1, opts)?;
             let per = probe.first().copied().unwrap_or(0.0).max(1e-9);
-            if per * (warmup + first) as f64 > budget {
-                warmup = warmup.min(1);
-                first = ((budget / per) as usize).clamp(1, first);
+            if per * (launches.warmup + launches.first) as f64 > seconds {
+                launches.warmup = launches.warmup.min(1);
+                launches.first = ((seconds / per) as usize).clamp(1, launches.first);
             }
         }
-        let mut samples = backend.time(kernel, &problem, sets, warmup, first, opts)?;
-        if let Some(min_time) = config.min_time {
-            loop {
-                let spent: f64 = samples.iter().sum();
-                if spent >= min_time || samples.len() >= config.max_iters || samples.is_empty() {
-                    break;
-                }
-                let per = (spent / samples.len() as f64).max(1e-9);
-                let more = (((min_time - spent) / per).ceil() as usize)
-                    .clamp(1, config.max_iters - samples.len());
-                samples.extend(backend.time(kernel, &problem, sets, 0, more, opts)?);
-            }
-        }
+        let warmup = launches.warmup;
+        let samples = timed_launches(backend, kernel, &problem, sets, opts, launches)?;
         Ok((warmup, samples))
     })();
     let (warmup, samples) = match timed {
@@ -422,6 +482,7 @@ fn bench_one(
         input_set_bytes: set_bytes as u64,
         stats,
         samples_s: samples,
+        round_medians_s: Vec::new(),
     });
     if stats.median > 0.0 {
         rec.rate_gops = Some(rec.flops / stats.median / 1e9);
@@ -429,6 +490,106 @@ fn bench_one(
     }
     rec.status = Status::Ok;
     rec
+}
+
+/// How one case's launches are timed: `first` timed launches after `warmup` untimed ones, then
+/// more until they add up to `min_time` seconds, `max_iters` in all at most.
+struct Launches {
+    warmup: usize,
+    first: usize,
+    min_time: Option<f64>,
+    max_iters: usize,
+}
+
+fn timed_launches(
+    backend: &dyn Backend,
+    kernel: &KernelSpec,
+    problem: &Problem,
+    sets: &[Inputs],
+    opts: RunOptions,
+    l: Launches,
+) -> matmul::Result<Vec<f64>> {
+    let mut samples = backend.time(kernel, problem, sets, l.warmup, l.first, opts)?;
+    if let Some(min_time) = l.min_time {
+        loop {
+            let spent: f64 = samples.iter().sum();
+            if spent >= min_time || samples.len() >= l.max_iters || samples.is_empty() {
+                break;
+            }
+            let per = (spent / samples.len() as f64).max(1e-9);
+            let more =
+                (((min_time - spent) / per).ceil() as usize).clamp(1, l.max_iters - samples.len());
+            samples.extend(backend.time(kernel, problem, sets, 0, more, opts)?);
+        }
+    }
+    Ok(samples)
+}
+
+/// Round 1 of a multi-round case: its samples give the first round's median; returns how many
+/// launches it timed (0 for a case that was not timed).
+fn start_rounds(rec: &mut Record) -> usize {
+    let Some(t) = rec.timing.as_mut() else {
+        return 0;
+    };
+    t.round_medians_s = Stats::from_samples(&t.samples_s)
+        .map(|s| vec![s.median])
+        .unwrap_or_default();
+    t.samples_s.len()
+}
+
+/// Round `r` (0-based) of a verified case: more samples with the same input sets and options.
+fn time_round(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    kernel: &KernelSpec,
+    cache: &InputCache,
+    rec: &mut Record,
+    r: usize,
+    first_round: usize,
+) {
+    let Some(timing) = rec.timing.as_ref() else {
+        return;
+    };
+    let sets = &cache.sets[..timing.input_sets.min(cache.sets.len())];
+    let opts = config.options_for(kernel, &cache.problem);
+    // Warm-up as in round 1, which the per-case budget may have cut for a slow kernel, and no
+    // more launches up front than round 1 timed.
+    let mut launches = config.round_budget(timing.warmup);
+    launches.first = launches.first.min(first_round.max(1));
+    match timed_launches(backend, kernel, &cache.problem, sets, opts, launches) {
+        Ok(samples) => {
+            let t = rec.timing.as_mut().expect("checked above");
+            if let Some(s) = Stats::from_samples(&samples) {
+                t.round_medians_s.push(s.median);
+            }
+            t.samples_s.extend(samples);
+        }
+        Err(e) => {
+            rec.status = Status::Failed;
+            rec.reason = Some(format!("timing (round {}): {e}", r + 1));
+        }
+    }
+}
+
+/// After the last round: statistics and rates over every round's samples.
+fn finish_rounds(rec: &mut Record) {
+    if rec.status != Status::Ok {
+        return;
+    }
+    let Some(t) = rec.timing.as_mut() else { return };
+    if t.samples_s.iter().any(|x| !x.is_finite() || *x < 0.0) {
+        rec.status = Status::Failed;
+        rec.reason = Some("timing returned a negative or non-finite time".into());
+        return;
+    }
+    if let Some(stats) = Stats::from_samples(&t.samples_s) {
+        t.stats = stats;
+        t.iters = t.samples_s.len();
+        if stats.median > 0.0 {
+            rec.rate_gops = Some(rec.flops / stats.median / 1e9);
+            rec.bandwidth_gbs = Some(rec.min_bytes / stats.median / 1e9);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -543,3 +543,93 @@ fn large_products_are_verified_by_sampling() {
         );
     }
 }
+
+/// The CPU backend for runs; `time` logs which kernel it timed and answers call c with
+/// `iters` copies of (c + 1) ms, so every round of a case has its own median.
+struct Logging {
+    calls: std::cell::RefCell<Vec<&'static str>>,
+}
+
+impl Backend for Logging {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+    fn describe(&self) -> String {
+        "logging test backend".into()
+    }
+    fn limits(&self) -> Option<DeviceLimits> {
+        None
+    }
+    fn run(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> matmul::Result<AnyMatrix> {
+        CpuBackend.run(kernel, problem, a, b, opts)
+    }
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        _problem: &Problem,
+        _inputs: &[Inputs],
+        _warmup: usize,
+        iters: usize,
+        _opts: RunOptions,
+    ) -> matmul::Result<Vec<f64>> {
+        let mut calls = self.calls.borrow_mut();
+        calls.push(kernel.name);
+        Ok(vec![calls.len() as f64 * 1e-3; iters])
+    }
+}
+
+#[test]
+fn rounds_interleave_the_kernels_and_pool_their_samples() {
+    let backend = Logging {
+        calls: Default::default(),
+    };
+    let mut config = small_config(cpu_kernels());
+    config.dtypes = vec![DType::F32];
+    config.shapes.truncate(1);
+    config.iters = Some(6);
+    config.rounds = 3;
+    let report = run(&backend, &config, &mut |_| {});
+    // Round 1 in registry order, then rotated by one kernel per round.
+    assert_eq!(
+        *backend.calls.borrow(),
+        [
+            "cpu",
+            "cpu-reference",
+            "cpu-reference",
+            "cpu",
+            "cpu",
+            "cpu-reference"
+        ]
+    );
+    assert_eq!(report.settings.rounds, 3);
+    assert_eq!(report.records.len(), 2);
+    for (r, calls) in report
+        .records
+        .iter()
+        .zip([[1.0, 4.0, 5.0], [2.0, 3.0, 6.0]])
+    {
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let t = r.timing.as_ref().unwrap();
+        // iters 6 over 3 rounds: 2 launches a round, each round's own time.
+        assert_eq!(t.iters, 6);
+        let medians: Vec<f64> = calls.iter().map(|c| c * 1e-3).collect();
+        assert_eq!(t.round_medians_s, medians, "{}", r.kernel);
+        // The statistics pool every round: the median of six samples, two of each round.
+        assert!((t.stats.median - medians[1]).abs() < 1e-12, "{}", r.kernel);
+        assert!((r.rate_gops.unwrap() - r.flops / medians[1] / 1e9).abs() < 1e-6);
+    }
+    // One round: no per-round medians in the record.
+    config.rounds = 1;
+    let single = run(&backend, &config, &mut |_| {});
+    assert!(single
+        .records
+        .iter()
+        .all(|r| r.timing.as_ref().unwrap().round_medians_s.is_empty()));
+}

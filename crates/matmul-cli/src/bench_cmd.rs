@@ -43,6 +43,11 @@ pub struct BenchArgs {
     /// Seconds a slow kernel may spend per case before its launch count is cut (default 5).
     #[arg(long, default_value_t = 5.0)]
     max_case_seconds: f64,
+    /// Timing rounds per shape: each kernel is timed this many times, in an order rotated every
+    /// round, for its share of --min-time (or --iters) each time, and its statistics pool the
+    /// rounds, so clock drift falls on every kernel alike (for ratios to cuBLAS of a few percent).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html).
@@ -162,6 +167,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         config.min_time = Some(t);
     }
     config.max_case_seconds = Some(args.max_case_seconds);
+    config.rounds = args.rounds as usize;
     config.tiling = args.tiling;
     match &opened {
         Opened::Cpu(_) => {

@@ -251,6 +251,7 @@ fn run_rejects_bad_arguments_with_status_2() {
             "-k", "4",
         ],
         &["run", "--kernel", "cpu", "-m", "x", "-n", "2", "-k", "2"],
+        &["bench", "--backend", "cpu", "--rounds", "0"],
     ];
     for args in bad {
         let out = matmul(args, "");
