@@ -1,6 +1,5 @@
 //! What machine and which build produced a report: device, CPU, git commit, command line, date.
 
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -23,9 +22,10 @@ pub struct SystemInfo {
     pub cpu_threads: usize,
     pub os: String,
     pub arch: String,
-    /// `git rev-parse HEAD` in the working directory, when git and a repository are there.
+    /// The commit this binary was built from (git at build time; None when built outside a
+    /// repository).
     pub git_commit: Option<String>,
-    /// Whether `git status --porcelain` listed changes (None without git).
+    /// Whether tracked files differed from that commit when it was built (None without git).
     pub git_dirty: Option<bool>,
     /// `std::env::args()`, as given.
     pub command_line: Vec<String>,
@@ -50,9 +50,14 @@ impl SystemInfo {
             cpu_threads: rayon::current_num_threads(),
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
-            git_commit: git(&["rev-parse", "HEAD"]),
-            git_dirty: git(&["status", "--porcelain", "--untracked-files=no"])
-                .map(|s| !s.is_empty()),
+            git_commit: Some(env!("MATMUL_BUILD_COMMIT"))
+                .filter(|c| !c.is_empty())
+                .map(str::to_string),
+            git_dirty: match env!("MATMUL_BUILD_DIRTY") {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            },
             command_line: std::env::args().collect(),
             date: rfc3339_utc(SystemTime::now()),
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -69,14 +74,6 @@ pub fn cpu_model() -> Option<String> {
             (k.trim() == *key && !v.trim().is_empty()).then(|| v.trim().to_string())
         })
     })
-}
-
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Formats `t` as RFC 3339 in UTC with whole seconds: `YYYY-MM-DDTHH:MM:SSZ`.
