@@ -1,7 +1,7 @@
 //! End-to-end tests: a CPU benchmark written to disk and read back, a failing kernel, and the
 //! well-formedness of what the renderers write.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use matmul::cpu::CpuBackend;
@@ -292,19 +292,41 @@ fn cpu_end_to_end_writes_every_report() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The CPU backend, but `run` returns a corrupted C (or an error) and `time` counts its calls.
-struct Corrupting {
-    inner: CpuBackend,
-    error: bool,
-    timed: Cell<usize>,
+/// What [`TestBackend::run`] does with the CPU backend's result.
+#[derive(Clone, Copy, PartialEq)]
+enum RunMode {
+    Correct,
+    /// One element of the last row changed (the sampled check reads all of it).
+    Corrupt,
+    /// An error instead of a result.
+    Error,
 }
 
-impl Backend for Corrupting {
+/// The CPU backend with switches: `run` per [`RunMode`]; `time` logs the kernels it timed and,
+/// when `synthetic`, answers call c (1-based) with `iters` copies of c ms instead of timing, so
+/// every round of a case has its own median.
+struct TestBackend {
+    mode: RunMode,
+    synthetic: bool,
+    timed: RefCell<Vec<&'static str>>,
+}
+
+impl TestBackend {
+    fn new(mode: RunMode, synthetic: bool) -> Self {
+        TestBackend {
+            mode,
+            synthetic,
+            timed: Default::default(),
+        }
+    }
+}
+
+impl Backend for TestBackend {
     fn kind(&self) -> BackendKind {
-        self.inner.kind()
+        BackendKind::Cpu
     }
     fn describe(&self) -> String {
-        "corrupting test backend".into()
+        "test backend".into()
     }
     fn limits(&self) -> Option<DeviceLimits> {
         None
@@ -317,15 +339,16 @@ impl Backend for Corrupting {
         b: &AnyMatrix,
         opts: RunOptions,
     ) -> matmul::Result<AnyMatrix> {
-        if self.error {
+        if self.mode == RunMode::Error {
             return Err(matmul::Error::Invalid("launch failed (simulated)".into()));
         }
-        let mut c = self.inner.run(kernel, problem, a, b, opts)?;
-        match &mut c {
-            // An element of the last row: the sampled check reads all of it.
-            AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
-            AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
-            _ => unreachable!(),
+        let mut c = CpuBackend.run(kernel, problem, a, b, opts)?;
+        if self.mode == RunMode::Corrupt {
+            match &mut c {
+                AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
+                AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
+                _ => unreachable!(),
+            }
         }
         Ok(c)
     }
@@ -338,24 +361,31 @@ impl Backend for Corrupting {
         iters: usize,
         opts: RunOptions,
     ) -> matmul::Result<Vec<f64>> {
-        self.timed.set(self.timed.get() + 1);
-        self.inner
-            .time(kernel, problem, inputs, warmup, iters, opts)
+        let mut timed = self.timed.borrow_mut();
+        timed.push(kernel.name);
+        if self.synthetic {
+            return Ok(vec![timed.len() as f64 * 1e-3; iters]);
+        }
+        CpuBackend.time(kernel, problem, inputs, warmup, iters, opts)
     }
 }
 
 #[test]
 fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
     for error in [false, true] {
-        let backend = Corrupting {
-            inner: CpuBackend,
-            error,
-            timed: Cell::new(0),
+        let mode = if error {
+            RunMode::Error
+        } else {
+            RunMode::Corrupt
         };
+        let backend = TestBackend::new(mode, false);
         let mut config = small_config(cpu_kernels());
         config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
         let report = run(&backend, &config, &mut |_| {});
-        assert_eq!(backend.timed.get(), 0, "a failed kernel must not be timed");
+        assert!(
+            backend.timed.borrow().is_empty(),
+            "a failed kernel must not be timed"
+        );
         assert_eq!(report.records.len(), 8);
         for r in &report.records {
             assert_eq!(r.status, Status::Failed, "{r:?}");
@@ -544,52 +574,9 @@ fn large_products_are_verified_by_sampling() {
     }
 }
 
-/// The CPU backend for runs; `time` logs which kernel it timed and answers call c with
-/// `iters` copies of (c + 1) ms, so every round of a case has its own median.
-struct Logging {
-    calls: std::cell::RefCell<Vec<&'static str>>,
-}
-
-impl Backend for Logging {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Cpu
-    }
-    fn describe(&self) -> String {
-        "logging test backend".into()
-    }
-    fn limits(&self) -> Option<DeviceLimits> {
-        None
-    }
-    fn run(
-        &self,
-        kernel: &KernelSpec,
-        problem: &Problem,
-        a: &AnyMatrix,
-        b: &AnyMatrix,
-        opts: RunOptions,
-    ) -> matmul::Result<AnyMatrix> {
-        CpuBackend.run(kernel, problem, a, b, opts)
-    }
-    fn time(
-        &self,
-        kernel: &KernelSpec,
-        _problem: &Problem,
-        _inputs: &[Inputs],
-        _warmup: usize,
-        iters: usize,
-        _opts: RunOptions,
-    ) -> matmul::Result<Vec<f64>> {
-        let mut calls = self.calls.borrow_mut();
-        calls.push(kernel.name);
-        Ok(vec![calls.len() as f64 * 1e-3; iters])
-    }
-}
-
 #[test]
 fn rounds_interleave_the_kernels_and_pool_their_samples() {
-    let backend = Logging {
-        calls: Default::default(),
-    };
+    let backend = TestBackend::new(RunMode::Correct, true);
     let mut config = small_config(cpu_kernels());
     config.dtypes = vec![DType::F32];
     config.shapes.truncate(1);
@@ -598,7 +585,7 @@ fn rounds_interleave_the_kernels_and_pool_their_samples() {
     let report = run(&backend, &config, &mut |_| {});
     // Round 1 in registry order, then rotated by one kernel per round.
     assert_eq!(
-        *backend.calls.borrow(),
+        *backend.timed.borrow(),
         [
             "cpu",
             "cpu-reference",
