@@ -200,6 +200,19 @@ impl Record {
         self.timing.as_ref().map(|t| t.stats.median)
     }
 
+    /// With several timing rounds: (slowest − fastest round median) / the pooled median.
+    pub fn round_spread(&self) -> Option<f64> {
+        let t = self.timing.as_ref()?;
+        let m = &t.round_medians_s;
+        if m.len() < 2 || t.stats.median <= 0.0 {
+            return None;
+        }
+        let (lo, hi) = m.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+        Some((hi - lo) / t.stats.median)
+    }
+
     /// Sets the profiler-measured bytes (and so the measured intensity); call
     /// [`Report::apply_ceilings`] afterwards to re-evaluate the roof.
     pub fn set_measured_bytes(&mut self, bytes: f64) {
@@ -512,12 +525,13 @@ impl Report {
             "roof",
             "status",
         ];
+        let rounds = self.settings.rounds > 1;
         let rows: Vec<Vec<String>> = self
             .records
             .iter()
             .filter(|r| r.status != Status::Skipped)
             .map(|r| {
-                vec![
+                let mut row = vec![
                     r.kernel.clone(),
                     r.dtype.to_string(),
                     r.shape.clone(),
@@ -533,14 +547,23 @@ impl Report {
                         .and_then(|b| b.percent.map(|p| format!("{}% {}", fmt::sig(p, 3), b.roof)))
                         .unwrap_or_else(|| "-".into()),
                     r.status.name().to_string(),
-                ]
+                ];
+                if rounds {
+                    row.push(
+                        r.round_spread()
+                            .map_or("-".into(), |s| format!("{}%", fmt::sig(s * 100.0, 2))),
+                    );
+                }
+                row
             })
             .collect();
-        let mut out = fmt::align(
-            &header,
-            &rows,
-            &[false, false, false, true, true, true, true, true, false],
-        );
+        let mut header = header.to_vec();
+        let mut right = vec![false, false, false, true, true, true, true, true, false];
+        if rounds {
+            header.push("spread");
+            right.push(true);
+        }
+        let mut out = fmt::align(&header, &rows, &right);
         if rows.is_empty() {
             out.push_str("(no kernel ran)\n");
         }
@@ -549,6 +572,13 @@ impl Report {
             out,
             "vs naive = speedup over `{naive}`; roof = % of the bounding roof (intensity: {source})"
         );
+        if rounds {
+            let _ = writeln!(
+                out,
+                "{} timing rounds per shape, kernels rotated each round; spread = (slowest − fastest round median) / median",
+                self.settings.rounds
+            );
+        }
         for r in self.records.iter().filter(|r| r.status == Status::Failed) {
             let _ = writeln!(
                 out,

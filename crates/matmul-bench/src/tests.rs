@@ -612,6 +612,13 @@ fn rounds_interleave_the_kernels_and_pool_their_samples() {
         assert!((t.stats.median - medians[1]).abs() < 1e-12, "{}", r.kernel);
         assert!((r.rate_gops.unwrap() - r.flops / medians[1] / 1e9).abs() < 1e-6);
     }
+    // The table's spread: (5 − 1) / 4 for `cpu`, (6 − 2) / 3 for `cpu-reference`.
+    let table = report.table();
+    assert!(
+        table.lines().next().unwrap().trim_end().ends_with("spread"),
+        "{table}"
+    );
+    assert!(table.contains("100%") && table.contains("133%"), "{table}");
     // One round: no per-round medians in the record.
     config.rounds = 1;
     let single = run(&backend, &config, &mut |_| {});
@@ -619,4 +626,5 @@ fn rounds_interleave_the_kernels_and_pool_their_samples() {
         .records
         .iter()
         .all(|r| r.timing.as_ref().unwrap().round_medians_s.is_empty()));
+    assert!(!single.table().contains("spread"));
 }
