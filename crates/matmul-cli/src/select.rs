@@ -18,8 +18,9 @@ pub struct Selection {
 /// of our own kernels measured on H100 (docs/kernels.md) first, then the ones that run any shape
 /// the faster ones refuse (TMA's 16-byte rows, Hopper only). For tf32 that is `mma-sync-wide`
 /// (128×256 tiles: on H100 +9 % at 8192 and +24 % on 4097×4095×4093 over `mma-sync`, 2026-11-24);
-/// for 16-bit inputs `mma-sync`, whose 128×128 tiles were faster on rows of odd length (61 against
-/// 44 TFLOP/s bf16 on 4097×4095×4093), the fallback's common case on Hopper.
+/// for 16-bit inputs `mma-sync`: on rows of odd length, the fallback's common case on Hopper, the
+/// two ran even on 4097×4095×4093 (62 and 63 TFLOP/s bf16) and `mma-sync` led on 2049×2047×2045
+/// (40 against 37).
 ///
 /// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
 /// H100's 132 SMs idle with `wgmma`; `wgmma-n64` has four times the tiles (1024³ bf16, H100,

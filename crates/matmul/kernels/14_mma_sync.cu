@@ -14,8 +14,11 @@
 // 128 wavefronts of cp.async writes + 384 of ldmatrix (6 x4 per warp and k16) for 256 MMAs; tf32
 // 256 + 768 LDS.32 wavefronts for 512 MMAs: both cap at 50 % of peak (~495 / ~247 TFLOP/s).
 // Larger warp tiles read less per MMA: 128×256 blocks (64×64 warp tiles) cap at ~73 %. That tile is
-// the registry's `mma-sync-wide` (128×256×32, 3 stages): measured +9–13 % on aligned shapes, not the
-// +40 % this count allows, and 30 % slower on 16-bit rows of odd length (docs/kernels.md, 14b).
+// the registry's `mma-sync-wide` (128×256×32, 3 stages, REG_COPY_UNROLL = 8): measured +9–13 % on
+// aligned shapes, not the +40 % this count allows (docs/kernels.md, 14b).
+// REG_COPY_UNROLL: loads in flight per thread on the odd-row 16-bit copy path (default 4; 8 took
+// 123 registers to 127 here and cost 5 % on aligned shapes, but gained 45 % on odd rows for the
+// wide tile at no cost to its aligned ones).
 // No padding (the dynamic shared memory is exactly STAGES·(BM+BN)·BK elements): bank conflicts are
 // avoided by an XOR swizzle of 16-byte chunks within each row of a tile (see `swz`).
 // Geometry: THREADS = 32·WARPS_M·WARPS_N; a warp owns a WM×WN = (BM/WARPS_M)×(BN/WARPS_N) tile of C,
@@ -44,6 +47,9 @@
 
 #ifndef WARPS_M
 #define WARPS_M 2
+#endif
+#ifndef REG_COPY_UNROLL
+#define REG_COPY_UNROLL 4
 #endif
 
 constexpr int ESZ = sizeof(ELEM);                    // bytes per stored element: 2 or 4
@@ -235,8 +241,9 @@ __device__ __forceinline__ void load_tile(ELEM* tile, const ELEM* __restrict__ g
         if constexpr (ESZ == 2) {
             // Odd row lengths: one element at a time through registers (synchronous, but the
             // buffer is free: every warp passed the barrier after its last read of it).
+            // REG_COPY_UNROLL loads are in flight per thread.
             constexpr int N1 = ROWS * LEN;
-#pragma unroll 4
+#pragma unroll REG_COPY_UNROLL
             for (int it = 0; it < (N1 + THREADS - 1) / THREADS; it++) {
                 const int idx = tid + it * THREADS;
                 if (N1 % THREADS != 0 && idx >= N1) break;

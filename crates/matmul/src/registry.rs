@@ -1223,13 +1223,15 @@ pub static KERNELS: &[KernelSpec] = &[
         name: "mma-sync-wide",
         aliases: &[],
         origin: TC_LADDER,
-        summary: "mma-sync with 128x256 block tiles (64x64 warp tiles, 3 stages): faster where copies are 16- or 4-byte (H100: bf16 +13 %, tf32 +9 % at 8192), slower on 16-bit rows of odd length; any M, N, K",
+        summary: "mma-sync with 128x256 block tiles (64x64 warp tiles, 3 stages): faster where copies are 16- or 4-byte (H100: bf16 +13 %, tf32 +9 % at 8192); any M, N, K",
         backend: BackendKind::Cuda,
         dtypes: TENSOR,
         constraints: &[],
         traffic: Traffic::BlockTiled,
         implementation: Implementation::Cuda(CudaSource {
             entry: Some("mma_sync"),
+            // 8 loads in flight on the odd-row 16-bit path (docs/kernels.md, 14b).
+            defines: &[("REG_COPY_UNROLL", "8")],
             ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 256, 32, 3, 256) })
         }),
     },
