@@ -260,28 +260,7 @@ pub fn run(
     let mut index = 0;
     for problem in &problems {
         let mut cache = InputCache::new(*problem);
-        if config.rounds <= 1 {
-            for kernel in &config.kernels {
-                progress(ProgressEvent::Started {
-                    index,
-                    total,
-                    kernel: kernel.name,
-                    problem,
-                });
-                let record = bench_one(backend, config, kernel, &mut cache, index, progress);
-                progress(ProgressEvent::Finished {
-                    index,
-                    total,
-                    record: &record,
-                });
-                records.push(record);
-                index += 1;
-            }
-            continue;
-        }
-        // Round 1 verifies and times each kernel in order; rounds 2.. add samples in an order
-        // rotated by one kernel per round; every record is finished after the last round.
-        let mut round: Vec<Record> = Vec::with_capacity(config.kernels.len());
+        let first = records.len();
         for (i, kernel) in config.kernels.iter().enumerate() {
             progress(ProgressEvent::Started {
                 index: index + i,
@@ -289,44 +268,29 @@ pub fn run(
                 kernel: kernel.name,
                 problem,
             });
-            round.push(bench_one(
-                backend,
-                config,
-                kernel,
-                &mut cache,
-                index + i,
-                progress,
-            ));
+            let record = bench_one(backend, config, kernel, &mut cache, index + i, progress);
+            if config.rounds <= 1 {
+                progress(ProgressEvent::Finished {
+                    index: index + i,
+                    total,
+                    record: &record,
+                });
+            }
+            records.push(record);
         }
-        let n = round.len();
-        let first_round: Vec<usize> = round.iter_mut().map(start_rounds).collect();
-        for r in 1..config.rounds {
-            for j in 0..n {
-                let i = (j + r) % n;
-                if round[i].status == Status::Ok {
-                    let kernel = config.kernels[i];
-                    time_round(
-                        backend,
-                        config,
-                        kernel,
-                        &cache,
-                        &mut round[i],
-                        r,
-                        first_round[i],
-                    );
-                }
+        if config.rounds > 1 {
+            // The records of this problem are round 1; they are finished after the last round.
+            let round = &mut records[first..];
+            more_rounds(backend, config, &cache, round);
+            for (i, record) in round.iter().enumerate() {
+                progress(ProgressEvent::Finished {
+                    index: index + i,
+                    total,
+                    record,
+                });
             }
         }
-        for (i, mut rec) in round.into_iter().enumerate() {
-            finish_rounds(&mut rec);
-            progress(ProgressEvent::Finished {
-                index: index + i,
-                total,
-                record: &rec,
-            });
-            records.push(rec);
-        }
-        index += n;
+        index += config.kernels.len();
     }
     let describe = backend.describe();
     let mut report = Report {
@@ -469,8 +433,8 @@ fn bench_one(
         Ok(s) => s,
         Err(e) => return fail(rec, format!("timing: {e}")),
     };
-    if samples.iter().any(|t| !t.is_finite() || *t < 0.0) {
-        return fail(rec, "timing returned a negative or non-finite time".into());
+    if unusable(&samples) {
+        return fail(rec, UNUSABLE_TIME.into());
     }
     let Some(stats) = Stats::from_samples(&samples) else {
         return fail(rec, "timing returned no samples".into());
@@ -484,12 +448,23 @@ fn bench_one(
         samples_s: samples,
         round_medians_s: Vec::new(),
     });
-    if stats.median > 0.0 {
-        rec.rate_gops = Some(rec.flops / stats.median / 1e9);
-        rec.bandwidth_gbs = Some(rec.min_bytes / stats.median / 1e9);
-    }
+    set_rates(&mut rec, stats.median);
     rec.status = Status::Ok;
     rec
+}
+
+const UNUSABLE_TIME: &str = "timing returned a negative or non-finite time";
+
+fn unusable(samples: &[f64]) -> bool {
+    samples.iter().any(|t| !t.is_finite() || *t < 0.0)
+}
+
+/// The rates of `rec` from its median launch time.
+fn set_rates(rec: &mut Record, median: f64) {
+    if median > 0.0 {
+        rec.rate_gops = Some(rec.flops / median / 1e9);
+        rec.bandwidth_gbs = Some(rec.min_bytes / median / 1e9);
+    }
 }
 
 /// How one case's launches are timed: `first` timed launches after `warmup` untimed ones, then
@@ -523,6 +498,38 @@ fn timed_launches(
         }
     }
     Ok(samples)
+}
+
+/// Rounds 2.. of one problem's `records` (round 1, in kernel order): each round times the verified
+/// kernels again in an order rotated by one kernel, then every record's statistics pool its rounds.
+fn more_rounds(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    cache: &InputCache,
+    records: &mut [Record],
+) {
+    let n = records.len();
+    let first_round: Vec<usize> = records.iter_mut().map(start_rounds).collect();
+    for r in 1..config.rounds {
+        for j in 0..n {
+            let i = (j + r) % n;
+            if records[i].status == Status::Ok {
+                let kernel = config.kernels[i];
+                time_round(
+                    backend,
+                    config,
+                    kernel,
+                    cache,
+                    &mut records[i],
+                    r,
+                    first_round[i],
+                );
+            }
+        }
+    }
+    for rec in records.iter_mut() {
+        finish_rounds(rec);
+    }
 }
 
 /// Round 1 of a multi-round case: its samples give the first round's median; returns how many
@@ -577,18 +584,15 @@ fn finish_rounds(rec: &mut Record) {
         return;
     }
     let Some(t) = rec.timing.as_mut() else { return };
-    if t.samples_s.iter().any(|x| !x.is_finite() || *x < 0.0) {
+    if unusable(&t.samples_s) {
         rec.status = Status::Failed;
-        rec.reason = Some("timing returned a negative or non-finite time".into());
+        rec.reason = Some(UNUSABLE_TIME.into());
         return;
     }
     if let Some(stats) = Stats::from_samples(&t.samples_s) {
         t.stats = stats;
         t.iters = t.samples_s.len();
-        if stats.median > 0.0 {
-            rec.rate_gops = Some(rec.flops / stats.median / 1e9);
-            rec.bandwidth_gbs = Some(rec.min_bytes / stats.median / 1e9);
-        }
+        set_rates(rec, stats.median);
     }
 }
 
