@@ -905,6 +905,27 @@ const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"
 const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER];
 
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+/// A kernel of 14_mma_sync.cu: its block tile and its fixed `-D` values.
+macro_rules! mma_kernel {
+    ($name:literal, $summary:literal, $tile:expr, $defines:expr) => {
+        KernelSpec {
+            name: $name,
+            aliases: &[],
+            origin: TC_LADDER,
+            summary: $summary,
+            backend: BackendKind::Cuda,
+            dtypes: TENSOR,
+            constraints: &[],
+            traffic: Traffic::BlockTiled,
+            implementation: Implementation::Cuda(CudaSource {
+                entry: Some("mma_sync"),
+                defines: $defines,
+                ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
+            }),
+        }
+    };
+}
+
 macro_rules! wgmma_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
         KernelSpec {
@@ -1208,33 +1229,19 @@ pub static KERNELS: &[KernelSpec] = &[
             tma_tiles: true,
         }),
     },
-    KernelSpec {
-        name: "mma-sync",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 1: mma.sync warp tiles fed by ldmatrix from swizzled shared memory, cp.async pipeline; any M, N, K",
-        backend: BackendKind::Cuda,
-        dtypes: TENSOR,
-        constraints: &[],
-        traffic: Traffic::BlockTiled,
-        implementation: cu!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 128, 32, 4, 256) }),
-    },
-    KernelSpec {
-        name: "mma-sync-wide",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "mma-sync with 128x256 block tiles (64x64 warp tiles, 3 stages): faster where copies are 16- or 4-byte (H100: bf16 +13 %, tf32 +9 % at 8192); any M, N, K",
-        backend: BackendKind::Cuda,
-        dtypes: TENSOR,
-        constraints: &[],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            entry: Some("mma_sync"),
-            // 8 loads in flight on the odd-row 16-bit path (docs/kernels.md, 14b).
-            defines: &[("REG_COPY_UNROLL", "8")],
-            ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: TcTile::new(128, 256, 32, 3, 256) })
-        }),
-    },
+    mma_kernel!(
+        "mma-sync",
+        "tensor-core rung 1: mma.sync warp tiles fed by ldmatrix from swizzled shared memory, cp.async pipeline; any M, N, K",
+        TcTile::new(128, 128, 32, 4, 256),
+        &[]
+    ),
+    mma_kernel!(
+        "mma-sync-wide",
+        "mma-sync with 128x256 block tiles (64x64 warp tiles, 3 stages): faster where copies are 16- or 4-byte (H100: bf16 +13 %, tf32 +9 % at 8192); any M, N, K",
+        TcTile::new(128, 256, 32, 3, 256),
+        // 8 loads in flight on the odd-row 16-bit path (docs/kernels.md, 14b).
+        &[("REG_COPY_UNROLL", "8")]
+    ),
     wgmma_kernel!(
         "wgmma",
         "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
