@@ -114,13 +114,7 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
 }
 
 #if MMA_TF32
-// Rounds to tf32 (10-bit mantissa), to nearest, ties away; truncation would bias the sum.
-__device__ __forceinline__ unsigned to_tf32(float x)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
-    return u;
-}
+// Operands are rounded to tf32 by to_tf32 (tf32.cuh), to nearest: truncation would bias the sum.
 
 // d (16×8, f32) += a (16×8, tf32, row) · b (8×8, tf32, col).
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])

@@ -550,7 +550,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             mbar_arrive(&empty[s]);
         }
     };
-    int it = 0;
+    unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
     for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
         units.tile(u, rank, tm, tn);
@@ -561,19 +561,18 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #pragma unroll
             for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
             wgmma_fence();
+            // K-major: rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the next 16
+            // elements of K 32 bytes further in the (swizzled) row.
+            // MN-major: BK rows of 128 bytes per 64-wide chunk; 8-row groups of K 1024 bytes
+            // apart (SBO), chunks MN_CHUNK_BYTES apart (LBO), the next 16 rows of K 2048 bytes
+            // further. A step of `bytes` adds bytes / 16 to the descriptor's address field.
+            const u64 da = TA == 0 ? smem_desc(a + wg * 64 * 128, 16, 1024)
+                                   : smem_desc(a + wg * MN_CHUNK_BYTES, MN_CHUNK_BYTES, 1024);
+            const u64 db = TB == 0 ? smem_desc(b, 16, 1024) : smem_desc(b, MN_CHUNK_BYTES, 1024);
+            constexpr int A_STEP = (TA == 0 ? 32 : 2048) / 16, B_STEP = (TB == 0 ? 32 : 2048) / 16;
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk) {
-                // K-major: rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the next 16
-                // elements of K 32 bytes further in the (swizzled) row.
-                // MN-major: BK rows of 128 bytes per 64-wide chunk; 8-row groups of K 1024 bytes
-                // apart (SBO), chunks MN_CHUNK_BYTES apart (LBO), the next 16 rows of K 2048
-                // bytes further.
-                u64 da = TA == 0 ? smem_desc(a + wg * 64 * 128 + kk * 32, 16, 1024)
-                                 : smem_desc(a + wg * MN_CHUNK_BYTES + kk * 2048, MN_CHUNK_BYTES, 1024);
-                u64 db = TB == 0 ? smem_desc(b + kk * 32, 16, 1024)
-                                 : smem_desc(b + kk * 2048, MN_CHUNK_BYTES, 1024);
-                wgmma_64xBNx16<TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
-            }
+            for (int kk = 0; kk < BK / 16; ++kk)
+                wgmma_64xBNx16<TA, TB>(d, da + kk * A_STEP, db + kk * B_STEP, (kb > 0 || kk > 0) ? 1 : 0);
             wgmma_commit();
 #if WAIT_DEPTH == 1
             // Keep this k-block's products in flight while waiting for the previous one's, then

@@ -5,8 +5,9 @@
 //     descriptor must be K-major (stored with K contiguous). Its first operand may instead come
 //     from registers, in whatever layout we load it. So one operand (S) is read by descriptor and
 //     must be stored K-major; the other (R) is loaded from shared memory into the register
-//     fragment layout by the consumers themselves (ldmatrix or ld.shared), rounded to tf32 with
-//     cvt.rna.tf32.f32 on the way (mma-sync rounds both operands the same way).
+//     fragment layout by the consumers themselves (ldmatrix or ld.shared), rounded to tf32 on the
+//     way by to_tf32 (tf32.cuh: cvt.rn.tf32.f32, one instruction; mma-sync rounds both operands
+//     the same way).
 //   * Two orientations, chosen per launch from the strides:
 //       direct  (op(B) = T, B stored N×K):  D = C;    R = op(A) (A stored M×K or K×M), S = B;
 //       swapped (op(A) = N, op(B) = N):     D = C^T;  R = op(B)^T (B stored K×N: N-contiguous),
@@ -15,7 +16,7 @@
 //     (Constraint::TcTf32Layout) and `--kernel auto` runs mma-sync there.
 //     D[p][q] (p along R's rows, q along S's rows) is stored to C[p][q] (direct) or C[q][p]
 //     (swapped, scalar stores: a warp writes 4 rows × 32 contiguous bytes per instruction).
-//   * Rounding: the register operand is rounded to nearest, ties away (cvt.rna); the descriptor
+//   * Rounding: the register operand is rounded to nearest, ties to even (cvt.rn); the descriptor
 //     operand reaches the tensor cores as raw f32 bits, and no instruction can round it on the
 //     way. The PTX ISA leaves the tf32 encoding implementation-defined; the tensor cores are
 //     expected to ignore the low 13 bits, i.e. truncate toward zero (up to 1 ulp of tf32, 2^-10
@@ -103,14 +104,6 @@ constexpr int CONSUMER_WARPS = 8;                        // two warpgroups
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
 
 // ---- register fragments --------------------------------------------------------------------
-// Rounds f32 bits to tf32 (10-bit mantissa), to nearest, ties away from zero.
-__device__ __forceinline__ unsigned to_tf32(unsigned bits)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(__uint_as_float(bits)));
-    return u;
-}
-
 // Four 8×8 b16 matrices (8 rows × 4 words): lanes 8j..8j+7 give the row addresses of matrix j,
 // which lands in r[j]; lane l receives word l%4 of row l/4.
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
@@ -177,14 +170,14 @@ __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, cons
         for (int h = 0; h < 2; ++h) {
             const unsigned x0 = lds32(r + off[2 * h] + kk * 1024);
             const unsigned x1 = lds32(r + off[2 * h + 1] + kk * 1024);
-            a[h] = to_tf32(odd_t ? x1 : x0);      // k = t
-            a[h + 2] = to_tf32(odd_t ? x0 : x1);  // k = t + 4
+            a[h] = to_tf32(__uint_as_float(odd_t ? x1 : x0));      // k = t
+            a[h + 2] = to_tf32(__uint_as_float(odd_t ? x0 : x1));  // k = t + 4
         }
     } else {
         unsigned x[4];
         ldsm_x4(x, r + off[kk]);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = to_tf32(x[i]);
+        for (int i = 0; i < 4; ++i) a[i] = to_tf32(__uint_as_float(x[i]));
     }
 }
 
@@ -266,7 +259,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     // registers of an in-flight wgmma are off limits), so k-blocks alternate between two
     // fragment sets: set X is rewritten two k-blocks later, after the wait_group 1 that follows
     // the next k-block's commit has retired this one.
-    int it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
+    unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
     auto k_block = [&](unsigned (&a)[BK / 8][4], int kb) {
         int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
@@ -282,12 +275,11 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #pragma unroll
         for (int i = 0; i < 128; ++i) fence_operand(d[i]);
         wgmma_fence();
+        // S (K-major): rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the k8 step kk 32
+        // bytes further in the (swizzled) row: the descriptor's address field (bytes / 16) + 2·kk.
+        const u64 s_desc = smem_desc(sd, 16, 1024);
 #pragma unroll
-        for (int kk = 0; kk < BK / 8; ++kk) {
-            // S (K-major): rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the k8 step
-            // kk 32 bytes further in the (swizzled) row.
-            wgmma_64x256x8(d, a[kk], smem_desc(sd + kk * 32, 16, 1024), (kb > 0 || kk > 0) ? 1 : 0);
-        }
+        for (int kk = 0; kk < BK / 8; ++kk) wgmma_64x256x8(d, a[kk], s_desc + 2 * kk, (kb > 0 || kk > 0) ? 1 : 0);
         wgmma_commit();
         // Keep this k-block's products in flight while waiting for the previous one's, then hand
         // that one's buffer back to the producer.

@@ -901,8 +901,10 @@ const TILE_ORDER: (&str, &str) = ("tile_order.cuh", include_str!("../kernels/til
 const SIMT_TILE: (&str, &str) = ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"));
 /// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
 const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"));
-/// The includes of the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu).
+/// The includes of the TMA + wgmma kernels (15_wgmma.cu; 16_wgmma_tf32.cu adds TF32).
 const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER];
+/// f32 → tf32 rounding of register operands (14_mma_sync.cu, 16_wgmma_tf32.cu).
+const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
 /// A kernel of 14_mma_sync.cu: its block tile and its fixed `-D` values.
@@ -919,6 +921,7 @@ macro_rules! mma_kernel {
             traffic: Traffic::BlockTiled,
             implementation: Implementation::Cuda(CudaSource {
                 entry: Some("mma_sync"),
+                includes: &[TF32],
                 defines: $defines,
                 ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
             }),
@@ -1272,7 +1275,7 @@ pub static KERNELS: &[KernelSpec] = &[
         constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
         traffic: Traffic::BlockTiled,
         implementation: Implementation::Cuda(CudaSource {
-            includes: HOPPER_INCLUDES,
+            includes: &[TILE_ORDER, HOPPER, TF32],
             ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 })
         }),
     },

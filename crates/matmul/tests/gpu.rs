@@ -784,9 +784,12 @@ fn wgmma_tf32_small_integers_are_exact() {
     );
 }
 
-/// `v` rounded to tf32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna.tf32.f32).
-fn tf32_rna(v: f32) -> f32 {
-    f32::from_bits(v.to_bits().wrapping_add(0x1000) & 0xFFFF_E000)
+/// `v` (finite) rounded to tf32 (10 mantissa bits) to nearest, ties to even: cvt.rn.tf32.f32,
+/// what the kernels' `to_tf32` does on sm_90 (tf32.cuh).
+fn tf32_rn(v: f32) -> f32 {
+    let bits = v.to_bits();
+    let lsb = (bits >> 13) & 1;
+    f32::from_bits(bits.wrapping_add(0xFFF + lsb) & 0xFFFF_E000)
 }
 
 /// `v` truncated to tf32 (the low 13 bits dropped).
@@ -805,7 +808,7 @@ fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
 }
 
 /// The rounding of wgmma-tf32, measured: the register operand (A direct, B swapped) is rounded
-/// with cvt.rna and the shared-memory operand reaches the tensor cores as raw f32 bits. The
+/// with cvt.rn (tf32.cuh) and the shared-memory operand reaches the tensor cores as raw f32 bits. The
 /// result is compared with the f64 reference of the unrounded inputs (it must pass the tf32
 /// check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose register
 /// operand is rounded to nearest and whose shared-memory operand is truncated (expected) or
@@ -840,14 +843,14 @@ fn wgmma_tf32_rounding() {
         let direct = op_b == Op::T;
         let emulate = |s_round: fn(f32) -> f32| {
             let (a, b) = if direct {
-                (map_f32(&c.a, tf32_rna), map_f32(&c.b, s_round))
+                (map_f32(&c.a, tf32_rn), map_f32(&c.b, s_round))
             } else {
-                (map_f32(&c.a, s_round), map_f32(&c.b, tf32_rna))
+                (map_f32(&c.a, s_round), map_f32(&c.b, tf32_rn))
             };
             reference::matmul(&problem, &a, &b).unwrap()
         };
         let e_trunc = compare(&problem, &got, &emulate(tf32_trunc)).rel_frobenius;
-        let e_rna = compare(&problem, &got, &emulate(tf32_rna)).rel_frobenius;
+        let e_rn = compare(&problem, &got, &emulate(tf32_rn)).rel_frobenius;
         let others: Vec<String> = ["mma-sync", "cublas"]
             .iter()
             .map(|name| {
@@ -861,19 +864,19 @@ fn wgmma_tf32_rounding() {
                 }
             })
             .collect();
-        let closer = if e_trunc < e_rna {
+        let closer = if e_trunc < e_rn {
             "truncated"
         } else {
             "rounded"
         };
         println!(
-            "RESULT tf32-rounding {problem}: wgmma-tf32 {:.2e} against the f64 reference; against emulations with S truncated {e_trunc:.2e}, S rounded {e_rna:.2e} (S is {closer}); {}",
+            "RESULT tf32-rounding {problem}: wgmma-tf32 {:.2e} against the f64 reference; against emulations with S truncated {e_trunc:.2e}, S rounded {e_rn:.2e} (S is {closer}); {}",
             verdict.rel_frobenius,
             others.join(", ")
         );
-        if e_trunc.min(e_rna) * 4.0 > e_trunc.max(e_rna) {
+        if e_trunc.min(e_rn) * 4.0 > e_trunc.max(e_rn) {
             failures.push(format!(
-                "{problem}: neither emulation explains the result (S truncated {e_trunc:.2e}, S rounded {e_rna:.2e})"
+                "{problem}: neither emulation explains the result (S truncated {e_trunc:.2e}, S rounded {e_rn:.2e})"
             ));
         }
     }
