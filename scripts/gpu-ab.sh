@@ -19,10 +19,7 @@ rounds=${1:?usage: gpu-ab.sh ROUNDS SPEC_FILE}
 spec=${2:?usage: gpu-ab.sh ROUNDS SPEC_FILE}
 out=${OUT:-$here/logs}/ab
 mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
-    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+source "$here/gpu-steps.sh"
 # Compiled variants are cached across rounds (and removed at the end).
 export MATMUL_CACHE_DIR=${MATMUL_CACHE_DIR:-$(mktemp -d)}
 trap 'rm -rf "$MATMUL_CACHE_DIR"' EXIT

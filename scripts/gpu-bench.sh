@@ -11,12 +11,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/logs}
 mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
-    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} MATMUL_BIN=$here/bin/matmul
-bin=$MATMUL_BIN
 source "$here/gpu-steps.sh"
+export MATMUL_BIN=$here/bin/matmul
+bin=$MATMUL_BIN
 for flag in TILING ELE ELEPACK ROW ROWPACK; do
     step "test.sh-$flag" 120 ./test.sh "$flag"
     tail -n 1 "$out/test.sh-$flag.log"

@@ -17,11 +17,6 @@ mkdir -p "$out"
 limit=${GPU_CHECK_TIMEOUT:-300}
 tools=${GPU_CHECK_TOOLS:-memcheck racecheck}
 
-# CUDA libraries (libnvrtc, libcublas) where the toolkit keeps them.
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
-    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 export MATMUL_REQUIRE_GPU=1 MATMUL_REQUIRE_NVRTC=1 RUST_BACKTRACE=1
 # A fresh CUBIN cache for this check, shared by its steps.
 cache=$(mktemp -d)

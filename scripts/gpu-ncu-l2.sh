@@ -14,12 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 (($# > 0)) || { echo 'usage: gpu-ncu-l2.sh "KERNEL DTYPE SIZE" ...' >&2; exit 2; }
 out=${OUT:-$here/logs}
 mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
-    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
-ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)}
-[[ -x $ncu ]] || { echo "ncu not found" >&2; exit 1; }
+source "$here/gpu-steps.sh"
+find_ncu || exit 1
 "$ncu" --query-metrics --chip gh100 >"$out/ncu-metrics.txt" 2>&1
 metrics=$(grep -oE "^(lts__t_(sectors|requests|bytes)_src(unit|node)_[a-z0-9_]+|lts__t_sectors_(lookup_hit|lookup_miss|op_read|op_write)|l1tex__m_xbar2l1tex_read_bytes|l1tex__m_l1tex2xbar_write_bytes|smsp__inst_executed_op_tma[a-z_]*)\b" \
     "$out/ncu-metrics.txt" | sort -u | sed 's/$/.sum/' | paste -sd, -)

@@ -21,12 +21,8 @@ kernel=$1 dtype=$2 m=$3 n=$4 k=$5
 shift 5
 out=${OUT:-$here/logs}
 mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
-    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
-ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)}
-[[ -x $ncu ]] || { echo "ncu not found" >&2; exit 1; }
+source "$here/gpu-steps.sh"
+find_ncu || exit 1
 # `matmul run` launches one product (C's poison is a memset, not a kernel), so the first kernel
 # launched is the one to profile, ours or cuBLAS's (whose names, like nvjet_sm90_..., vary).
 report=$out/ncu-$kernel-$dtype-${m}x${n}x${k}.txt

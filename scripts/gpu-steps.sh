@@ -1,6 +1,19 @@
-# Sourced by gpu-check.sh and gpu-bench.sh: run named steps with a time limit, log each to
-# $out/NAME.log, and print a PASS/FAIL summary at the end. Needs `out` set by the caller.
+# Sourced by every gpu-*.sh that runs on the GPU host: CUDA's libraries on the library path, the
+# ncu binary, and (gpu-check.sh, gpu-bench.sh) named steps run with a time limit, each logged to
+# $out/NAME.log, with a PASS/FAIL summary at the end (`step` needs `out` set by the caller).
 results=()
+
+# CUDA's libraries (libnvrtc, libcublas) where the toolkit keeps them, ahead on LD_LIBRARY_PATH.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*-linux/lib /usr/local/cuda-13*/lib64; do
+    [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+
+# find_ncu: sets `ncu` to Nsight Compute ($NCU, else ncu on PATH or under /usr/local/cuda), or fails.
+find_ncu() {
+    ncu=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)}
+    [[ -x $ncu ]] || { echo "ncu not found" >&2; return 1; }
+}
 
 # step NAME TIMEOUT COMMAND...: runs, logs, records PASS/FAIL with the wall time; shows the
 # log's tail on failure.
