@@ -3,7 +3,7 @@
 // sm_90 and newer: cvt.rn.tf32.f32, to nearest, ties to even, one native instruction
 // (F2FP.TF32.F32.PACK_B in the SASS). sm_80/sm_89 have only cvt.rna.tf32.f32 (ties away), which
 // ptxas expands to three (an Inf/NaN guard, an integer add of half an ulp, a mask): on
-// wgmma-tf32's register operand those were 48 of a consumer thread's ~160 instructions per k-block
+// wgmma-tf32's register operand those were 48 of a consumer warp's 146 instructions per k-block
 // (docs/kernels.md 16b). Either way a value keeps its f32 layout; the tensor cores ignore the
 // low 13 bits.
 __device__ __forceinline__ unsigned to_tf32(float x)

@@ -808,11 +808,12 @@ fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
 }
 
 /// The rounding of wgmma-tf32, measured: the register operand (A direct, B swapped) is rounded
-/// with cvt.rn (tf32.cuh) and the shared-memory operand reaches the tensor cores as raw f32 bits. The
-/// result is compared with the f64 reference of the unrounded inputs (it must pass the tf32
-/// check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose register
-/// operand is rounded to nearest and whose shared-memory operand is truncated (expected) or
-/// rounded: the result must sit clearly closer to one of them, and the line says which.
+/// with cvt.rn (tf32.cuh) and the shared-memory operand reaches the tensor cores as raw f32
+/// bits. The result is compared with the f64 reference of the unrounded inputs (it must pass the
+/// tf32 check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose
+/// register operand is rounded to nearest even and whose shared-memory operand is truncated
+/// (expected) or rounded: the result must sit clearly closer to one of them, and the line says
+/// which.
 #[test]
 fn wgmma_tf32_rounding() {
     let Some(backend) = gpu() else { return };
