@@ -11,7 +11,12 @@
 # Environment: OUT (default dist/gpu/logs), NCU (default: ncu on PATH or under /usr/local/cuda).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-(($# > 0)) || { echo 'usage: gpu-ncu-l2.sh "KERNEL DTYPE SIZE" ...' >&2; exit 2; }
+usage() { echo 'usage: gpu-ncu-l2.sh "KERNEL DTYPE SIZE" ... (SIZE a positive integer)' >&2; exit 2; }
+(($# > 0)) || usage
+for spec in "$@"; do
+    read -r kernel dtype size extra <<<"$spec"
+    [[ -n $dtype && $size =~ ^[1-9][0-9]*$ && -z $extra ]] || { echo "gpu-ncu-l2.sh: bad argument '$spec'" >&2; usage; }
+done
 out=${OUT:-$here/logs}
 mkdir -p "$out"
 source "$here/gpu-steps.sh"
