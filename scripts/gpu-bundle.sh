@@ -4,7 +4,7 @@
 #   bin/test-<name>       the matmul crate's test executables (release): lib (unit tests), cpu,
 #                         gpu, compile, ...
 #   tests/data/           judge vectors and puzzle expectations
-#   gpu-check.sh          the check to run there (see that file)
+#   gpu-check.sh          the check to run there, in parts that each fit a device call (see that file)
 #   gpu-bench.sh          the user-facing checks and `matmul bench`
 #   gpu-ab.sh             interleaved A/B benchmark of kernel variants (see that file)
 #   ab-specs/             its variant lists
@@ -78,4 +78,4 @@ fi
     (cd "$out" && find . -type f ! -name MANIFEST | sort | xargs ls -l)
 } >"$out/MANIFEST"
 du -sh "$out"
-echo "== bundle ready: $out (run dist/gpu/gpu-check.sh from the repo root on the GPU host)"
+echo "== bundle ready: $out (on the GPU host, from the repo root: dist/gpu/gpu-check.sh tests, then dist/gpu/gpu-check.sh compile sanitizer)"

@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU host from the repo root, over a bundle made by
-# scripts/gpu-bundle.sh (dist/gpu/). Steps, each logged to $OUT/<step>.log:
-#   1. nvidia-smi summary;
-#   2. every bundled test executable with MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a
-#      missing GPU or NVRTC fails instead of skipping);
-#   3. compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
-#      (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
-# Prints a PASS/FAIL table last and exits non-zero if any step failed.
+# scripts/gpu-bundle.sh (dist/gpu/). Parts (arguments; default all three), each
+# step logged to $OUT/<step>.log:
+#   tests      nvidia-smi, then every bundled test executable but test-compile with
+#              MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails
+#              instead of skipping), and `matmul devices`;
+#   compile    test-compile: every kernel compiled by NVRTC for this GPU, ptxas's registers and
+#              spills checked (~5 minutes on the H100 host);
+#   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
+#              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
+# The whole check takes longer than one 10-minute device call (test-gpu alone ~270 s on an
+# H100), so run it in two or three calls, e.g. `gpu-check.sh tests` and `gpu-check.sh compile sanitizer`.
+# Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
 #
 # Environment: OUT (log directory; default dist/gpu/logs), GPU_CHECK_TIMEOUT (seconds per step,
-# default 300), GPU_CHECK_TOOLS, GPU_CHECK_SKIP_SANITIZER=1.
+# default 300; test-compile: GPU_CHECK_COMPILE_TIMEOUT, default 560), GPU_CHECK_TOOLS,
+# GPU_CHECK_SKIP_SANITIZER=1 (drops the sanitizer part).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/logs}
 mkdir -p "$out"
 limit=${GPU_CHECK_TIMEOUT:-300}
+compile_limit=${GPU_CHECK_COMPILE_TIMEOUT:-560}
 tools=${GPU_CHECK_TOOLS:-memcheck racecheck}
+parts=" ${*:-tests compile sanitizer} "
+for part in $parts; do
+    case $part in
+        tests | compile | sanitizer) ;;
+        *) echo "gpu-check.sh: unknown part '$part' (parts: tests, compile, sanitizer)" >&2; exit 2 ;;
+    esac
+done
+[[ ${GPU_CHECK_SKIP_SANITIZER:-0} == 1 ]] && parts=${parts/ sanitizer / }
+has() { [[ $parts == *" $1 "* ]]; }
 
 export MATMUL_REQUIRE_GPU=1 MATMUL_REQUIRE_NVRTC=1 RUST_BACKTRACE=1
 # A fresh CUBIN cache for this check, shared by its steps.
@@ -25,28 +41,34 @@ export MATMUL_CACHE_DIR=$cache
 
 source "$here/gpu-steps.sh"
 
-step nvidia-smi "$limit" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,temperature.gpu,power.limit --format=csv
-cat "$out/nvidia-smi.log"
+if has tests; then
+    step nvidia-smi "$limit" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,temperature.gpu,power.limit --format=csv
+    cat "$out/nvidia-smi.log"
+fi
 
 tests=()
 for exe in "$here"/bin/test-*; do
-    [[ -x $exe ]] && tests+=("$exe")
+    [[ -x $exe ]] || continue
+    if [[ $(basename "$exe") == test-compile ]]; then has compile && tests+=("$exe"); else has tests && tests+=("$exe"); fi
 done
-if [[ ${#tests[@]} == 0 ]]; then
+if [[ ${#tests[@]} == 0 ]] && { has tests || has compile; }; then
     results+=("FAIL  no test executables in $here/bin (run scripts/gpu-bundle.sh)")
 fi
 for exe in "${tests[@]}"; do
-    step "$(basename "$exe")" "$limit" "$exe" --nocapture
+    name=$(basename "$exe")
+    step_limit=$limit
+    [[ $name == test-compile ]] && step_limit=$compile_limit
+    step "$name" "$step_limit" "$exe" --nocapture
 done
-if [[ -x $here/bin/matmul ]]; then
+if has tests && [[ -x $here/bin/matmul ]]; then
     step cli-devices "$limit" "$here/bin/matmul" devices
     cat "$out/cli-devices.log"
 fi
 # What the sweeps and the compile table printed.
 grep -h "^RESULT\|^SKIP" "$out"/test-*.log 2>/dev/null
-grep -h -A60 "^kernel  *dtype" "$out"/test-compile.log 2>/dev/null | grep "sm_90a" || true
+has compile && { grep -h -A60 "^kernel  *dtype" "$out"/test-compile.log 2>/dev/null | grep "sm_90a" || true; }
 
-if [[ ${GPU_CHECK_SKIP_SANITIZER:-0} != 1 ]]; then
+if has sanitizer; then
     sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1)
     if [[ -z $sanitizer ]]; then
         results+=("FAIL  compute-sanitizer not found")
