@@ -9,8 +9,9 @@
 #              spills checked (~5 minutes on the H100 host);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
-# The whole check takes longer than one 10-minute device call (test-gpu alone ~270 s on an
-# H100), so run it in two or three calls, e.g. `gpu-check.sh tests` and `gpu-check.sh compile sanitizer`.
+# The whole check takes longer than one 10-minute device call, so run it in two: on an H100
+# (2026-11-24) `gpu-check.sh tests sanitizer` took 357 s (test-gpu 230, memcheck 110, racecheck 16)
+# and `gpu-check.sh compile` 351 s.
 # Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
 #
 # Environment: OUT (log directory; default dist/gpu/logs), GPU_CHECK_TIMEOUT (seconds per step,
