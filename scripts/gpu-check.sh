@@ -6,7 +6,7 @@
 #              MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails
 #              instead of skipping), and `matmul devices`;
 #   compile    test-compile: every kernel compiled by NVRTC for this GPU, ptxas's registers and
-#              spills checked (~5 minutes on the H100 host);
+#              spills checked (351 s on the H100 host);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
 # The whole check takes longer than one 10-minute device call, so run it in two: on an H100
