@@ -32,6 +32,7 @@ for part in $parts; do
     esac
 done
 [[ ${GPU_CHECK_SKIP_SANITIZER:-0} == 1 ]] && parts=${parts/ sanitizer / }
+[[ -n ${parts// /} ]] || { echo "gpu-check.sh: nothing to run (only the sanitizer part, with GPU_CHECK_SKIP_SANITIZER=1)" >&2; exit 2; }
 has() { [[ $parts == *" $1 "* ]]; }
 
 export MATMUL_REQUIRE_GPU=1 MATMUL_REQUIRE_NVRTC=1 RUST_BACKTRACE=1
