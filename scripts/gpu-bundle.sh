@@ -10,6 +10,7 @@
 #   ab-specs/             its variant lists
 #   gpu-ncu.sh            Nsight Compute on one launch of a kernel (see that file)
 #   gpu-ncu-l2.sh         Nsight Compute: L2 traffic by source for a few kernels (see that file)
+#   probe-summary.py      summarizes a wgmma timeline probe (PROBE=1, MATMUL_PROBE; see that file)
 #   MANIFEST              commit, date, and what was bundled
 # The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
 # compute-sanitizer for the sanitizer steps; no Rust, no network.
@@ -64,7 +65,8 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh \
+    scripts/probe-summary.py "$out/"
 cp -r scripts/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).

@@ -83,12 +83,47 @@ typedef float OUT;
 #endif
 // Experiment switches (MATMUL_KERNEL_DEFINES; docs/kernels.md measured each against the default):
 // WAIT_DEPTH = wgmma groups left in flight before a buffer is released (1: the previous k-block's;
-// 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group.
+// 0: its own), DIRECT_STORES = 1 ignores the staged epilogue, RASTER_GROUP = tile-rows per group;
+// PROBE = 1 (below) records a timeline instead.
 #ifndef WAIT_DEPTH
 #define WAIT_DEPTH 1
 #endif
 #ifndef DIRECT_STORES
 #define DIRECT_STORES 0
+#endif
+// PROBE = 1, a timeline probe (docs/kernels.md 15l; never a build whose rate is quoted): thread 0
+// of each block keeps its SM clock at the points below in shared memory and, at the exit, writes
+// them (as cycles since its entry) with %globaltimer at the entry and its SM's id to row blockIdx.x
+// of the module-scope array wgmma_probe, which the host prints after the last timed launch with
+// MATMUL_PROBE=wgmma_probe (scripts/probe-summary.py reads it). No printf: its stack frame in local
+// memory delayed the very start it was measuring (15k). Costs 1-3 % (15l).
+#ifndef PROBE
+#define PROBE 0
+#endif
+enum ProbePoint {
+    P_ENTRY_NS,       // %globaltimer at the entry, ns
+    P_FIRST_COPY,     // the producer issues the first TMA copy
+    P_FIRST_STAGE,    // consumer warpgroup 0 sees the first stage land
+    P_MAINLOOP_END,   // ... its last tile's last wgmma retired
+    P_STORES_ISSUED,  // ... its last C stores issued
+    P_STORES_DONE,    // ... and completed
+    P_EXIT,           // thread 0 past the final barrier
+    P_SM,             // %smid
+    P_BARRIERS,       // the mbarriers initialized
+    P_SYNCED,         // past the block-wide barrier
+    P_PRODUCER_REGS,  // the producer past setmaxnreg.dec
+    P_CONSUMER_REGS,  // consumer warpgroup 0 past setmaxnreg.inc
+    P_PREFETCHED,     // the tensor-map prefetches issued
+    P_FIRST_TILE,     // the producer has its first tile's coordinates
+    PROBE_POINTS
+};
+constexpr int PROBE_BLOCKS = 132;  // rows of wgmma_probe: the persistent grid has at most one block per SM
+#if PROBE
+__device__ unsigned long long wgmma_probe[PROBE_BLOCKS * PROBE_POINTS];
+__shared__ unsigned long long probe_t[PROBE_POINTS];
+#define PROBE_AT(p) (probe_t[p] = clock64())
+#else
+#define PROBE_AT(p) ((void)0)
 #endif
 static_assert(CLUSTER == 1 || CLUSTER == 2, "wgmma: clusters of one or two blocks");
 #if CLUSTER > 1
@@ -275,9 +310,11 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
     for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
         units.tile(u, rank, tm, tn);
+        if (PROBE && it == 0) PROBE_AT(P_FIRST_TILE);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            if (PROBE && it == 0) PROBE_AT(P_FIRST_COPY);
             mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
             unsigned char* a = smem + s * STAGE_BYTES;     // (BM, BK) or BM/64 × (BK, 64)
             unsigned char* b = a + A_STAGE_BYTES;          // (BN, BK) or BN/64 × (BK, 64)
@@ -557,6 +594,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
+            if (PROBE && it == 0 && tid == 0 && wg == 0) PROBE_AT(P_FIRST_STAGE);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
 #pragma unroll
             for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
@@ -590,6 +628,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #if WAIT_DEPTH == 1
         release((it - 1) % STAGES);
 #endif
+        if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_MAINLOOP_END);
         if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
         if (SWAP) {
             if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, tn * BN, tm * BM + wg * 64);
@@ -599,7 +638,9 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
         }
     }
+    if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_STORES_ISSUED);
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
+    if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_STORES_DONE);
 }
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
@@ -623,21 +664,30 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     const int kblocks = (K + BK - 1) / BK;
     const unsigned rank = cluster_rank();
 
+#if PROBE
+    unsigned long long probe_entry;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(probe_entry));
+    if (threadIdx.x == 0) PROBE_AT(P_ENTRY_NS);  // the entry clock (the exit writes the ns there)
+#endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);             // the producer's arrive.expect_tx (+ the TMA bytes)
             mbar_init(&empty[s], 2 * CLUSTER);  // each consumer warpgroup of each block
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        PROBE_AT(P_BARRIERS);
     }
     cluster_sync();  // no copy or remote arrival may reach a barrier before it is initialized
+    if (PROBE && threadIdx.x == 0) PROBE_AT(P_SYNCED);
 
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
         if (threadIdx.x == 0) {
+            PROBE_AT(P_PRODUCER_REGS);
             // Fetch the tensor maps into the TMA unit's cache now, not on the first copy.
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
+            PROBE_AT(P_PREFETCHED);
             // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
             if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
             else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
@@ -645,6 +695,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+        if (PROBE && threadIdx.x == 128) PROBE_AT(P_CONSUMER_REGS);
         if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
@@ -652,4 +703,15 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers.
     cluster_sync();
+#if PROBE
+    if (threadIdx.x == 0 && blockIdx.x < PROBE_BLOCKS) {
+        PROBE_AT(P_EXIT);
+        unsigned long long* row = wgmma_probe + PROBE_POINTS * blockIdx.x;
+        for (int p = 0; p < PROBE_POINTS; ++p) row[p] = probe_t[p] - probe_t[0];
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;\n" : "=r"(smid));
+        row[P_ENTRY_NS] = probe_entry;
+        row[P_SM] = smid;
+    }
+#endif
 }

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{self as cu_sys, CUfunction_attribute_enum as FuncAttr};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    LaunchConfig, PushKernelArg,
 };
 use half::{bf16, f16};
 
@@ -48,6 +48,7 @@ use libs::Context;
 /// been allowed so far.
 struct Loaded {
     entry: String,
+    module: Arc<CudaModule>,
     func: CudaFunction,
     info: Option<CompileInfo>,
     max_dynamic_shared: Mutex<usize>,
@@ -232,6 +233,7 @@ impl CudaBackend {
             .ctx(|| format!("finding `{entry}` in {name}"))?;
         let l = Arc::new(Loaded {
             entry: entry.to_string(),
+            module,
             func,
             info: compiled.function(entry).cloned(),
             max_dynamic_shared: Mutex::new(self.info.shared_per_block),
@@ -496,6 +498,35 @@ impl CudaBackend {
         }
     }
 
+    /// Experiment hook: with `$MATMUL_PROBE=SYMBOL`, prints the module-scope `__device__` array
+    /// SYMBOL of the kernel just timed, as u64 words, to stderr (a kernel compiled with a probe
+    /// switch writes its timestamps there, left by the last launch).
+    fn print_probe(&self, launcher: &Launcher) -> Result<()> {
+        let (Ok(symbol), Launcher::Kernel { loaded, .. }) =
+            (std::env::var("MATMUL_PROBE"), launcher)
+        else {
+            return Ok(());
+        };
+        let view = loaded
+            .module
+            .get_global(&symbol, &self.stream)
+            .ctx(|| {
+                format!(
+                    "finding the probe array `{symbol}` (MATMUL_PROBE) in {}: was the kernel built with its probe switch (e.g. MATMUL_KERNEL_DEFINES=PROBE=1)?",
+                    loaded.entry
+                )
+            })?;
+        let bytes = self
+            .stream
+            .clone_dtoh(&view)
+            .ctx(|| format!("reading the probe array `{symbol}`"))?;
+        for (i, w) in bytes.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            eprintln!("probe {symbol} {i} {v}");
+        }
+        Ok(())
+    }
+
     fn upload(&self, m: &AnyMatrix) -> Result<DeviceBuf> {
         let what = || {
             format!(
@@ -709,6 +740,7 @@ impl Backend for CudaBackend {
             end.record(s).ctx(|| "recording a timing event".into())?;
         }
         self.sync(|| format!("timing {} on {problem}", kernel.name))?;
+        self.print_probe(&launcher)?;
         events
             .iter()
             .map(|(start, end)| {
