@@ -706,12 +706,11 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
 #if PROBE
     if (threadIdx.x == 0 && blockIdx.x < PROBE_BLOCKS) {
         PROBE_AT(P_EXIT);
-        unsigned long long* row = wgmma_probe + PROBE_POINTS * blockIdx.x;
-        for (int p = 0; p < PROBE_POINTS; ++p) row[p] = probe_t[p] - probe_t[0];
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;\n" : "=r"(smid));
-        row[P_ENTRY_NS] = probe_entry;
-        row[P_SM] = smid;
+        unsigned long long* row = wgmma_probe + PROBE_POINTS * blockIdx.x;
+        for (int p = 0; p < PROBE_POINTS; ++p)  // (probe_t[P_SM] is never written: %smid goes there)
+            row[p] = p == P_ENTRY_NS ? probe_entry : p == P_SM ? smid : probe_t[p] - probe_t[P_ENTRY_NS];
     }
 #endif
 }
