@@ -91,6 +91,12 @@ typedef float OUT;
 #ifndef DIRECT_STORES
 #define DIRECT_STORES 0
 #endif
+// SPLIT_SYNC (CLUSTER > 1 only; docs/kernels.md 15m): 1 (default) = the start's cluster barrier
+// split (below, at the kernel's entry) and none at the exit; 0 = a whole cluster barrier after
+// the mbarrier init and another at the exit, as before 15m (they cost ~1,100 and ~2,300 cycles).
+#ifndef SPLIT_SYNC
+#define SPLIT_SYNC 1
+#endif
 // PROBE = 1, a timeline probe (docs/kernels.md 15l; never a build whose rate is quoted): thread 0
 // of each block keeps its SM clock at the points below in shared memory and, at the exit, writes
 // them (as cycles since its entry) with %globaltimer at the entry and its SM's id to row blockIdx.x
@@ -174,6 +180,15 @@ __device__ __forceinline__ void cluster_sync()
         __syncthreads();
     }
 }
+
+// The two halves of cluster_sync, for the split start (SPLIT_SYNC): every thread arrives once and
+// waits once, each warp where it is about to need the other blocks' barriers. (A build whose idle
+// producer warps arrived and never waited ran, but hung under compute-sanitizer racecheck.)
+// The arrive is relaxed: fence.mbarrier_init orders the barriers' init before it, and that is all
+// the other block may see first; a release arrive is a MEMBAR.ALL.GPU, which cost ~1,400 cycles
+// at the start (docs/kernels.md 15m).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
 
 __device__ __forceinline__ unsigned cluster_rank()
 {
@@ -333,6 +348,12 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
                     tma_load_b(b + j * MN_CHUNK_BYTES, map_b, &full[s], tn * BN + j * SWIZZLE_ELEMS, kb * BK);
             }
         }
+    }
+    // Instead of a cluster barrier at the exit: once every block's consumers have released this
+    // block's last STAGES buffers (fresh ones pass at once), no remote arrival or multicast can
+    // reach it any more, and it may leave without waiting for the other block's epilogue.
+    if (CLUSTER > 1 && SPLIT_SYNC) {
+        for (int i = 0; i < STAGES; ++i, ++it) mbar_wait(&empty[it % STAGES], ((it / STAGES) & 1) ^ 1);
     }
 }
 
@@ -677,7 +698,10 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         PROBE_AT(P_BARRIERS);
     }
-    cluster_sync();  // no copy or remote arrival may reach a barrier before it is initialized
+    // No copy or remote arrival may reach a barrier before it is initialized. Split: arrive now,
+    // wait below, after setmaxnreg and the tensor-map prefetch.
+    if (CLUSTER > 1 && SPLIT_SYNC) cluster_arrive();
+    else cluster_sync();
     if (PROBE && threadIdx.x == 0) PROBE_AT(P_SYNCED);
 
     if (threadIdx.x < 128) {
@@ -688,6 +712,16 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
             PROBE_AT(P_PREFETCHED);
+        }
+        if (CLUSTER > 1 && SPLIT_SYNC) {
+            // Before the first multicast: the other block's barriers are initialized. By whole
+            // warps: a wait in thread 0 alone is compiled as a warp-collective that waits for the
+            // other 31 lanes, which are parked at the exit's __syncthreads (that build hung).
+            __syncwarp();
+            cluster_wait();
+            if (threadIdx.x == 0) PROBE_AT(P_SYNCED);
+        }
+        if (threadIdx.x == 0) {
             // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
             if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
             else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
@@ -696,13 +730,16 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         if (PROBE && threadIdx.x == 128) PROBE_AT(P_CONSUMER_REGS);
+        if (CLUSTER > 1 && SPLIT_SYNC) cluster_wait();  // before the first full-wait and remote release
         if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
-    // A block must outlive the other blocks' copies into it and arrivals on its barriers.
-    cluster_sync();
+    // A block must outlive the other blocks' copies into it and arrivals on its barriers (with
+    // SPLIT_SYNC the producer's last waits see to that, and this barrier is the block's own).
+    if (CLUSTER > 1 && SPLIT_SYNC) __syncthreads();
+    else cluster_sync();
 #if PROBE
     if (threadIdx.x == 0 && blockIdx.x < PROBE_BLOCKS) {
         PROBE_AT(P_EXIT);
