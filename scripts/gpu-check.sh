@@ -11,7 +11,9 @@
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
 # The whole check takes longer than one 10-minute device call, so run it in two: on an H100
 # (2026-11-24) `gpu-check.sh tests sanitizer` took 357 s (test-gpu 230, memcheck 110, racecheck 16)
-# and `gpu-check.sh compile` 351 s.
+# and `gpu-check.sh compile` 351 s; later the same day (commit 094619d) 325 s (test-gpu 243,
+# memcheck 64, racecheck 16) and 424 s: the compile part is within ~140 s of its 560 s limit, and
+# the device call's 600 s, so it may need splitting (by kernel family) as kernels are added.
 # Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
 #
 # Environment: OUT (log directory; default dist/gpu/logs), GPU_CHECK_TIMEOUT (seconds per step,
