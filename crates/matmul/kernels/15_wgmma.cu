@@ -120,17 +120,20 @@ enum ProbePoint {
     P_EXIT,           // thread 0 past the final barrier
     P_SM,             // %smid
     P_BARRIERS,       // the mbarriers initialized
-    P_SYNCED,         // past the block-wide barrier
+    P_SYNCED,         // past the start's barrier (split cluster barriers: the producer warp's wait)
     P_PRODUCER_REGS,  // the producer past setmaxnreg.dec
     P_CONSUMER_REGS,  // consumer warpgroup 0 past setmaxnreg.inc
     P_PREFETCHED,     // the tensor-map prefetches issued
-    P_FIRST_TILE,     // the producer has its first tile's coordinates
+    P_FIRST_TILE,     // the producer enters its first tile (ptxas reads this clock before the
+                      // tile's coordinate divisions, not after: 15m)
     PROBE_POINTS
 };
 constexpr int PROBE_BLOCKS = 132;  // rows of wgmma_probe: the persistent grid has at most one block per SM
 #if PROBE
 __device__ unsigned long long wgmma_probe[PROBE_BLOCKS * PROBE_POINTS];
 __shared__ unsigned long long probe_t[PROBE_POINTS];
+__shared__ unsigned long long probe_ns;  // %globaltimer at the entry (in shared memory, not in a
+                                         // register the 40-register producer thread would carry)
 #define PROBE_AT(p) (probe_t[p] = clock64())
 #else
 #define PROBE_AT(p) ((void)0)
@@ -690,9 +693,12 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     const unsigned rank = cluster_rank();
 
 #if PROBE
-    unsigned long long probe_entry;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(probe_entry));
-    if (threadIdx.x == 0) PROBE_AT(P_ENTRY_NS);  // the entry clock (the exit writes the ns there)
+    if (threadIdx.x == 0) {
+        unsigned long long ns;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+        probe_ns = ns;
+        PROBE_AT(P_ENTRY_NS);  // the entry clock (the exit writes the ns there)
+    }
 #endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -706,7 +712,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     // wait below, after setmaxnreg and the tensor-map prefetch.
     if (CLUSTER > 1 && SPLIT_SYNC) cluster_arrive();
     else cluster_sync();
-    if (PROBE && threadIdx.x == 0) PROBE_AT(P_SYNCED);
+    if (PROBE && threadIdx.x == 0 && !(CLUSTER > 1 && SPLIT_SYNC)) PROBE_AT(P_SYNCED);
 
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
@@ -751,7 +757,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         asm volatile("mov.u32 %0, %%smid;\n" : "=r"(smid));
         unsigned long long* row = wgmma_probe + PROBE_POINTS * blockIdx.x;
         for (int p = 0; p < PROBE_POINTS; ++p)  // (probe_t[P_SM] is never written: %smid goes there)
-            row[p] = p == P_ENTRY_NS ? probe_entry : p == P_SM ? smid : probe_t[p] - probe_t[P_ENTRY_NS];
+            row[p] = p == P_ENTRY_NS ? probe_ns : p == P_SM ? smid : probe_t[p] - probe_t[P_ENTRY_NS];
     }
 #endif
 }
