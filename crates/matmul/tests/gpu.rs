@@ -32,8 +32,10 @@ const OPS: [(Op, Op); 4] = [
 /// a wide C, non-square, the SIMT ladder's 128 and 256 edges ±1 with K off its 4-element
 /// vectors, a single row or column of C, shapes whose stored rows are 16-byte multiples (what
 /// TMA needs) with partial tiles on every side and an odd number of 128-row tiles (a cluster's
-/// second block past the edge), one large square for the faster kernels, and one with more tiles
-/// than a persistent grid has blocks.
+/// second block past the edge), one large square for the faster kernels, one with more tiles
+/// than a persistent grid has blocks, and one with more than three 64×256 units per block of it
+/// and more k-blocks than stages (ping-pong's turns: its second warpgroup's stage waits alias the
+/// first's otherwise), with partial tiles on every side and TMA-legal rows in every layout.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 1, 300),
@@ -61,6 +63,7 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (264, 520, 200),
     (1024, 1024, 1024),
     (3072, 2048, 64),
+    (4104, 1544, 264),
 ];
 
 fn env_is(name: &str, value: &str) -> bool {
@@ -342,6 +345,8 @@ kernel_tests! {
     sweep_wgmma_n128 => "wgmma-n128",
     sweep_wgmma_n64 => "wgmma-n64",
     sweep_wgmma_cluster => "wgmma-cluster",
+    sweep_wgmma_pingpong => "wgmma-pingpong",
+    sweep_wgmma_pingpong_cluster => "wgmma-pingpong-cluster",
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_cublas => "cublas",
 }
