@@ -51,22 +51,9 @@
 // lane ^ 4 (the neighbouring column) trade halves with one shuffle so each holds a row pair.
 // wgmma-n128 (BN = 128) is the same kernel with 128×128 tiles: twice as many work units, for
 // problems whose 128×256 tiles would leave most SMs idle (1024³ has 32 of them for 132 SMs).
-// wgmma-pingpong (PINGPONG = 1, BM = 64) gives each consumer warpgroup whole work units of
-// 64×256 instead of half of every 128×256 one: the warpgroups take the block's units in turn, so
-// one runs its k loop (alone, one warpgroup's m64n256k16 spans all four tensor cores) while the
-// other stores its last unit's C. Why: in the cooperative schedule both warpgroups finish
-// together and the tensor cores idle through every epilogue (16 % of a 2048³ launch, where every
-// block stores 128 KB at once: docs/kernels.md 15i, 15l); here half of it overlaps the other
-// warpgroup's products and the last one is half the bytes. The cost: a stage holds one
-// warpgroup's 64 rows, so B is loaded once per 64 rows of C instead of per 128 (80 instead of
-// 48 bytes per SM clock at the tensor rate; with CLUSTER = 2 the multicast of B brings it back
-// to 48), and STAGES buffers cover half the time. The turns are kept by two mbarriers: a
-// warpgroup starts waiting on its unit's stages only once the other has passed its last stage
-// wait of the unit before (a parity wait cannot tell phases two apart), so its first wgmmas
-// queue behind the other's last ones.
-// Parameters: ELEM (16-bit storage), IN_BF16 or IN_F16, BM = 128 (64 with PINGPONG), BN = 64, 128 or 256, BK = 64,
+// Parameters: ELEM (16-bit storage), IN_BF16 or IN_F16, BM = 128, BN = 128 or 256, BK = 64,
 // STAGES, THREADS = 384, CLUSTER (1 or 2), STORE_BOXES (C boxes staged per consumer warpgroup, a
-// divisor of BN/32; 0 = direct stores), C_NARROW (C in ELEM), PINGPONG. Constraints: sm_90a; every stored row of A and B a
+// divisor of BN/32; 0 = direct stores), C_NARROW (C in ELEM). Constraints: sm_90a; every stored row of A and B a
 // multiple of 16 bytes (TMA); any M, N, K otherwise (the edges are TMA's zero fill and a
 // bounds-checked store or TMA's clipping of C).
 
@@ -78,12 +65,7 @@
 #error "wgmma: compile with IN_BF16 or IN_F16"
 #endif
 
-#ifndef PINGPONG
-#define PINGPONG 0
-#endif
-static_assert(BK == 64, "wgmma: one 128-byte swizzle row of K per stage");
-static_assert(PINGPONG ? BM == 64 : BM == 128,
-              "wgmma: a work unit is 128 rows (two consumer warpgroups of 64) or, ping-pong, one warpgroup's 64");
+static_assert(BM == 128 && BK == 64, "wgmma: two consumer warpgroups of 64 rows, one 128-byte swizzle row of K");
 static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma: the wgmma instructions below are m64n{64,128,256}k16");
 static_assert(THREADS == 384, "wgmma: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma: at least two buffers");
@@ -128,14 +110,11 @@ typedef float OUT;
 #ifndef PROBE
 #define PROBE 0
 #endif
-// The consumer warpgroup whose last tile the end points time: ping-pong's second, which has the
-// block's last unit when the block has an even number (every block of a 2048³ grid but 8).
-constexpr int PROBE_WG = PINGPONG ? 1 : 0;
 enum ProbePoint {
     P_ENTRY_NS,       // %globaltimer at the entry, ns
     P_FIRST_COPY,     // the producer issues the first TMA copy
     P_FIRST_STAGE,    // consumer warpgroup 0 sees the first stage land
-    P_MAINLOOP_END,   // warpgroup PROBE_WG's last tile's last wgmma retired
+    P_MAINLOOP_END,   // ... its last tile's last wgmma retired
     P_STORES_ISSUED,  // ... its last C stores issued
     P_STORES_DONE,    // ... and completed
     P_EXIT,           // thread 0 past the final barrier
@@ -172,9 +151,6 @@ constexpr int B_STAGE_BYTES = BN * BK * 2;                // (BK, BN)
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int MN_CHUNK_BYTES = BK * 128;                  // one MN-major box: (BK, 64)
 constexpr int ACC = BN / 2;                               // f32 accumulators per consumer thread
-// Consumer warpgroups reading each stage: both (cooperative: 64 rows each of a 128-row unit) or,
-// ping-pong, the one whose 64-row unit it holds.
-constexpr int CONSUMERS_PER_STAGE = PINGPONG ? 1 : 2;
 constexpr int C_BYTES = sizeof(OUT);
 constexpr int C_BOX_COLS = 128 / C_BYTES;                 // a 128-byte swizzle row: 32 f32 or 64 16-bit
 constexpr int C_BOX_BYTES = 64 * 128;                     // 64 rows (one warpgroup's) × 128 bytes
@@ -185,13 +161,10 @@ static_assert(STORE_BOXES == 0 || (BN / C_BOX_COLS) % C_STAGE_BOXES == 0, "wgmma
 // The raster group's height in work units. A wave of 132 blocks covering g tile-rows × 132/g
 // tile-columns loads g·BM + (132/g)·BN distinct rows of A and B per k-block; that is least at
 // g = sqrt(132·BN/BM), 16 for 128×256 tiles (measured: +3 % at 4096, +6 % at 8192 and +4 % at
-// 4096²×14336 over g = 8, docs/kernels.md 15h). A cluster's unit is CLUSTER tile-rows. For
-// 256-wide tiles the group is 2048 rows of C whatever the unit's height (ping-pong's 64-row units:
-// sqrt(132·256/64) = 23 units, 1,472 rows, loads 4 % less per k-block than 2048 rows; not
-// measured). The 128×128 and 128×64 kernels serve problems of about one wave, where the order
-// hardly matters: 8.
+// 4096²×14336 over g = 8, docs/kernels.md 15h). A cluster's unit is two tile-rows. The 128×128
+// and 128×64 kernels serve problems of about one wave, where the order hardly matters: 8.
 #ifndef RASTER_GROUP
-#define RASTER_GROUP (BN == 256 ? 2048 / (BM * CLUSTER) : 8)
+#define RASTER_GROUP (BN == 256 ? 16 / CLUSTER : 8)
 #endif
 constexpr int GROUP_M = RASTER_GROUP;                     // work-unit rows per raster group
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
@@ -326,36 +299,6 @@ __device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 
         : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
 #endif
 }
-
-#if BN == 256
-// Ping-pong's warpgroup issues alone, and one m64n256k16 after another into the same registers is
-// a dependent chain: the probe measured 181 cycles per instruction against the 128 of the tensor
-// rate. SPLIT_N = 1 issues each as two m64n128k16 on B's two 128-column halves instead (16 KB
-// apart in either layout), into d[0, 64) and d[64, 128): the same registers in the same layout,
-// in two independent chains.
-#ifndef SPLIT_N
-#define SPLIT_N PINGPONG
-#endif
-template <int TA, int TB, int H>
-__device__ __forceinline__ void wgmma_64x128x16_half(float (&d)[ACC], u64 desc_a, u64 desc_b, int accumulate)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63},\n"
-        "%64, %65, p, 1, 1, %67, %68;\n"
-        "}\n"
-        : ACC32(64 * H), ACC32(64 * H + 32)
-        : "l"(desc_a), "l"(desc_b + H * (16384 / 16)), "r"(accumulate), "n"(TA), "n"(TB));
-}
-#else
-#define SPLIT_N 0
-#endif
 
 // The work units of this block: a cluster takes CLUSTER vertically adjacent tiles (one unit of
 // the grouped raster over ceil(tiles_m / CLUSTER) × tiles_n units), block `rank` the rank-th; a
@@ -653,12 +596,10 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 // SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
 template <int TA, int TB, bool SWAP>
-__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, u64* turn, OUT* __restrict__ C,
-                                        int M, int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
+__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
-    const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile, or
-                                           // ping-pong, every other unit of the block's
-    const int wg_row = PINGPONG ? 0 : 64 * wg;  // this warpgroup's first row in a unit
+    const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
     unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
     const bool staged = STORE_BOXES > 0 && !DIRECT_STORES && (N * C_BYTES) % 16 == 0;
@@ -674,27 +615,13 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             mbar_arrive(&empty[s]);
         }
     };
-    // The block's k-blocks so far (this warpgroup's and, ping-pong, the other's, which it skips):
-    // buffer it % STAGES, its use number it / STAGES.
-    unsigned it = PINGPONG ? wg * kblocks : 0;
-    const int first = units.first + (PINGPONG ? wg * units.step : 0);
-    const int step = PINGPONG ? 2 * units.step : units.step;
-    int mine = 0;  // this warpgroup's units so far
-    for (int u = first; u < units.count; u += step, it += PINGPONG ? kblocks : 0, ++mine) {
+    unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
+    for (int u = units.first; u < units.count; u += units.step) {
         int tm, tn;
         units.tile(u, rank, tm, tn);
-        // Ping-pong: a parity wait tells a barrier's phase from the one before, not from one two
-        // phases back, so this warpgroup, whose k-blocks lie kblocks past the other's, may wait
-        // on a stage only once that stage's previous phase has completed: after the other
-        // warpgroup has passed its last stage wait of the unit before (turn[wg], one arrival per
-        // unit of the other warpgroup). Without it the second warpgroup took the first one's
-        // stages for its own whenever kblocks ≥ STAGES (the sweeps' shapes missed it; the bench
-        // failed).
-        if (PINGPONG && (wg == 1 || mine > 0)) mbar_wait(&turn[wg], (wg == 1 ? mine : mine - 1) & 1);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
-            if (PINGPONG && kb == kblocks - 1 && tid == 0) mbar_arrive(&turn[wg ^ 1]);  // the other's turn
             if (PROBE && it == 0 && tid == 0 && wg == 0) PROBE_AT(P_FIRST_STAGE);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
 #pragma unroll
@@ -705,20 +632,13 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             // MN-major: BK rows of 128 bytes per 64-wide chunk; 8-row groups of K 1024 bytes
             // apart (SBO), chunks MN_CHUNK_BYTES apart (LBO), the next 16 rows of K 2048 bytes
             // further. A step of `bytes` adds bytes / 16 to the descriptor's address field.
-            const u64 da = TA == 0 ? smem_desc(a + wg_row * 128, 16, 1024)
-                                   : smem_desc(a + wg_row / 64 * MN_CHUNK_BYTES, MN_CHUNK_BYTES, 1024);
+            const u64 da = TA == 0 ? smem_desc(a + wg * 64 * 128, 16, 1024)
+                                   : smem_desc(a + wg * MN_CHUNK_BYTES, MN_CHUNK_BYTES, 1024);
             const u64 db = TB == 0 ? smem_desc(b, 16, 1024) : smem_desc(b, MN_CHUNK_BYTES, 1024);
             constexpr int A_STEP = (TA == 0 ? 32 : 2048) / 16, B_STEP = (TB == 0 ? 32 : 2048) / 16;
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk) {
-                const int acc = (kb > 0 || kk > 0) ? 1 : 0;
-#if SPLIT_N
-                wgmma_64x128x16_half<TA, TB, 0>(d, da + kk * A_STEP, db + kk * B_STEP, acc);
-                wgmma_64x128x16_half<TA, TB, 1>(d, da + kk * A_STEP, db + kk * B_STEP, acc);
-#else
-                wgmma_64xBNx16<TA, TB>(d, da + kk * A_STEP, db + kk * B_STEP, acc);
-#endif
-            }
+            for (int kk = 0; kk < BK / 16; ++kk)
+                wgmma_64xBNx16<TA, TB>(d, da + kk * A_STEP, db + kk * B_STEP, (kb > 0 || kk > 0) ? 1 : 0);
             wgmma_commit();
 #if WAIT_DEPTH == 1
             // Keep this k-block's products in flight while waiting for the previous one's, then
@@ -736,19 +656,19 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #if WAIT_DEPTH == 1
         release((it - 1) % STAGES);
 #endif
-        if (PROBE && tid == 0 && wg == PROBE_WG) PROBE_AT(P_MAINLOOP_END);
+        if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_MAINLOOP_END);
         if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
         if (SWAP) {
-            if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, tn * BN, tm * BM + wg_row);
-            else store_direct_t(d, C, M, N, tn * BN, tm * BM + wg_row);
+            if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, tn * BN, tm * BM + wg * 64);
+            else store_direct_t(d, C, M, N, tn * BN, tm * BM + wg * 64);
         } else {
-            if (staged) store_staged(d, boxes, map_c, wg, warp, lane, tm * BM + wg_row, tn * BN);
-            else store_direct(d, C, M, N, tm * BM + wg_row + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
+            if (staged) store_staged(d, boxes, map_c, wg, warp, lane, tm * BM + wg * 64, tn * BN);
+            else store_direct(d, C, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + (lane % 4) * 2);
         }
     }
-    if (PROBE && tid == 0 && wg == PROBE_WG) PROBE_AT(P_STORES_ISSUED);
+    if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_STORES_ISSUED);
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
-    if (PROBE && tid == 0 && wg == PROBE_WG) PROBE_AT(P_STORES_DONE);
+    if (PROBE && tid == 0 && wg == 0) PROBE_AT(P_STORES_DONE);
 }
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
@@ -758,7 +678,6 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
-    __shared__ __align__(8) u64 turn[2];  // ping-pong: consumer warpgroup w's turn to wait on stages
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
 
@@ -784,11 +703,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);             // the producer's arrive.expect_tx (+ the TMA bytes)
-            mbar_init(&empty[s], CONSUMERS_PER_STAGE * CLUSTER);  // of each block
-        }
-        if (PINGPONG) {
-            mbar_init(&turn[0], 1);
-            mbar_init(&turn[1], 1);
+            mbar_init(&empty[s], 2 * CLUSTER);  // each consumer warpgroup of each block
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         PROBE_AT(P_BARRIERS);
@@ -826,10 +741,10 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         if (PROBE && threadIdx.x == 128) PROBE_AT(P_CONSUMER_REGS);
         if (CLUSTER > 1 && SPLIT_SYNC) cluster_wait();  // before the first full-wait and remote release
-        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, turn, C, M, N, &map_c, units, rank, kblocks);
-        else if (a_mn) consume<1, 0, false>(smem, full, empty, turn, C, M, N, &map_c, units, rank, kblocks);
-        else if (swap) consume<1, 0, true>(smem, full, empty, turn, C, M, N, &map_c, units, rank, kblocks);
-        else consume<0, 0, false>(smem, full, empty, turn, C, M, N, &map_c, units, rank, kblocks);
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers (with
     // SPLIT_SYNC the producer's last waits see to that, and this barrier is the block's own).

@@ -109,9 +109,6 @@ pub struct TcTile {
     /// Boxes of C (64 rows × 32 f32) each consumer warpgroup stages in shared memory for the
     /// TMA-store epilogue (0: the consumers store C straight from registers).
     pub store_boxes: u32,
-    /// Ping-pong consumers (15_wgmma.cu's PINGPONG): each consumer warpgroup takes whole BM×BN
-    /// units (BM = 64) in turn with the other, instead of half of every unit.
-    pub pingpong: bool,
 }
 
 impl TcTile {
@@ -134,20 +131,7 @@ impl TcTile {
             threads,
             cluster: 1,
             store_boxes: 0,
-            pingpong: false,
         }
-    }
-
-    pub const fn with_pingpong(self) -> TcTile {
-        TcTile {
-            pingpong: true,
-            ..self
-        }
-    }
-
-    /// Consumer warpgroups of a warp-specialized (wgmma) block: all but the producer.
-    pub const fn consumer_warpgroups(&self) -> u32 {
-        (self.threads / 128).saturating_sub(1)
     }
 
     pub const fn with_cluster(self, cluster: u32) -> TcTile {
@@ -163,22 +147,19 @@ impl TcTile {
 
     /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN); for a persistent kernel
     /// 1 KiB more to align its buffers to the 1024-byte period of the 128-byte swizzle; and the
-    /// staged boxes of C (`store_boxes` of 64 rows per consumer warpgroup).
+    /// staged boxes of C (`store_boxes` per consumer warpgroup, BM rows in all).
     pub fn shared_bytes(&self, dtype: DType, persistent: bool) -> usize {
         let slices = self.stages as usize
             * (self.bm + self.bn) as usize
             * self.bk as usize
             * dtype.input_bytes();
-        let c_boxes = (self.store_boxes
-            * self.consumer_warpgroups()
-            * Self::C_BOX_ROWS
-            * Self::C_BOX_ROW_BYTES) as usize;
+        let c_boxes = (self.store_boxes * self.bm * Self::C_BOX_ROW_BYTES) as usize;
         slices + c_boxes + if persistent { 1024 } else { 0 }
     }
 
     /// The -D definitions a tensor-core kernel is compiled with.
     pub fn defines(&self) -> Vec<(String, String)> {
-        let mut d = defines(&[
+        defines(&[
             ("BM", self.bm),
             ("BN", self.bn),
             ("BK", self.bk),
@@ -186,11 +167,7 @@ impl TcTile {
             ("THREADS", self.threads),
             ("CLUSTER", self.cluster),
             ("STORE_BOXES", self.store_boxes),
-        ]);
-        if self.pingpong {
-            d.extend(defines(&[("PINGPONG", 1)]));
-        }
-        d
+        ])
     }
 }
 
@@ -206,9 +183,6 @@ impl fmt::Display for TcTile {
         }
         if self.store_boxes > 0 {
             write!(f, "/e{}", self.store_boxes)?;
-        }
-        if self.pingpong {
-            write!(f, "/pp")?;
         }
         Ok(())
     }
@@ -1007,11 +981,6 @@ const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384).with_store_boxes(2);
 const WGMMA_N128: TcTile = TcTile::new(128, 128, 64, 5, 384).with_store_boxes(2);
 /// wgmma with 128×64 tiles (m64n64k16): four times wgmma's work units, 8 stages in 192 KB.
 const WGMMA_N64: TcTile = TcTile::new(128, 64, 64, 8, 384).with_store_boxes(2);
-/// Ping-pong: 64×256 units, one per consumer warpgroup in turn; 4 stages of 40 KB and 2 staged
-/// boxes per warpgroup (193 KB; a fifth stage would need 233 KB with them).
-const WGMMA_PINGPONG: TcTile = TcTile::new(64, 256, 64, 4, 384)
-    .with_store_boxes(2)
-    .with_pingpong();
 /// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages.
 const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384);
 const ALL: &[DType] = &DType::ALL;
@@ -1295,16 +1264,6 @@ pub static KERNELS: &[KernelSpec] = &[
         "wgmma-cluster",
         "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
         WGMMA.with_cluster(2)
-    ),
-    wgmma_kernel!(
-        "wgmma-pingpong",
-        "tensor-core rung 3b (Hopper): wgmma with ping-pong consumers, each warpgroup a whole 64x256 unit in turn, so one stores C while the other computes",
-        WGMMA_PINGPONG
-    ),
-    wgmma_kernel!(
-        "wgmma-pingpong-cluster",
-        "wgmma-pingpong in clusters of 2 blocks sharing B by TMA multicast (B loaded per 128 rows of C again)",
-        WGMMA_PINGPONG.with_cluster(2)
     ),
     KernelSpec {
         name: "wgmma-tf32",

@@ -33,9 +33,10 @@ const OPS: [(Op, Op); 4] = [
 /// vectors, a single row or column of C, shapes whose stored rows are 16-byte multiples (what
 /// TMA needs) with partial tiles on every side and an odd number of 128-row tiles (a cluster's
 /// second block past the edge), one large square for the faster kernels, one with more tiles
-/// than a persistent grid has blocks, and one with more than three 64×256 units per block of it
-/// and more k-blocks than stages (ping-pong's turns: its second warpgroup's stage waits alias the
-/// first's otherwise), with partial tiles on every side and TMA-legal rows in every layout.
+/// than a persistent grid has blocks, and one whose persistent blocks take several tiles of more
+/// k-blocks than stages (a pipeline's phase tracking across tiles: a ping-pong build that lost
+/// track passed every other shape, docs/kernels.md 15n), with partial tiles on every side and
+/// TMA-legal rows in every layout.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 1, 300),
@@ -345,8 +346,6 @@ kernel_tests! {
     sweep_wgmma_n128 => "wgmma-n128",
     sweep_wgmma_n64 => "wgmma-n64",
     sweep_wgmma_cluster => "wgmma-cluster",
-    sweep_wgmma_pingpong => "wgmma-pingpong",
-    sweep_wgmma_pingpong_cluster => "wgmma-pingpong-cluster",
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_cublas => "cublas",
 }
