@@ -6,16 +6,15 @@
 #              MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails
 #              instead of skipping), and `matmul devices`;
 #   compile    test-compile: every kernel compiled by NVRTC for this GPU, ptxas's registers and
-#              spills checked (351 s on the H100 host);
+#              spills checked (in parallel: 32 s on the H100 host's 16 cores);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
-# The whole check takes longer than one 10-minute device call, so run it in two: on an H100
-# (2026-11-24) `gpu-check.sh tests sanitizer` took 357 s (test-gpu 230, memcheck 110, racecheck 16)
-# and `gpu-check.sh compile` 351 s; later the same day (commit 094619d) 325 s (test-gpu 243,
-# memcheck 64, racecheck 16) and 424 s: the compile part is within ~140 s of its 560 s limit, and
-# the device call's 600 s, so it may need splitting (by kernel family) as kernels are added. After
-# the sweep gained (4104, 1544, 264) (commit 89718f6) test-gpu alone took 263 s, so its step limit
-# (GPU_CHECK_TIMEOUT) is 420 s; `tests sanitizer` then needs ~345 s of the call's 600.
+# The whole check fits one 10-minute device call since the compile test compiles in parallel
+# (c373ae9): on an H100 (2026-11-24/25, ~23:55 and 00:08 UTC) test-gpu took 263 s, test-compile
+# 32 s (424 s when it compiled one kernel at a time), memcheck 101 s and racecheck 15 s, ~7 min
+# in all. Parts can still run in separate calls (`tests`, then `compile sanitizer`). The step
+# limit (GPU_CHECK_TIMEOUT) is 420 s because test-gpu alone is past 260 s since the sweep gained
+# (4104, 1544, 264).
 # Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
 #
 # Environment: OUT (log directory; default dist/gpu/logs), GPU_CHECK_TIMEOUT (seconds per step,
