@@ -101,6 +101,7 @@ typedef float OUT;
 #ifndef SPLIT_SYNC
 #define SPLIT_SYNC 1
 #endif
+constexpr bool SPLIT_CLUSTER_SYNC = CLUSTER > 1 && SPLIT_SYNC;  // the split barriers are in use
 // PROBE = 1, a timeline probe (docs/kernels.md 15l; never a build whose rate is quoted): thread 0
 // of each block keeps its SM clock at the points below in shared memory and, at the exit, writes
 // them (as cycles since its entry) with %globaltimer at the entry and its SM's id to row blockIdx.x
@@ -359,7 +360,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
     // Instead of a cluster barrier at the exit: once every block's consumers have released this
     // block's last STAGES buffers (fresh ones pass at once), no remote arrival or multicast can
     // reach it any more, and it may leave without waiting for the other block's epilogue.
-    if (CLUSTER > 1 && SPLIT_SYNC) {
+    if (SPLIT_CLUSTER_SYNC) {
         for (int i = 0; i < STAGES; ++i, ++it) mbar_wait(&empty[it % STAGES], ((it / STAGES) & 1) ^ 1);
     }
 }
@@ -710,9 +711,9 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     }
     // No copy or remote arrival may reach a barrier before it is initialized. Split: arrive now,
     // wait below, after setmaxnreg and the tensor-map prefetch.
-    if (CLUSTER > 1 && SPLIT_SYNC) cluster_arrive();
+    if (SPLIT_CLUSTER_SYNC) cluster_arrive();
     else cluster_sync();
-    if (PROBE && threadIdx.x == 0 && !(CLUSTER > 1 && SPLIT_SYNC)) PROBE_AT(P_SYNCED);
+    if (PROBE && threadIdx.x == 0 && !SPLIT_CLUSTER_SYNC) PROBE_AT(P_SYNCED);
 
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
@@ -723,7 +724,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(&map_b)) : "memory");
             PROBE_AT(P_PREFETCHED);
         }
-        if (CLUSTER > 1 && SPLIT_SYNC) {
+        if (SPLIT_CLUSTER_SYNC) {
             // Before the first multicast: the other block's barriers are initialized. By whole
             // warps: a wait in thread 0 alone is compiled as a warp-collective that waits for the
             // other 31 lanes, which are parked at the exit's __syncthreads (that build hung).
@@ -740,7 +741,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         if (PROBE && threadIdx.x == 128) PROBE_AT(P_CONSUMER_REGS);
-        if (CLUSTER > 1 && SPLIT_SYNC) cluster_wait();  // before the first full-wait and remote release
+        if (SPLIT_CLUSTER_SYNC) cluster_wait();  // before the first full-wait and remote release
         if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
         else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
@@ -748,7 +749,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     }
     // A block must outlive the other blocks' copies into it and arrivals on its barriers (with
     // SPLIT_SYNC the producer's last waits see to that, and this barrier is the block's own).
-    if (CLUSTER > 1 && SPLIT_SYNC) __syncthreads();
+    if (SPLIT_CLUSTER_SYNC) __syncthreads();
     else cluster_sync();
 #if PROBE
     if (threadIdx.x == 0 && blockIdx.x < PROBE_BLOCKS) {
