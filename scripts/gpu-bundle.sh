@@ -11,6 +11,8 @@
 #   gpu-ncu.sh            Nsight Compute on one launch of a kernel (see that file)
 #   gpu-ncu-l2.sh         Nsight Compute: L2 traffic by source for a few kernels (see that file)
 #   probe-summary.py      summarizes a wgmma timeline probe (PROBE=1, MATMUL_PROBE; see that file)
+#   cubin-time.cu         times patched multistage cubins beside cuBLAS (built there with nvcc; the
+#                         cubins come from scripts/sass-patch.py, e.g. into dist/gpu/patched)
 #   MANIFEST              commit, date, and what was bundled
 # The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
 # compute-sanitizer for the sanitizer steps; no Rust, no network.
@@ -66,7 +68,7 @@ else
 fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh \
-    scripts/probe-summary.py "$out/"
+    scripts/probe-summary.py scripts/cubin-time.cu "$out/"
 cp -r scripts/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).

@@ -176,7 +176,9 @@ def decode(s):
     return opc, [d[0] + i for i in range(width)] if d else [], [r for o in ops[1:] for r in regs(o)]
 
 
-def report(ins, ctrl, labels, fma, bk):
+def find_loop(ins, labels, fma):
+    """(first, last) instruction of the main loop: the backward branch whose body holds a barrier,
+    at least 256 `fma`s and the fewest branches (the N·N copy of the loop)."""
     loops = []
     for i, s in enumerate(ins):
         m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", s)
@@ -185,6 +187,11 @@ def report(ins, ctrl, labels, fma, bk):
             if sum(decode(x)[0].startswith(fma) for x in body) >= 256 and any("BAR.SYNC" in x or "SYNCS.PHASECHK" in x for x in body):
                 loops.append((sum("BRA" in x for x in body), labels[m.group(1)], i))
     _, a, b = min(loops)
+    return a, b
+
+
+def report(ins, ctrl, labels, fma, bk):
+    a, b = find_loop(ins, labels, fma)
     body, dec, n = ins[a:b + 1], [decode(x) for x in ins[a:b + 1]], b + 1 - a
     fmas = [i for i, d in enumerate(dec) if d[0].startswith(fma)]
     lds = [i for i, d in enumerate(dec) if d[0].startswith("LDS") and not body[i].startswith("@!PT")]

@@ -38,6 +38,11 @@
 #ifndef KK_UNROLL
 #define KK_UNROLL BK
 #endif
+#ifndef FFMA_ORDER
+// WarpTile::ffma's order: 2×2 blocks, except under the 128-register cap of two blocks per SM,
+// where that order made warptile's registry default spill (16 bytes, the compile test).
+#define FFMA_ORDER (MIN_BLOCKS > 1 ? 0 : 1)
+#endif
 
 struct __align__(16) Vec4 {
     ELEM x, y, z, w;
@@ -253,12 +258,32 @@ struct WarpTile {
     }
 
     // acc += a ⊗ b: the RM·RN FMAs of one k-step.
+    // FFMA_ORDER 1 (the default since 2026-11-25, at one block per SM): in 2×2 blocks, (i, j) (i, j+1) (i+1, j)
+    // (i+1, j+1), the blocks snaking along the row pairs: cuBLAS's SGEMM order, written for an
+    // operand reuse cache that keeps a register per bank (register mod 2) per operand slot;
+    // a[i], a[i+1] and b[j], b[j+1] sit in consecutive registers of the 16-byte loads' quads, one
+    // per bank. ptxas re-schedules it, but fewer operands come from the register file (1.91 per
+    // FFMA by that model against 2.07 row by row) and f32 gains 1.5–4 % (docs/kernels.md, "What
+    // the SASS costs"). 0: row by row.
     __device__ __forceinline__ static void ffma(ELEM (&acc)[RM][RN], const ELEM (&a)[RM], const ELEM (&b)[RN])
     {
+        if constexpr (FFMA_ORDER == 1 && RM % 2 == 0 && RN % 2 == 0) {
 #pragma unroll
-        for (int i = 0; i < RM; i++)
+            for (int i = 0; i < RM; i += 2)
 #pragma unroll
-            for (int j = 0; j < RN; j++) acc[i][j] += a[i] * b[j];
+                for (int jj = 0; jj < RN; jj += 2) {
+                    const int j = (i / 2) % 2 ? RN - 2 - jj : jj;
+                    acc[i][j] += a[i] * b[j];
+                    acc[i][j + 1] += a[i] * b[j + 1];
+                    acc[i + 1][j] += a[i + 1] * b[j];
+                    acc[i + 1][j + 1] += a[i + 1] * b[j + 1];
+                }
+        } else {
+#pragma unroll
+            for (int i = 0; i < RM; i++)
+#pragma unroll
+                for (int j = 0; j < RN; j++) acc[i][j] += a[i] * b[j];
+        }
     }
 
     // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
