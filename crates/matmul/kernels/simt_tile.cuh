@@ -258,13 +258,13 @@ struct WarpTile {
     }
 
     // acc += a ⊗ b: the RM·RN FMAs of one k-step.
-    // FFMA_ORDER 1 (the default since 2026-11-25, at one block per SM): in 2×2 blocks, (i, j) (i, j+1) (i+1, j)
-    // (i+1, j+1), the blocks snaking along the row pairs: cuBLAS's SGEMM order, written for an
-    // operand reuse cache that keeps a register per bank (register mod 2) per operand slot;
-    // a[i], a[i+1] and b[j], b[j+1] sit in consecutive registers of the 16-byte loads' quads, one
-    // per bank. ptxas re-schedules it, but fewer operands come from the register file (1.91 per
-    // FFMA by that model against 2.07 row by row) and f32 gains 1.5–4 % (docs/kernels.md, "What
-    // the SASS costs"). 0: row by row.
+    // FFMA_ORDER 1 (the default since 2026-11-25, at one block per SM): 2×2 blocks, (i, j) (i, j+1)
+    // (i+1, j) (i+1, j+1), snaking along the row pairs. These are cuBLAS's SGEMM blocks (its own
+    // walk over them measured slower here), written for an operand reuse cache that keeps one
+    // register per bank (register mod 2) per operand slot: a[i], a[i+1] and b[j], b[j+1] sit in
+    // consecutive registers of the 16-byte loads' quads, one per bank. ptxas re-schedules the
+    // order, but fewer operands come from the register file (1.91 per FFMA by that model, 2.07 row
+    // by row) and f32 gains 1.5–4 % (docs/kernels.md, "What the SASS costs"). 0: row by row.
     __device__ __forceinline__ static void ffma(ELEM (&acc)[RM][RN], const ELEM (&a)[RM], const ELEM (&b)[RN])
     {
         if constexpr (FFMA_ORDER == 1 && RM % 2 == 0 && RN % 2 == 0) {
