@@ -47,7 +47,8 @@ Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-patch.py OUTDIR TILING [f32]
   e.g. scripts/sass-patch.py dist/gpu/patched 128x256x16/8x4/w64x64n2/s3/p4 f32
 Writes OUTDIR/multistage-<variant>.cubin and OUTDIR/launch.txt (tiling, grid rule, threads, dynamic
 shared bytes) and prints each variant's loop figures (sass-loop.py's operand_banks).
-Needs nvdisasm on PATH (or NVDISASM).
+Needs nvdisasm on PATH (or NVDISASM). SASS_PATCH_DEBUG=1 prints where scheduled_order's walk got
+stuck; SASS_PATCH_LOOKAHEAD=0 turns its one-step lookahead off (the order measured first).
 """
 import importlib.util
 import os
