@@ -137,24 +137,36 @@ def parse_cuobjdump(text, func):
     return ins, ctrl, labels
 
 
+def register_file_reads(regs, cache):
+    """The registers of an FMA's operand slots (A, B, C; None for a slot that is not a register)
+    read from the register file: those the reuse cache does not serve, `cache` holding per slot
+    the register the previous instruction marked .reuse there."""
+    return [r for slot, r in enumerate(regs) if r is not None and cache[slot] != r]
+
+
+def three_in_one_bank(rf):
+    """Whether register-file reads `rf` are three, all in one bank of two (register mod 2)."""
+    return len(rf) == 3 and len({r % 2 for r in rf}) == 1
+
+
 def operand_banks(fmas):
     """Per FMA of the loop: operands served by the reuse cache (a register marked .reuse by the
     previous instruction in the same slot), and how often the register-file reads left fall into
     one bank: all three in one bank of two (bank = register mod 2; the Volta-era
     microbenchmarks' model) or two in one bank of four (mod 4, Maxwell's); and how often the FMA
     writes a register other than the accumulator it reads (D != C: ptxas moving accumulators).
-    Models, not measurements: they only rank instruction streams against each other (docs/
-    kernels.md, rung 17: the bank figure does not rank the dispatch stalls; D != C did, over three
-    loops)."""
+    Models, not measurements: they only rank instruction streams against each other. Patched
+    cubins measured them (docs/kernels.md, "What the SASS costs"): the three-in-one-bank FFMAs
+    cost ~1.7 %, D != C nothing, and the mod-4 figure is no cost model."""
     cache, reused, same2, same4, moved = [None] * 3, 0, 0, 0, 0
     for s in fmas:
         all_ops = [o.strip().split(".")[0] for o in s.partition(" ")[2].split(",")]
         moved += len(all_ops) == 4 and all_ops[0] != all_ops[3]
         ops = [o.strip() for o in s.partition(" ")[2].split(",")][1:4]
         regs = [int(m.group(1)) if (m := re.match(r"R(\d+)", o)) else None for o in ops]
-        rf = [r for slot, r in enumerate(regs) if r is not None and cache[slot] != r]
+        rf = register_file_reads(regs, cache)
         reused += sum(r is not None for r in regs) - len(rf)
-        same2 += any([r % 2 for r in rf].count(b) >= 3 for b in (0, 1))
+        same2 += three_in_one_bank(rf)
         same4 += any([r % 4 for r in rf].count(b) >= 2 for b in range(4))
         cache = [r if ".reuse" in o else None for r, o in zip(regs, ops)]
     n = max(1, len(fmas))

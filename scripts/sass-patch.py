@@ -124,13 +124,6 @@ def blocked_order(ins, loop, window=128):
     return order
 
 
-def one_bank(regs, cache):
-    """Whether the register-file reads of (a, b, c) (those not served by the reuse cache, as in
-    sass_loop.operand_banks) are three and all in one bank of two."""
-    rf = [r for slot, r in enumerate(regs) if cache[slot] != r]
-    return len(rf) == 3 and len({r % 2 for r in rf}) == 1
-
-
 WAIT_MASK = 52  # bits of the second word: the 6-bit mask of dependency barriers an instruction waits on
 LOOKAHEAD = int(os.environ.get("SASS_PATCH_LOOKAHEAD", "1"))  # scheduled_order's one-step lookahead
 GAP = 6  # instructions between an FFMA and one that reads its result (4 cycles of latency, with room)
@@ -282,7 +275,7 @@ def other_bank4(regs, cache):
     """C's register, or one of its 4-aligned neighbours whose bank (register mod 4) none of the
     other register-file reads (those not served by the reuse cache) uses, if C's bank is taken."""
     a, b, c = regs
-    taken = {r % 4 for slot, r in enumerate((a, b)) if cache[slot] != r}
+    taken = {r % 4 for r in sass_loop.register_file_reads((a, b, None), cache)}
     if c % 4 not in taken:
         return c
     free = [r for r in range(4) if r not in taken]
@@ -368,7 +361,8 @@ def patch(cubin, offset, loop, ins, ctrl, variant):
         reuse = [bool(w1 >> (REUSE_A + k) & 1) for k in range(3)]
         if "dc" in variant and d != c and not soon_written(ins, loop, i, c):
             d = c
-        if "bank" in variant and not reuse[2] and one_bank((a, b, c), cache):
+        if "bank" in variant and not reuse[2] and sass_loop.three_in_one_bank(
+                sass_loop.register_file_reads((a, b, c), cache)):
             c ^= 1  # a read only: D keeps its register, whatever that was
         if "four" in variant and not reuse[2]:
             c = other_bank4((a, b, c), cache)
