@@ -27,31 +27,26 @@
 #include <string>
 #include <vector>
 
-#define CHECK_CU(x)                                                                            \
-    do {                                                                                       \
-        CUresult r = (x);                                                                      \
-        if (r != CUDA_SUCCESS) {                                                               \
-            const char* s = nullptr;                                                           \
-            cuGetErrorString(r, &s);                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s ? s : "?");          \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define CHECK_RT(x)                                                                            \
-    do {                                                                                       \
-        cudaError_t r = (x);                                                                   \
-        if (r != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(r)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-#define CHECK_BLAS(x)                                                                          \
-    do {                                                                                       \
-        cublasStatus_t r = (x);                                                                \
-        if (r != CUBLAS_STATUS_SUCCESS) {                                                      \
-            fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #x, (int)r);         \
-            exit(1);                                                                           \
-        }                                                                                      \
+// Each CUDA API's status: whether it is a success, and its message. CHECK(call) exits with the
+// call, its place and the message on a failure.
+static bool ok(CUresult r) { return r == CUDA_SUCCESS; }
+static bool ok(cudaError_t r) { return r == cudaSuccess; }
+static bool ok(cublasStatus_t r) { return r == CUBLAS_STATUS_SUCCESS; }
+static const char* why(CUresult r)
+{
+    const char* s = nullptr;
+    cuGetErrorString(r, &s);
+    return s ? s : "unknown CUresult";
+}
+static const char* why(cudaError_t r) { return cudaGetErrorString(r); }
+static const char* why(cublasStatus_t r) { return cublasGetStatusString(r); }
+#define CHECK(x)                                                                     \
+    do {                                                                             \
+        auto r = (x);                                                                \
+        if (!ok(r)) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, why(r));      \
+            exit(1);                                                                 \
+        }                                                                            \
     } while (0)
 
 struct Problem {
@@ -65,21 +60,21 @@ static void launch(const Problem& p, CUfunction f, const std::map<std::string, i
 {
     if (!f) {
         const float one = 1, zero = 0;
-        CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, p.b, p.n, p.a, p.k, &zero, p.c, p.n));
+        CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, p.b, p.n, p.a, p.k, &zero, p.c, p.n));
         return;
     }
     int m = p.m, n = p.n, k = p.k, a_rs = p.k, a_cs = 1, b_rs = p.n, b_cs = 1;
     void* args[] = {(void*)&p.a, (void*)&p.b, (void*)&p.c, &m, &n, &k, &a_rs, &a_cs, &b_rs, &b_cs};
     unsigned gx = (p.n + geo.at("bn") - 1) / geo.at("bn"), gy = (p.m + geo.at("bm") - 1) / geo.at("bm");
-    CHECK_CU(cuLaunchKernel(f, gx, gy, 1, geo.at("threads"), 1, 1, geo.at("shared"), 0, args, nullptr));
+    CHECK(cuLaunchKernel(f, gx, gy, 1, geo.at("threads"), 1, 1, geo.at("shared"), 0, args, nullptr));
 }
 
 static double max_rel_error(const Problem& p)
 {
     size_t len = (size_t)p.m * p.n;
     std::vector<float> c(len), ref(len);
-    CHECK_RT(cudaMemcpy(c.data(), p.c, len * 4, cudaMemcpyDeviceToHost));
-    CHECK_RT(cudaMemcpy(ref.data(), p.ref, len * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(c.data(), p.c, len * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(ref.data(), p.ref, len * 4, cudaMemcpyDeviceToHost));
     double err = 0, scale = 0;
     for (size_t i = 0; i < len; i++) {
         double d = std::fabs((double)c[i] - ref[i]);
@@ -105,6 +100,10 @@ int main(int argc, char** argv)
 
     std::map<std::string, int> geo;  // launch.txt: bm, bn, threads, shared
     std::ifstream lf(dir + "/launch.txt");
+    if (!lf) {
+        fprintf(stderr, "cannot read %s/launch.txt (scripts/sass-patch.py writes it beside the cubins)\n", dir.c_str());
+        return 2;
+    }
     for (std::string key, value; lf >> key >> value;)
         if (key != "tiling") geo[key] = atoi(value.c_str());
     for (const char* key : {"bm", "bn", "threads", "shared"})
@@ -128,14 +127,14 @@ int main(int argc, char** argv)
         return 2;
     }
 
-    CHECK_RT(cudaFree(0));  // the runtime's primary context, current for the driver calls too
+    CHECK(cudaFree(0));  // the runtime's primary context, current for the driver calls too
     std::vector<CUfunction> funcs;
     for (auto& name : names) {
         CUmodule mod;
-        CHECK_CU(cuModuleLoad(&mod, (dir + "/multistage-" + name + ".cubin").c_str()));
+        CHECK(cuModuleLoad(&mod, (dir + "/multistage-" + name + ".cubin").c_str()));
         CUfunction f;
-        CHECK_CU(cuModuleGetFunction(&f, mod, "multistage"));
-        CHECK_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, geo["shared"]));
+        CHECK(cuModuleGetFunction(&f, mod, "multistage"));
+        CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, geo["shared"]));
         funcs.push_back(f);
     }
     names.push_back("cublas");
@@ -149,41 +148,41 @@ int main(int argc, char** argv)
             state = state * 1664525u + 1013904223u;
             host[i] = (float)((state >> 8) & 0xFFFF) / 32768.0f - 1.0f;
         }
-        CHECK_RT(cudaMemcpy(dst, host.data(), len * 4, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(dst, host.data(), len * 4, cudaMemcpyHostToDevice));
     };
-    CHECK_RT(cudaMalloc(&p.a, la * 4));
-    CHECK_RT(cudaMalloc(&p.b, lb * 4));
-    CHECK_RT(cudaMalloc(&p.c, lc * 4));
-    CHECK_RT(cudaMalloc(&p.ref, lc * 4));
+    CHECK(cudaMalloc(&p.a, la * 4));
+    CHECK(cudaMalloc(&p.b, lb * 4));
+    CHECK(cudaMalloc(&p.c, lc * 4));
+    CHECK(cudaMalloc(&p.ref, lc * 4));
     fill(p.a, la);
     fill(p.b, lb);
     cublasHandle_t h;
-    CHECK_BLAS(cublasCreate(&h));
+    CHECK(cublasCreate(&h));
     {
         Problem r = p;
         r.c = p.ref;
         launch(r, nullptr, geo, h);
-        CHECK_RT(cudaDeviceSynchronize());
+        CHECK(cudaDeviceSynchronize());
     }
 
     cudaEvent_t t0, t1;
-    CHECK_RT(cudaEventCreate(&t0));
-    CHECK_RT(cudaEventCreate(&t1));
+    CHECK(cudaEventCreate(&t0));
+    CHECK(cudaEventCreate(&t1));
     const double flop = 2.0 * p.m * p.n * p.k;
     std::map<std::string, std::vector<double>> rates;
     printf("variant\tround\tM\tN\tK\tms\tTFLOP/s\tmax_rel_err\n");
     for (int round = 0; round < rounds; round++)
         for (size_t v = 0; v < names.size(); v++) {
-            CHECK_RT(cudaMemset(p.c, 0xFF, lc * 4));  // poisoned: NaN where nothing is written
+            CHECK(cudaMemset(p.c, 0xFF, lc * 4));  // poisoned: NaN where nothing is written
             launch(p, funcs[v], geo, h);
-            CHECK_RT(cudaDeviceSynchronize());
+            CHECK(cudaDeviceSynchronize());
             double err = max_rel_error(p);
-            CHECK_RT(cudaEventRecord(t0));
+            CHECK(cudaEventRecord(t0));
             for (int i = 0; i < reps; i++) launch(p, funcs[v], geo, h);
-            CHECK_RT(cudaEventRecord(t1));
-            CHECK_RT(cudaEventSynchronize(t1));
+            CHECK(cudaEventRecord(t1));
+            CHECK(cudaEventSynchronize(t1));
             float ms;
-            CHECK_RT(cudaEventElapsedTime(&ms, t0, t1));
+            CHECK(cudaEventElapsedTime(&ms, t0, t1));
             ms /= reps;
             rates[names[v]].push_back(flop / (ms * 1e-3) / 1e12);
             printf("%s\t%d\t%d\t%d\t%d\t%.4f\t%.2f\t%.2e\n", names[v].c_str(), round, p.m, p.n, p.k, ms,
