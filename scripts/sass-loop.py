@@ -238,7 +238,7 @@ def report(ins, ctrl, labels, fma, bk):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     if sys.argv[1] == "--sass":
         text = open(sys.argv[2]).read()

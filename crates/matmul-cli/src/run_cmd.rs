@@ -53,7 +53,9 @@ pub struct RunArgs {
     #[arg(long)]
     tile: Option<u32>,
     /// Tiling for the SIMT-ladder kernels: BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD]
-    /// (e.g. 128x128x16/8x4/w64x32n2/s3); default: the registry's, or the `matmul tune` winner.
+    /// (e.g. 128x128x16/8x4/w64x32n2/s3); default: the tune table's entry for the kernel, dtype
+    /// and shape class (the user's `matmul tune` cache, else the built-in table for the GPU, as
+    /// `matmul bench` uses), else the registry's.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
     /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
@@ -87,6 +89,14 @@ pub fn run(args: RunArgs) -> CliResult {
     let secs = start.elapsed().as_secs_f64();
     let rate = problem.flops() / secs / 1e9;
     println!("kernel   {} on {}", sel.kernel.name, sel.backend.describe());
+    if let Some(t) = opts.tiling {
+        let origin = if args.tiling.is_some() {
+            "--tiling"
+        } else {
+            "tuned"
+        };
+        println!("tiling   {t} ({origin})");
+    }
     println!("problem  {problem}");
     println!(
         "time     {:.3} ms (one call, including transfers and any first-use compilation)",

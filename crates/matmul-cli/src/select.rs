@@ -10,7 +10,8 @@ use crate::cli_error::{CliError, CliResult};
 pub struct Selection {
     pub kernel: &'static KernelSpec,
     pub backend: Box<dyn Backend>,
-    /// The tuned tiling `auto` chose (None: the kernel's registry default).
+    /// The tuned tiling for the chosen kernel, dtype and shape class, from `auto`'s choice or the
+    /// tune table's entry for a named kernel (None: the kernel's registry default).
     pub tiling: Option<Tiling>,
 }
 
@@ -91,11 +92,7 @@ pub fn select(
         }
         if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
             // Device 0's properties, read without a second context.
-            let tuned = matmul::cuda::list_devices()
-                .ok()
-                .and_then(|d| d.into_iter().next())
-                .and_then(|info| crate::tune_cmd::load_table(&info))
-                .and_then(|(_, t)| t.best(p));
+            let tuned = tuned_table().and_then(|t| t.best(p));
             if let Some((kernel, tiling)) = tuned {
                 return Ok(Selection {
                     kernel,
@@ -130,11 +127,30 @@ pub fn select(
     let (backend, _) = open_backend(wanted).map_err(|e| {
         CliError::failure(format!("kernel `{}` needs a CUDA device: {e}", spec.name))
     })?;
+    // A named kernel gets its own tuned tiling for this dtype and shape class, as `matmul bench`
+    // gives it, so that `run` and `bench` time the same code.
+    let tiling =
+        match (backend.kind(), problem) {
+            (BackendKind::Cuda, Some(p)) => tuned_table()
+                .and_then(|t| t.lookup(spec.name, p))
+                .filter(|t| {
+                    let opts = matmul::RunOptions::tiling(*t);
+                    spec.can_run(p, backend.limits().as_ref(), &opts).is_ok()
+                }),
+            _ => None,
+        };
     Ok(Selection {
         kernel: spec,
         backend,
-        tiling: None,
+        tiling,
     })
+}
+
+/// Device 0's tune table (the user's, else the built-in one for its name), read without a second
+/// context.
+fn tuned_table() -> Option<matmul::tune::TuneTable> {
+    let info = matmul::cuda::list_devices().ok()?.into_iter().next()?;
+    crate::tune_cmd::load_table(&info).map(|(_, t)| t)
 }
 
 #[cfg(test)]
