@@ -91,7 +91,6 @@ pub fn select(
             eprintln!("matmul: using the CPU backend ({reason})");
         }
         if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
-            // Device 0's properties, read without a second context.
             let tuned = tuned_table().and_then(|t| t.best(p));
             if let Some((kernel, tiling)) = tuned {
                 return Ok(Selection {
@@ -129,16 +128,12 @@ pub fn select(
     })?;
     // A named kernel gets its own tuned tiling for this dtype and shape class, as `matmul bench`
     // gives it, so that `run` and `bench` time the same code.
-    let tiling =
-        match (backend.kind(), problem) {
-            (BackendKind::Cuda, Some(p)) => tuned_table()
-                .and_then(|t| t.lookup(spec.name, p))
-                .filter(|t| {
-                    let opts = matmul::RunOptions::tiling(*t);
-                    spec.can_run(p, backend.limits().as_ref(), &opts).is_ok()
-                }),
-            _ => None,
-        };
+    let tiling = match (backend.kind(), problem) {
+        (BackendKind::Cuda, Some(p)) => {
+            tuned_table().and_then(|t| t.runnable(spec, p, backend.limits().as_ref()))
+        }
+        _ => None,
+    };
     Ok(Selection {
         kernel: spec,
         backend,

@@ -14,7 +14,7 @@ use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
-use crate::registry::{Geometry, KernelSpec, Tiling, KERNELS};
+use crate::registry::{DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
 
 /// Shapes are tuned by class: the best tiling for 1024² is not the best for 8192².
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -88,6 +88,21 @@ impl TuneTable {
         self.entries.sort_by(|a, b| {
             (&a.kernel, a.dtype.name(), a.class).cmp(&(&b.kernel, b.dtype.name(), b.class))
         });
+    }
+
+    /// The tuned tiling of `kernel` for `problem`, if the table has one and the kernel can run the
+    /// problem with it on a device with `limits` (None: any): what `matmul run --kernel NAME` runs.
+    pub fn runnable(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        limits: Option<&DeviceLimits>,
+    ) -> Option<Tiling> {
+        self.lookup(kernel.name, problem).filter(|t| {
+            kernel
+                .can_run(problem, limits, &RunOptions::tiling(*t))
+                .is_ok()
+        })
     }
 
     /// The fastest tuned (kernel, tiling) for `problem` that can run it: what `--kernel auto`
@@ -367,6 +382,18 @@ mod tests {
         };
         assert_eq!(pick(1024, 1024), "simt-tma");
         assert_eq!(pick(1024, 1001), "multistage-raster");
+
+        // A named kernel's own entry, for its dtype and class, where the kernel can run the problem.
+        let tma = crate::registry::find("simt-tma").unwrap();
+        let f32 = |n, k| Problem::new(n, n, k, DType::F32);
+        assert_eq!(
+            table.runnable(tma, &f32(1024, 1024), None),
+            Some(table.entries[1].tiling)
+        );
+        assert_eq!(table.runnable(tma, &f32(1024, 1001), None), None);
+        assert_eq!(table.runnable(tma, &f32(4096, 4096), None), None);
+        let u32 = Problem::new(1024, 1024, 1024, DType::U32);
+        assert_eq!(table.runnable(tma, &u32, None), None);
     }
 
     #[test]
