@@ -13,22 +13,14 @@
 #   per scheduler; auto gives ~100 samples of a 30 µs launch, 0 several hundred thousand).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-if (($# < 5)); then
-    echo "usage: gpu-ncu-source.sh KERNEL DTYPE M N K [matmul run arguments]" >&2
-    exit 2
-fi
-kernel=$1 dtype=$2 m=$3 n=$4 k=$5
-shift 5
-out=${OUT:-$here/logs}
-mkdir -p "$out"
 source "$here/gpu-steps.sh"
-find_ncu || exit 1
+ncu_setup gpu-ncu-source.sh "$@"
 name=ncu-source-$kernel-$dtype-${m}x${n}x${k}
 rep=$(mktemp -d)/$name
 # `matmul run` launches one product, so the first kernel is the one to profile (gpu-ncu.sh).
 "$ncu" --section WarpStateStats --section SourceCounters --section LaunchStats --launch-count 1 -f -o "$rep" \
     --warp-sampling-interval "${SAMPLING_INTERVAL:-auto}" \
-    "$here/bin/matmul" run --kernel "$kernel" --dtype "$dtype" -m "$m" -n "$n" -k "$k" --no-check "$@" \
+    "$here/bin/matmul" run --kernel "$kernel" --dtype "$dtype" -m "$m" -n "$n" -k "$k" --no-check "${run_args[@]}" \
     >"$out/$name.log" 2>&1 || { echo "ncu failed:"; tail -n 5 "$out/$name.log"; exit 1; }
 grep -E "^(kernel|tiling) " "$out/$name.log"
 "$ncu" -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out/$name.csv" ||

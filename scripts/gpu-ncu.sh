@@ -13,16 +13,8 @@
 # Environment: OUT (default dist/gpu/logs), NCU (default: ncu on PATH or under /usr/local/cuda).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-if (($# < 5)); then
-    echo "usage: gpu-ncu.sh KERNEL DTYPE M N K [matmul run arguments]" >&2
-    exit 2
-fi
-kernel=$1 dtype=$2 m=$3 n=$4 k=$5
-shift 5
-out=${OUT:-$here/logs}
-mkdir -p "$out"
 source "$here/gpu-steps.sh"
-find_ncu || exit 1
+ncu_setup gpu-ncu.sh "$@"
 # `matmul run` launches one product (C's poison is a memset, not a kernel), so the first kernel
 # launched is the one to profile, ours or cuBLAS's (whose names, like nvjet_sm90_..., vary).
 report=$out/ncu-$kernel-$dtype-${m}x${n}x${k}.txt
@@ -36,7 +28,7 @@ done
     --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
     --metrics sm__inst_executed_pipe_tensor_op_gmma.sum,sm__inst_executed_pipe_tensor_op_hmma.sum,sm__inst_executed_pipe_fma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum,dram__bytes_read.sum,dram__bytes_write.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_op_shared_ld.sum,sm__inst_executed.sum$stalls \
     --launch-count 1 \
-    "$here/bin/matmul" run --kernel "$kernel" --dtype "$dtype" -m "$m" -n "$n" -k "$k" --no-check "$@" \
+    "$here/bin/matmul" run --kernel "$kernel" --dtype "$dtype" -m "$m" -n "$n" -k "$k" --no-check "${run_args[@]}" \
     >"$report" 2>&1
 rc=$?
 grep -E "^  [A-Za-z_].*\(|Duration|SM Frequency|Throughput|SM Busy|Issue Slots|Executed Ipc|Warp Cycles Per|No Eligible|Active Warps|Registers Per|Grid Size|Block Size|Cluster Size|Shared Memory Per|L2 Hit|Mem Busy|Stall|__" "$report" |

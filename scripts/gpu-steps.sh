@@ -15,6 +15,25 @@ find_ncu() {
     [[ -x $ncu ]] || { echo "ncu not found" >&2; return 1; }
 }
 
+# ncu_setup SCRIPT ARGS...: the common start of the one-launch ncu scripts (gpu-ncu.sh,
+# gpu-ncu-source.sh): ARGS must be KERNEL DTYPE M N K [extra `matmul run` arguments] (otherwise the
+# usage, exit 2); sets kernel dtype m n k, run_args (the extra arguments), out ($OUT, default
+# $here/logs, created) and ncu.
+ncu_setup() {
+    local script=$1
+    shift
+    if (($# < 5)); then
+        echo "usage: $script KERNEL DTYPE M N K [matmul run arguments]" >&2
+        exit 2
+    fi
+    kernel=$1 dtype=$2 m=$3 n=$4 k=$5
+    shift 5
+    run_args=("$@")
+    out=${OUT:-$here/logs}
+    mkdir -p "$out"
+    find_ncu || exit 1
+}
+
 # step NAME TIMEOUT COMMAND...: runs, logs, records PASS/FAIL with the wall time; shows the
 # log's tail on failure.
 step() {
