@@ -40,11 +40,17 @@ def opcode(source):
 
 def load(path):
     """The rows of the source page, as dicts; a CSV without the page's header is an error."""
-    rows = list(csv.reader(open(path, newline="")))
+    try:
+        rows = list(csv.reader(open(path, newline="")))
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror}")
     for i, row in enumerate(rows):
         if "Source" in row and "Instructions Executed" in row:
             header = row
-            return [dict(zip(header, r)) for r in rows[i + 1:] if len(r) == len(header)]
+            data = [dict(zip(header, r)) for r in rows[i + 1:] if len(r) == len(header)]
+            if not data:
+                sys.exit(f"{path}: the source page has a header and no instructions")
+            return data
     sys.exit(f"{path}: no source-page header (a 'Source' and an 'Instructions Executed' column); "
              "export with `ncu -i REPORT --page source --csv --print-source sass`")
 
@@ -53,6 +59,10 @@ def report(rows, bin_size, reasons):
     stall_cols = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c]
     if "stall_selected" not in stall_cols:
         sys.exit("no warp-state sampling columns (stall_*): profile with --section SourceCounters")
+    unknown = [x for x in reasons if f"stall_{x}" not in stall_cols]
+    if unknown:
+        sys.exit(f"--reasons {','.join(unknown)}: not in this CSV; one of "
+                 + ", ".join(c[6:] for c in stall_cols))
     issued = sum(number(r["stall_selected"]) for r in rows) or 1.0
     totals = {c: sum(number(r[c]) for r in rows) / issued for c in stall_cols}
     print(f"{len(rows)} instructions, {int(issued)} issuing samples")
@@ -87,7 +97,7 @@ def report(rows, bin_size, reasons):
     cols = [f"stall_{x}" for x in reasons]
     for start in range(lo, hi + 1, bin_size):
         part = rows[start:min(start + bin_size, hi + 1)]
-        values = " ".join(f"{sum(number(r.get(c, '0')) for r in part) / issued * 1000:7.2f}" for c in cols)
+        values = " ".join(f"{sum(number(r[c]) for r in part) / issued * 1000:7.2f}" for c in cols)
         ops = collections.Counter(opcode(r["Source"]) for r in part)
         others = " ".join(f"{k}:{v}" for k, v in ops.items() if k not in ("FFMA", "IMAD"))
         print(f"  +{start - lo:<5} {values}  {others[:100]}")
@@ -101,9 +111,10 @@ def main():
     while args:
         a = args.pop(0)
         if a == "--bin" and args:
-            bin_size = int(args.pop(0))
-            if bin_size < 1:
-                sys.exit(f"--bin {bin_size}: must be at least 1")
+            value = args.pop(0)
+            if not value.isdigit() or int(value) < 1:
+                sys.exit(f"--bin {value}: must be a whole number of instructions, at least 1")
+            bin_size = int(value)
         elif a == "--reasons" and args:
             reasons = args.pop(0).split(",")
         elif a.startswith("--"):
