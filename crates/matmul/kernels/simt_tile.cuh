@@ -224,6 +224,15 @@ __device__ __forceinline__ void store4(ELEM* __restrict__ C, int r, int c, int M
     }
 }
 
+// The same, one element at a time (no 16-byte store: see WarpTile::store).
+__device__ __forceinline__ void store_each(ELEM* __restrict__ C, int r, int c, int M, int N, const ELEM* v)
+{
+    if (r >= M) return;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (c + e < N) C[r * N + c + e] = v[e];
+}
+
 // Warp tiling (rungs 12 and up). A warp owns a WM×WN tile of the block's C, split into
 // WMITER×WNITER sub-tiles of (WM/WMITER)×(WN/WNITER); in each sub-tile its 32 lanes own one TM×TN
 // register tile apiece, lanes adjacent along N. So a lane's values of B in one sub-tile sit next
@@ -301,6 +310,12 @@ struct WarpTile {
     }
 
     // Writes the lane's register tile to C, whose block tile starts at (row0, col0).
+    // SCALAR: one element per store instead of 16-byte groups. A 16-byte store needs its 4 values
+    // in an aligned quad of registers, and ptxas then keeps acc[i][j .. j+3] in quads through the
+    // main loop: acc[i][j] has the register bank (parity) of b[j], and where a[i] shares it the
+    // FFMA reads all three registers from one bank (9.9 % of multistage ★'s loop FFMAs, none with
+    // scalar stores). See 13_multistage.cu's SCALAR_C for where that pays.
+    template <bool SCALAR = false>
     __device__ __forceinline__ void store(ELEM* C, const ELEM (&acc)[RM][RN], int row0, int col0, int M, int N) const
     {
 #pragma unroll
@@ -312,8 +327,9 @@ struct WarpTile {
 #pragma unroll
                     for (int j = 0; j < TN; j += 4) {
                         const ELEM* v = &acc[wi * TM + i][wj * TN + j];
-                        store4(C, row0 + m0 + wi * WSUBM + i, col0 + n0 + wj * WSUBN + j, M, N,
-                               Vec4{v[0], v[1], v[2], v[3]});
+                        const int r = row0 + m0 + wi * WSUBM + i, c = col0 + n0 + wj * WSUBN + j;
+                        if constexpr (SCALAR) store_each(C, r, c, M, N, v);
+                        else store4(C, r, c, M, N, Vec4{v[0], v[1], v[2], v[3]});
                     }
     }
 };
