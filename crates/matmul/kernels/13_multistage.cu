@@ -30,9 +30,10 @@
 // tuned f32 tiling shows each slice's copies issued as one burst after the barrier and each
 // slice's first FFMAs waiting on shared loads issued just before them; these spread the copies
 // over the slice, carry fragments across the barrier, and trim the copies' address arithmetic.
-// C stores (SCALAR_C below, 2026-11-25): at one block per SM with 128 accumulators per lane, C is
-// written one element per store, which frees ptxas from keeping accumulators in register quads
-// and so from FFMAs that read three registers of one bank; +1 to +3 % at 4096 and 8192 on H100.
+// C stores (SCALAR_C in simt_tile.cuh, 2026-11-25): at one block per SM with 128 accumulators
+// per lane, C is written one element per store, which frees ptxas from keeping accumulators in
+// register quads and so from FFMAs that read three registers of one bank; +1 to +3 % at 4096 and
+// 8192 on H100.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
@@ -69,9 +70,6 @@
 #ifndef FRAG_PREFETCH
 #define FRAG_PREFETCH 1
 #endif
-#ifndef STORE_SCALAR
-#define STORE_SCALAR -1  // -1: SCALAR_C's rule below; 0 or 1 forces it (A/B runs)
-#endif
 
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
 // the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right;
@@ -93,13 +91,6 @@ static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element 
 static_assert(THREADS == (BM / WM) * (BN / WN) * 32, "one warp per WM×WN tile");
 
 // The stage ring: STAGES buffers of STAGE_ELEMS elements, As (BK, A_LD) then Bs (BK, B_LD).
-// C written element by element (WarpTile::store<true>) at one block per SM with 128
-// accumulators per lane, the tunings where the register banks bind: +1.2 % / +1.8 % (multistage
-// f32, 4096 / 8192), +2.7 % / +2.4 % (multistage-raster), +0.6 % (u32) on an H100. Where it
-// does not apply it did not pay: -0.3 to -0.9 % on f32 tiles of 32 accumulators, -7.6 % on a u32
-// tile at two blocks per SM, and -4 % on warptile's loop (docs/kernels.md, "Scalar C stores").
-constexpr bool SCALAR_C = STORE_SCALAR >= 0 ? STORE_SCALAR != 0 : MIN_BLOCKS == 1 && WarpTile::RM * WarpTile::RN >= 128;
-
 constexpr int A_LD = BM + PAD, B_LD = BN + PAD;
 constexpr int STAGE_ELEMS = BK * (A_LD + B_LD);
 __device__ __forceinline__ int next_stage(int buf) { return buf + 1 == STAGES ? 0 : buf + 1; }

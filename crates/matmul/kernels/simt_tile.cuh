@@ -38,6 +38,9 @@
 #ifndef KK_UNROLL
 #define KK_UNROLL BK
 #endif
+#ifndef STORE_SCALAR
+#define STORE_SCALAR -1  // -1: SCALAR_C's rule (after WarpTile); 0 or 1 forces it (A/B runs)
+#endif
 #ifndef FFMA_ORDER
 // WarpTile::ffma's order: 2×2 blocks, except under the 128-register cap of two blocks per SM,
 // where that order made warptile's registry default spill (16 bytes, the compile test).
@@ -314,7 +317,7 @@ struct WarpTile {
     // in an aligned quad of registers, and ptxas then keeps acc[i][j .. j+3] in quads through the
     // main loop: acc[i][j] has the register bank (parity) of b[j], and where a[i] shares it the
     // FFMA reads all three registers from one bank (9.9 % of multistage ★'s loop FFMAs, none with
-    // scalar stores). See 13_multistage.cu's SCALAR_C for where that pays.
+    // scalar stores). SCALAR_C below says where that pays.
     template <bool SCALAR = false>
     __device__ __forceinline__ void store(ELEM* C, const ELEM (&acc)[RM][RN], int row0, int col0, int M, int N) const
     {
@@ -333,3 +336,13 @@ struct WarpTile {
                     }
     }
 };
+
+// Whether multistage and simt-tma store C element by element (WarpTile::store<true>,
+// store_each): at one block per SM with 128 accumulators per lane, the tilings where the register
+// banks bind. Measured on an H100 (docs/kernels.md, "CUTLASS's SIMT SGEMM as a yardstick"), f32 at
+// 4096 / 8192: multistage +1.2 / +1.8 %, multistage-raster +2.7 / +2.4 %, simt-tma +1.7 / +1.9 %;
+// u32 +0.6 % or level. Where the rule does not apply it did not pay: -0.3 to -0.9 % on f32 tiles
+// of 32 accumulators, -7.6 % on a u32 tile at two blocks per SM, -4 % on warptile's single-stage
+// loop (which keeps its 16-byte stores).
+constexpr bool SCALAR_C =
+    STORE_SCALAR >= 0 ? STORE_SCALAR != 0 : MIN_BLOCKS == 1 && WarpTile::RM * WarpTile::RN >= 128;
