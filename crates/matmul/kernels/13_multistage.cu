@@ -30,6 +30,9 @@
 // tuned f32 tiling shows each slice's copies issued as one burst after the barrier and each
 // slice's first FFMAs waiting on shared loads issued just before them; these spread the copies
 // over the slice, carry fragments across the barrier, and trim the copies' address arithmetic.
+// Shared loads from 32-bit addresses (SHARED32 below, 2026-11-25): NVRTC computes shared
+// addresses in 64 bits where nvcc uses 32; in 32 bits the ★ loop has 22 fewer registers and 3 %
+// fewer instructions (90.5 % FFMA), +2 to +3.5 % on H100.
 // C stores (SCALAR_C in simt_tile.cuh, 2026-11-25): at one block per SM with 128 accumulators
 // per lane, C is written one element per store, which frees ptxas from keeping accumulators in
 // register quads and so from FFMAs that read three registers of one bank; +1 to +3 % at 4096 and
@@ -69,6 +72,14 @@
 #endif
 #ifndef FRAG_PREFETCH
 #define FRAG_PREFETCH 1
+#endif
+// SHARED32 = 1 (the default since 2026-11-25): the fragments' shared loads from 32-bit shared
+// addresses (WarpTile::load_frag's ADDR32) instead of NVRTC's 64-bit ones. Measured on an H100
+// (interleaved, scripts/ab-specs/simt-shared32.spec), f32 at 2048 / 4096 / 8192: multistage
+// +2.5 / +2.0 / +2.0 %, multistage-raster +3.5 / +2.6 / +3.2 %; +4–5 % at 1024; u32 +0 to +3 %.
+// (warptile, whose single-stage loop lost 1.5–1.8 % at 4096 and 8192 with it, keeps 64-bit.)
+#ifndef SHARED32
+#define SHARED32 1
 #endif
 
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
@@ -126,7 +137,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     if (FRAG_PREFETCH) {
         cp_async_wait<STAGES - 2>();  // slice 0 has landed
         __syncthreads();
-        wt.load_frag<A_LD, B_LD>(a[0], b[0], stages, stages + BK * A_LD, 0);
+        wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], stages, stages + BK * A_LD, 0);
     }
     for (int t = 0; t < slices; t++) {
         if (!FRAG_PREFETCH) {
@@ -146,7 +157,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
 #pragma unroll
         for (int p = 0; p < PARTS; p++) {
             const int k0 = p * BK / PARTS;
-            if (!FRAG_PREFETCH && p == 0) wt.load_frag<A_LD, B_LD>(a[0], b[0], As, As + BK * A_LD, 0);
+            if (!FRAG_PREFETCH && p == 0) wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], As, As + BK * A_LD, 0);
             issue_part(t + STAGES - 1, write, p);  // into slice t - 1's buffer
             if (p == PARTS - 1) cp_async_commit();
 #pragma unroll
@@ -154,14 +165,14 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
                 if (!FRAG_PREFETCH && kk == 0) {
                     // loaded above
                 } else if (!FRAG_PREFETCH) {
-                    wt.load_frag<A_LD, B_LD>(a[kk % 2], b[kk % 2], As, As + BK * A_LD, kk);
+                    wt.load_frag<A_LD, B_LD, SHARED32>(a[kk % 2], b[kk % 2], As, As + BK * A_LD, kk);
                 } else if (kk + 1 < BK) {
-                    wt.load_frag<A_LD, B_LD>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * A_LD, kk + 1);
+                    wt.load_frag<A_LD, B_LD, SHARED32>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * A_LD, kk + 1);
                 } else {
                     cp_async_wait<STAGES - 2>();  // this thread's copies of slice t + 1 have landed
                     __syncthreads();  // everyone's have; everyone has issued its last read of slice t
                     const ELEM* An = stages + next_stage(read) * STAGE_ELEMS;
-                    wt.load_frag<A_LD, B_LD>(a[0], b[0], An, An + BK * A_LD, 0);  // slice t + 1, k = 0
+                    wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], An, An + BK * A_LD, 0);  // slice t + 1, k = 0
                 }
                 wt.ffma(acc, a[kk % 2], b[kk % 2]);
             }
@@ -226,7 +237,7 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         __syncthreads();              // everyone's have; everyone is done with slice t - 1
         issue(t + STAGES - 1, write);  // into slice t - 1's buffer
         const ELEM* As = stages + read * STAGE_ELEMS;
-        wt.mma<A_LD, B_LD>(acc, As, As + BK * A_LD);
+        wt.mma<A_LD, B_LD, SHARED32>(acc, As, As + BK * A_LD);
         read = next_stage(read);
         write = next_stage(write);
     }

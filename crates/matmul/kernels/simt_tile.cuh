@@ -61,6 +61,26 @@ __device__ __forceinline__ void load4(ELEM* dst, const ELEM* smem_src)
     dst[3] = v.w;
 }
 
+// The same from a 32-bit shared-window address (shared_addr): ld.shared with a 32-bit register
+// operand. NVRTC derives shared addresses from 64-bit generic pointers (ld.shared [%rd]) where nvcc
+// uses 32-bit ones (ld.shared [%r]); with a lane's fragment addresses in 32 bits, multistage ★'s
+// loop needs 22 fewer registers and 70 fewer instructions a slice (WarpTile::load_frag, ADDR32).
+// Volatile, like the cp.async and barrier asm around it, so the compiler keeps its order to them.
+__device__ __forceinline__ void load4_at(ELEM* dst, unsigned smem_addr)
+{
+    unsigned v[4];
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(smem_addr));
+#pragma unroll
+    for (int e = 0; e < 4; e++) dst[e] = *reinterpret_cast<const ELEM*>(&v[e]);
+}
+
+__device__ __forceinline__ unsigned shared_addr(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 __device__ __forceinline__ void cp_async16(ELEM* smem_dst, const ELEM* src, bool in_range)
 {
     unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
@@ -255,18 +275,32 @@ struct WarpTile {
     }
 
     // The lane's fragments of k-step kk: a (RM) from As (BK, LDA), b (RN) from Bs (BK, LDB).
-    template <int LDA, int LDB>
+    // ADDR32: the loads from one 32-bit shared address per operand plus immediates (load4_at); see
+    // 13_multistage.cu's SHARED32 for where that pays.
+    template <int LDA, int LDB, bool ADDR32 = false>
     __device__ __forceinline__ void load_frag(ELEM (&a)[RM], ELEM (&b)[RN], const ELEM* As, const ELEM* Bs,
                                               int kk) const
     {
+        if constexpr (ADDR32) {
+            const unsigned pa = shared_addr(As) + 4 * m0, pb = shared_addr(Bs) + 4 * n0;
 #pragma unroll
-        for (int wi = 0; wi < WMITER; wi++)
+            for (int wi = 0; wi < WMITER; wi++)
 #pragma unroll
-            for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
+                for (int i = 0; i < TM; i += 4) load4_at(a + wi * TM + i, pa + 4 * (kk * LDA + wi * WSUBM + i));
 #pragma unroll
-        for (int wj = 0; wj < WNITER; wj++)
+            for (int wj = 0; wj < WNITER; wj++)
 #pragma unroll
-            for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
+                for (int j = 0; j < TN; j += 4) load4_at(b + wj * TN + j, pb + 4 * (kk * LDB + wj * WSUBN + j));
+        } else {
+#pragma unroll
+            for (int wi = 0; wi < WMITER; wi++)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
+#pragma unroll
+            for (int wj = 0; wj < WNITER; wj++)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
+        }
     }
 
     // acc += a ⊗ b: the RM·RN FMAs of one k-step.
@@ -301,13 +335,13 @@ struct WarpTile {
     // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
     // KK_UNROLL k-steps per trip of the loop below (an experiment switch; default BK, the whole
     // slice in straight-line code).
-    template <int LDA, int LDB>
+    template <int LDA, int LDB, bool ADDR32 = false>
     __device__ __forceinline__ void mma(ELEM (&acc)[RM][RN], const ELEM* As, const ELEM* Bs) const
     {
 #pragma unroll KK_UNROLL
         for (int kk = 0; kk < BK; kk++) {
             ELEM a[RM], b[RN];
-            load_frag<LDA, LDB>(a, b, As, Bs, kk);
+            load_frag<LDA, LDB, ADDR32>(a, b, As, Bs, kk);
             ffma(acc, a, b);
         }
     }
