@@ -193,11 +193,8 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
             }
         } else {
 #pragma unroll
-            for (int j = 0; j < RN; j += 4) {
-                if constexpr (SCALAR_C) store_each(C, r, col0 + b_side.base + b_side.offset(j), M, N, &acc[i][j]);
-                else store4(C, r, col0 + b_side.base + b_side.offset(j), M, N,
-                            Vec4{acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]});
-            }
+            for (int j = 0; j < RN; j += 4)
+                store_row4<SCALAR_C>(C, r, col0 + b_side.base + b_side.offset(j), M, N, &acc[i][j]);
         }
     }
 }

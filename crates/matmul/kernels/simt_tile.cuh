@@ -61,7 +61,14 @@ __device__ __forceinline__ void load4(ELEM* dst, const ELEM* smem_src)
     dst[3] = v.w;
 }
 
-// The same from a 32-bit shared-window address (shared_addr): ld.shared with a 32-bit register
+// A shared-memory pointer's 32-bit address in the shared window (what cp.async and ld.shared
+// with a 32-bit operand take). hopper.cuh's smem_u32 is the same for the kernels without this file.
+__device__ __forceinline__ unsigned shared_addr(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// load4 from a 32-bit shared-window address (shared_addr): ld.shared with a 32-bit register
 // operand. NVRTC derives shared addresses from 64-bit generic pointers (ld.shared [%rd]) where nvcc
 // uses 32-bit ones (ld.shared [%r]); with a lane's fragment addresses in 32 bits, multistage ★'s
 // loop needs 22 fewer registers and 70 fewer instructions a slice (WarpTile::load_frag, ADDR32).
@@ -76,21 +83,16 @@ __device__ __forceinline__ void load4_at(ELEM* dst, unsigned smem_addr)
     for (int e = 0; e < 4; e++) dst[e] = *reinterpret_cast<const ELEM*>(&v[e]);
 }
 
-__device__ __forceinline__ unsigned shared_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ void cp_async16(ELEM* smem_dst, const ELEM* src, bool in_range)
 {
-    unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 16 : 0));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_addr(smem_dst)), "l"(src),
+                 "r"(in_range ? 16 : 0));
 }
 
 __device__ __forceinline__ void cp_async4(ELEM* smem_dst, const ELEM* src, bool in_range)
 {
-    unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 4 : 0));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_addr(smem_dst)), "l"(src),
+                 "r"(in_range ? 4 : 0));
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
@@ -231,6 +233,17 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
             BODY<-1, -1>(__VA_ARGS__);                                                    \
     } while (0)
 
+// C[r][c .. c+3] = v[0 .. 3] one element at a time, skipping what lies past (M, N). (store4's
+// fallback below is the same check written out; calling this there instead moved warptile's and
+// vectorized's register allocation, so it stays as it was.)
+__device__ __forceinline__ void store_each(ELEM* __restrict__ C, int r, int c, int M, int N, const ELEM* v)
+{
+    if (r >= M) return;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (c + e < N) C[r * N + c + e] = v[e];
+}
+
 // Stores v = C[r][c .. c+3] (row-major, N columns), skipping what lies past (M, N); one 16-byte
 // store when the group is whole and N % 4 == 0 keeps rows 16-byte aligned.
 __device__ __forceinline__ void store4(ELEM* __restrict__ C, int r, int c, int M, int N, Vec4 v)
@@ -247,13 +260,13 @@ __device__ __forceinline__ void store4(ELEM* __restrict__ C, int r, int c, int M
     }
 }
 
-// The same, one element at a time (no 16-byte store: see WarpTile::store).
-__device__ __forceinline__ void store_each(ELEM* __restrict__ C, int r, int c, int M, int N, const ELEM* v)
+// C[r][c .. c+3] = v[0 .. 3], what lies past (M, N) skipped: store4, or with SCALAR store_each
+// (no 16-byte store, so no register quad for v: see WarpTile::store and SCALAR_C).
+template <bool SCALAR>
+__device__ __forceinline__ void store_row4(ELEM* __restrict__ C, int r, int c, int M, int N, const ELEM* v)
 {
-    if (r >= M) return;
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        if (c + e < N) C[r * N + c + e] = v[e];
+    if constexpr (SCALAR) store_each(C, r, c, M, N, v);
+    else store4(C, r, c, M, N, Vec4{v[0], v[1], v[2], v[3]});
 }
 
 // Warp tiling (rungs 12 and up). A warp owns a WM×WN tile of the block's C, split into
@@ -281,26 +294,24 @@ struct WarpTile {
     __device__ __forceinline__ void load_frag(ELEM (&a)[RM], ELEM (&b)[RN], const ELEM* As, const ELEM* Bs,
                                               int kk) const
     {
-        if constexpr (ADDR32) {
-            const unsigned pa = shared_addr(As) + 4 * m0, pb = shared_addr(Bs) + 4 * n0;
+        // 4 elements at As[m0 + off] (Bs[n0 + off]): from a 32-bit address with ADDR32.
+        const unsigned pa = shared_addr(As) + 4 * m0, pb = shared_addr(Bs) + 4 * n0;
+        auto ld_a = [&](ELEM* dst, int off) {
+            if constexpr (ADDR32) load4_at(dst, pa + 4 * off);
+            else load4(dst, &As[m0 + off]);
+        };
+        auto ld_b = [&](ELEM* dst, int off) {
+            if constexpr (ADDR32) load4_at(dst, pb + 4 * off);
+            else load4(dst, &Bs[n0 + off]);
+        };
 #pragma unroll
-            for (int wi = 0; wi < WMITER; wi++)
+        for (int wi = 0; wi < WMITER; wi++)
 #pragma unroll
-                for (int i = 0; i < TM; i += 4) load4_at(a + wi * TM + i, pa + 4 * (kk * LDA + wi * WSUBM + i));
+            for (int i = 0; i < TM; i += 4) ld_a(a + wi * TM + i, kk * LDA + wi * WSUBM + i);
 #pragma unroll
-            for (int wj = 0; wj < WNITER; wj++)
+        for (int wj = 0; wj < WNITER; wj++)
 #pragma unroll
-                for (int j = 0; j < TN; j += 4) load4_at(b + wj * TN + j, pb + 4 * (kk * LDB + wj * WSUBN + j));
-        } else {
-#pragma unroll
-            for (int wi = 0; wi < WMITER; wi++)
-#pragma unroll
-                for (int i = 0; i < TM; i += 4) load4(a + wi * TM + i, &As[kk * LDA + m0 + wi * WSUBM + i]);
-#pragma unroll
-            for (int wj = 0; wj < WNITER; wj++)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4) load4(b + wj * TN + j, &Bs[kk * LDB + n0 + wj * WSUBN + j]);
-        }
+            for (int j = 0; j < TN; j += 4) ld_b(b + wj * TN + j, kk * LDB + wj * WSUBN + j);
     }
 
     // acc += a ⊗ b: the RM·RN FMAs of one k-step.
@@ -365,8 +376,7 @@ struct WarpTile {
                     for (int j = 0; j < TN; j += 4) {
                         const ELEM* v = &acc[wi * TM + i][wj * TN + j];
                         const int r = row0 + m0 + wi * WSUBM + i, c = col0 + n0 + wj * WSUBN + j;
-                        if constexpr (SCALAR) store_each(C, r, c, M, N, v);
-                        else store4(C, r, c, M, N, Vec4{v[0], v[1], v[2], v[3]});
+                        store_row4<SCALAR>(C, r, c, M, N, v);
                     }
     }
 };
