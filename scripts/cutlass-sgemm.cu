@@ -84,6 +84,15 @@ int main(int argc, char** argv)
         fprintf(stderr, "ROUNDS must be a whole number >= 1, got '%s'\n", argv[1]);
         return 2;
     }
+    std::vector<int> sizes;  // all arguments checked before any CUDA call
+    for (int a = 2; a < argc; ++a) {
+        const int n = atoi(argv[a]);
+        if (n < 1 || n > 32768) {
+            fprintf(stderr, "SIZE must be in 1..32768, got '%s'\n", argv[a]);
+            return 2;
+        }
+        sizes.push_back(n);
+    }
     std::vector<Variant> variants = {
         variant<SimtSgemm<256, 128, 8, 64, 64, 4>>("cutlass 256x128x8 w64x64 s4"),
         variant<SimtSgemm<128, 256, 8, 64, 64, 4>>("cutlass 128x256x8 w64x64 s4"),
@@ -92,8 +101,8 @@ int main(int argc, char** argv)
         variant<SimtSgemm<256, 128, 16, 64, 64, 3>>("cutlass 256x128x16 w64x64 s3"),
     };
     cublasHandle_t handle;
-    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cublasCreate failed\n");
+    if (cublasStatus_t st = cublasCreate(&handle); st != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasCreate failed (status %d): is there a GPU and its driver?\n", (int)st);
         return 1;
     }
     Variant cublas{"cublas sgemm", [&](int n, const float* A, const float* B, float* C) {
@@ -106,12 +115,7 @@ int main(int argc, char** argv)
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("# %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     printf("%-32s %6s %s  %s\n", "kernel", "size", "TFLOP/s by round", "median, check");
-    for (int a = 2; a < argc; ++a) {
-        const int n = atoi(argv[a]);
-        if (n < 1 || n > 32768) {
-            fprintf(stderr, "SIZE must be in 1..32768, got '%s'\n", argv[a]);
-            return 2;
-        }
+    for (const int n : sizes) {
         const size_t count = (size_t)n * n;
         float *A, *B, *C, *R;
         CHECK(cudaMalloc(&A, count * 4));
