@@ -82,6 +82,69 @@
 #define SHARED32 1
 #endif
 
+// COPY_A_ROWS = 1 (the default since 2026-11-25): A's copy in the N·N loop (op(A) = N: A's rows run
+// along k, so each element goes into the k-major As by its own 4-byte copy) by RowChunkCopy below
+// instead of load_tile, where the tiling fits it (RowChunkCopy::FITS). Measured on an H100
+// (interleaved, scripts/ab-specs/simt-copy-a-rows.spec), multistage-raster ★ f32 at 4096 / 8192:
+// 52.4 / 52.6 TFLOP/s against 51.5 / 52.1 (+1.7 / +1.0 %); at BK 8, +2 %.
+#ifndef COPY_A_ROWS
+#define COPY_A_ROWS 1
+#endif
+
+// RowChunkCopy: the transposing copy of a row-major operand's OUTER×INNER tile (outer = k, inner =
+// the operand's rows) into smem[OUTER][LD], by chunks of 8 consecutive k of one row. Eight
+// consecutive lanes copy one chunk (32 bytes, one sector), so a warp's copy instruction reads 4 rows
+// × 32 bytes and writes 8 k-rows × 4 columns of smem: 32 distinct banks when LD % 8 == 4.
+// load_tile's transposing path reads one element of each 16-byte group of 8 rows per instruction
+// (8 lines; ncu: 8.95 L1 wavefronts a copy at BK 16, 15.9 at BK 8, where 1 is ideal). A thread copies
+// the same R rows in every slice, so their pointers are built once, before the main loop, and a
+// slice adds only its k offset, clamped to the row (a chunk past K copies nothing, src-size 0, from
+// an address inside the row). FITS: whole chunks and rows, the conflict-free stride, and at most 4
+// rows a thread (8 rows, u32's 128×128 tile at 128 threads, took 254 registers instead of 224).
+template <int OUTER, int INNER, int LD>
+struct RowChunkCopy {
+    static constexpr int ROWS_PER_PASS = THREADS / 8, R = INNER / ROWS_PER_PASS, H = OUTER / 8;
+    static constexpr bool FITS = OUTER % 8 == 0 && INNER % ROWS_PER_PASS == 0 && R >= 1 && R <= 4 && LD % 8 == 4;
+    const ELEM* row[R > 0 ? R : 1];  // the thread's rows (the operand's base where a row lies past i_lim)
+    int k_lim[R > 0 ? R : 1];        // K for a row inside the matrix, 0 for one past it (nothing copied)
+    int kl;                          // the lane's k within a chunk
+    unsigned dst;                    // the lane's byte offset in the tile: k = kl, row tid / 8
+
+    __device__ __forceinline__ RowChunkCopy(const ELEM* g, int row_stride, int i0, int i_lim, int K)
+    {
+        const int tid = threadIdx.x;
+        kl = tid % 8;
+        dst = 4u * (kl * LD + tid / 8);
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            const int i = i0 + tid / 8 + q * ROWS_PER_PASS;
+            const bool in = i < i_lim;
+            row[q] = in ? g + static_cast<long long>(i) * row_stride : g;
+            k_lim[q] = in ? K : 0;
+        }
+    }
+
+    // The copies of the tile at k = o0 into the tile at shared address `tile`; with PARTS > 1 only
+    // part `part` of the thread's R·H copies (a constant after unrolling, as for load_tile).
+    template <int PARTS = 1>
+    __device__ __forceinline__ void issue(unsigned tile, int o0, int K, int part = 0) const
+    {
+#pragma unroll
+        for (int h = 0; h < H; h++) {
+            const int k = o0 + 8 * h + kl;
+            const int kc = k < K ? k : K - 1;  // inside the row; copied only where k < k_lim
+#pragma unroll
+            for (int q = 0; q < R; q++) {
+                const int c = h * R + q;
+                if (PARTS > 1 && (c < part * R * H / PARTS || c >= (part + 1) * R * H / PARTS)) continue;
+                const unsigned d = tile + dst + 4u * (8 * h * LD + q * ROWS_PER_PASS);
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(row[q] + kc),
+                             "r"(k < k_lim[q] ? 4 : 0));
+            }
+        }
+    }
+};
+
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
 // the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right;
 // tile_order.cuh). OWN_READ reads blockIdx with volatile asm, so the values are the caller's own,
@@ -117,10 +180,15 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
     // last k-step (whose barrier ends the slice's use of the buffer they write).
     constexpr int PARTS = COPY_PARTS < 1 ? 1 : (COPY_PARTS > BK / 2 ? BK / 2 : COPY_PARTS);
+    // A's copy by row chunks (COPY_A_ROWS), its row pointers built here, once.
+    using ARows = RowChunkCopy<BK, BM, A_LD>;
+    constexpr bool A_ROWS = COPY_A_ROWS && A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
+    const ARows a_rows(A, a_rs, row0, M, K);  // unused (and so not computed) without A_ROWS
     // Part `part` of slice t's copies into stage buffer `buf`; with t ≥ slices, zeros (k ≥ K).
     auto issue_part = [&](int t, int buf, int part) {
         ELEM* As = stages + buf * STAGE_ELEMS;
-        load_tile<BK, BM, A_LD, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
+        if constexpr (A_ROWS) a_rows.template issue<PARTS>(shared_addr(As), t * BK, K, part);
+        else load_tile<BK, BM, A_LD, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
         load_tile<BK, BN, B_LD, true, B_PATH, PARTS>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N,
                                                      part);
     };
