@@ -92,32 +92,39 @@
 #endif
 
 // RowChunkCopy: the transposing copy of a row-major operand's OUTER×INNER tile (outer = k, inner =
-// the operand's rows) into smem[OUTER][LD], by chunks of 8 consecutive k of one row. Eight
-// consecutive lanes copy one chunk (32 bytes, one sector), so a warp's copy instruction reads 4 rows
-// × 32 bytes and writes 8 k-rows × 4 columns of smem: 32 distinct banks when LD % 8 == 4.
-// load_tile's transposing path reads one element of each 16-byte group of 8 rows per instruction
-// (8 lines; ncu: 8.95 L1 wavefronts a copy at BK 16, 15.9 at BK 8, where 1 is ideal). A thread copies
-// the same R rows in every slice, so their pointers are built once, before the main loop, and a
-// slice adds only its k offset, clamped to the row (a chunk past K copies nothing, src-size 0, from
-// an address inside the row). FITS: whole chunks and rows, the conflict-free stride, and at most 4
-// rows a thread (8 rows, u32's 128×128 tile at 128 threads, took 254 registers instead of 224).
-template <int OUTER, int INNER, int LD>
+// the operand's rows) into smem[OUTER][LD], by chunks of CHUNK consecutive k of one row. CHUNK = 8:
+// eight consecutive lanes copy one chunk (32 bytes, one sector), so a warp's copy instruction reads
+// 4 rows × 32 bytes and writes 8 k-rows × 4 columns of smem, 32 distinct banks when LD % 8 == 4.
+// CHUNK = 4 (for a BK that is not a multiple of 8): a warp reads 8 rows × 16 bytes and writes 4
+// k-rows × 8 columns, 32 distinct banks when LD % 16 == 8 (PAD 8 at BM 128). load_tile's
+// transposing path reads one element of each 16-byte group of 8 rows per instruction (8 lines;
+// ncu: 8.95 L1 wavefronts a copy at BK 16, 15.9 at BK 8, where 1 is ideal; row chunks: 3.98). A
+// thread copies the same R rows in every slice, so their pointers are built once, before the main
+// loop, and a slice adds only its k offset, clamped to the row (a chunk past K copies nothing,
+// src-size 0, from an address inside the row; K ≥ 1, which the registry checks). FITS: whole
+// chunks and rows, the conflict-free stride, and at most 4 rows a thread (8 rows, u32's 128×128
+// tile at 128 threads, took 254 registers instead of 224). Measured at BK 12 (PAD 8, CHUNK 4) on an
+// H100: multistage-raster 51.7 / 52.1 TFLOP/s at 4096 / 8192 against 46.6 / 46.8 with load_tile's
+// copy (PAD 4), and below BK 16's 52.4 / 52.6 (scripts/ab-specs/simt-bk12.spec).
+template <int OUTER, int INNER, int LD, int CHUNK = 8>
 struct RowChunkCopy {
-    static constexpr int ROWS_PER_PASS = THREADS / 8, R = INNER / ROWS_PER_PASS, H = OUTER / 8;
-    static constexpr bool FITS = OUTER % 8 == 0 && INNER % ROWS_PER_PASS == 0 && R >= 1 && R <= 4 && LD % 8 == 4;
+    static constexpr int ROWS_PER_PASS = THREADS / CHUNK, R = INNER / ROWS_PER_PASS, H = OUTER / CHUNK;
+    static constexpr int WARP_ROWS = 32 / CHUNK;  // rows of one warp instruction
+    static constexpr bool FITS = OUTER % CHUNK == 0 && INNER % ROWS_PER_PASS == 0 && R >= 1 && R <= 4 &&
+                                 LD % (2 * WARP_ROWS) == WARP_ROWS;
     const ELEM* row[R > 0 ? R : 1];  // the thread's rows (the operand's base where a row lies past i_lim)
     int k_lim[R > 0 ? R : 1];        // K for a row inside the matrix, 0 for one past it (nothing copied)
     int kl;                          // the lane's k within a chunk
-    unsigned dst;                    // the lane's byte offset in the tile: k = kl, row tid / 8
+    unsigned dst;                    // the lane's byte offset in the tile: k = kl, row tid / CHUNK
 
     __device__ __forceinline__ RowChunkCopy(const ELEM* g, int row_stride, int i0, int i_lim, int K)
     {
         const int tid = threadIdx.x;
-        kl = tid % 8;
-        dst = 4u * (kl * LD + tid / 8);
+        kl = tid % CHUNK;
+        dst = 4u * (kl * LD + tid / CHUNK);
 #pragma unroll
         for (int q = 0; q < R; q++) {
-            const int i = i0 + tid / 8 + q * ROWS_PER_PASS;
+            const int i = i0 + tid / CHUNK + q * ROWS_PER_PASS;
             const bool in = i < i_lim;
             row[q] = in ? g + static_cast<long long>(i) * row_stride : g;
             k_lim[q] = in ? K : 0;
@@ -131,13 +138,13 @@ struct RowChunkCopy {
     {
 #pragma unroll
         for (int h = 0; h < H; h++) {
-            const int k = o0 + 8 * h + kl;
+            const int k = o0 + CHUNK * h + kl;
             const int kc = k < K ? k : K - 1;  // inside the row; copied only where k < k_lim
 #pragma unroll
             for (int q = 0; q < R; q++) {
                 const int c = h * R + q;
                 if (PARTS > 1 && (c < part * R * H / PARTS || c >= (part + 1) * R * H / PARTS)) continue;
-                const unsigned d = tile + dst + 4u * (8 * h * LD + q * ROWS_PER_PASS);
+                const unsigned d = tile + dst + 4u * (CHUNK * h * LD + q * ROWS_PER_PASS);
                 asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(row[q] + kc),
                              "r"(k < k_lim[q] ? 4 : 0));
             }
@@ -181,7 +188,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     // last k-step (whose barrier ends the slice's use of the buffer they write).
     constexpr int PARTS = COPY_PARTS < 1 ? 1 : (COPY_PARTS > BK / 2 ? BK / 2 : COPY_PARTS);
     // A's copy by row chunks (COPY_A_ROWS), its row pointers built here, once.
-    using ARows = RowChunkCopy<BK, BM, A_LD>;
+    using ARows = RowChunkCopy<BK, BM, A_LD, BK % 8 == 0 ? 8 : 4>;
     constexpr bool A_ROWS = COPY_A_ROWS && A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
     const ARows a_rows(A, a_rs, row0, M, K);  // unused (and so not computed) without A_ROWS
     // Part `part` of slice t's copies into stage buffer `buf`; with t ≥ slices, zeros (k ≥ K).

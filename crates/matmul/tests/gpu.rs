@@ -446,6 +446,13 @@ fn tiling_overrides() {
                     tilings.push(e.tiling);
                 }
             }
+            // And a tiling for a code path no candidate reaches: multistage's copy of A by row
+            // chunks of 4 k (BK 12 with the row stride 8 mod 16 words that PAD 8 gives;
+            // 13_multistage.cu, RowChunkCopy), where every candidate and table entry takes 8.
+            let chunks_of_4: matmul::Tiling = "128x256x12/8x4/w64x64n2/s3/p8".parse().unwrap();
+            if kernel.name.starts_with("multistage") && kernel.check_tiling(&chunks_of_4).is_ok() {
+                tilings.push(chunks_of_4);
+            }
             for tiling in tilings {
                 let opts = RunOptions::tiling(tiling);
                 for &(m, n, k) in shapes {
