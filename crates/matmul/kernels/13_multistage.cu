@@ -37,6 +37,10 @@
 // per lane, C is written one element per store, which frees ptxas from keeping accumulators in
 // register quads and so from FFMAs that read three registers of one bank; +1 to +3 % at 4096 and
 // 8192 on H100.
+// A's copy by row chunks (COPY_A_ROWS and RowChunkCopy below, 2026-11-25): the transposing copy of A
+// reads 4 rows × 32 bytes per warp instruction instead of one element of 8 rows' 16-byte groups,
+// from row pointers built once; its L1 wavefronts fall from 8.95 to 3.98 a copy and the shared
+// loads after it stop waiting; multistage-raster +1.2 to +7 % on H100.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
@@ -86,7 +90,9 @@
 // along k, so each element goes into the k-major As by its own 4-byte copy) by RowChunkCopy below
 // instead of load_tile, where the tiling fits it (RowChunkCopy::FITS). Measured on an H100
 // (interleaved, scripts/ab-specs/simt-copy-a-rows.spec), multistage-raster ★ f32 at 4096 / 8192:
-// 52.4 / 52.6 TFLOP/s against 51.5 / 52.1 (+1.7 / +1.0 %); at BK 8, +2 %.
+// 52.4 / 52.6 TFLOP/s against 51.5 / 52.1 (+1.7 / +1.0 %), +7 % at 1024; at BK 8, +2 %. Where it
+// lost (kept, since the rule would be the tiling's scheduling luck): multistage ★ f32 −0.6 / −1.2 %,
+// u32 up to −1.9 % (simt-copy-a-rows-table.spec; docs/kernels.md, "A's copy by row chunks").
 #ifndef COPY_A_ROWS
 #define COPY_A_ROWS 1
 #endif
