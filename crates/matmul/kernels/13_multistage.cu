@@ -150,9 +150,7 @@ struct RowChunkCopy {
             for (int q = 0; q < R; q++) {
                 const int c = h * R + q;
                 if (PARTS > 1 && (c < part * R * H / PARTS || c >= (part + 1) * R * H / PARTS)) continue;
-                const unsigned d = tile + dst + 4u * (CHUNK * h * LD + q * ROWS_PER_PASS);
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(row[q] + kc),
-                             "r"(k < k_lim[q] ? 4 : 0));
+                cp_async4_at(tile + dst + 4u * (CHUNK * h * LD + q * ROWS_PER_PASS), row[q] + kc, k < k_lim[q]);
             }
         }
     }

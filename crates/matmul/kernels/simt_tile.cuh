@@ -89,10 +89,15 @@ __device__ __forceinline__ void cp_async16(ELEM* smem_dst, const ELEM* src, bool
                  "r"(in_range ? 16 : 0));
 }
 
+// A 4-byte copy to a 32-bit shared-window address (shared_addr), zero-filled when !in_range.
+__device__ __forceinline__ void cp_async4_at(unsigned smem_dst, const ELEM* src, bool in_range)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_dst), "l"(src), "r"(in_range ? 4 : 0));
+}
+
 __device__ __forceinline__ void cp_async4(ELEM* smem_dst, const ELEM* src, bool in_range)
 {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_addr(smem_dst)), "l"(src),
-                 "r"(in_range ? 4 : 0));
+    cp_async4_at(shared_addr(smem_dst), src, in_range);
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
