@@ -87,7 +87,7 @@ if has sanitizer; then
             case $tool in
                 memcheck | initcheck) filter=(--skip timing) ;;
                 *) filter=(sweep_rowpack sweep_elepack sweep_single_block sweep_tiled puzzle tile_overrides
-                    sweep_blocktile sweep_vectorized sweep_warptile sweep_multistage sweep_simt_tma sweep_mma_sync
+                    sweep_blocktile sweep_vectorized sweep_warptile sweep_multistage split_tail sweep_simt_tma sweep_mma_sync
                     sweep_wgmma) ;;
             esac
             # memcheck: small shapes; the shared-memory tools: the tiny set (racecheck's cost

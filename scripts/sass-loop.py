@@ -16,7 +16,9 @@ Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NA
   e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
        scripts/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
        (e.g. cuBLAS's SGEMM kernel from libcublasLt.so; BK=<k-steps per trip> for the first-k-step line)
-Environment: SASS_KERNEL (multistage, the default, or simt-tma: its N·N loop), NVRTC_EXTRA (more
+Environment: SASS_KERNEL (multistage, the default, multistage-tail (add SPLIT_TAIL_PIECES=1) or
+  simt-tma: its N·N loop), SASS_LOOP (which N·N
+  copy of the loop, in address order, where there are several; default 0), NVRTC_EXTRA (more
   NVRTC options, e.g. "--ptxas-options=--register-usage-level=10"), NVDISASM (default: nvdisasm on
   PATH), MATMUL_SASS_OUT (keep the .cubin/.sass there).
 """
@@ -54,6 +56,8 @@ def tiling_defines(text):
 # (NN_ONLY) to keep only the N·N one, so that its loop is the only candidate.
 SOURCES = {
     "multistage": (("simt_tile.cuh", "tile_order.cuh", "13_multistage.cu"), "multistage"),
+    # The split tail's entry (with SPLIT_TAIL_PIECES=1 among the defines).
+    "multistage-tail": (("simt_tile.cuh", "tile_order.cuh", "13_multistage.cu"), "multistage_tail"),
     "simt-tma": (("simt_tile.cuh", "tile_order.cuh", "hopper.cuh", "17_simt_tma.cu"), "simt_tma"),
 }
 NN_ONLY = ("const bool a_rows = a_cs == 1, b_rows = b_rs == 1;", "const bool a_rows = true, b_rows = false;")
@@ -198,7 +202,10 @@ def find_loop(ins, labels, fma):
             body = ins[labels[m.group(1)]:i + 1]
             if sum(decode(x)[0].startswith(fma) for x in body) >= 256 and any("BAR.SYNC" in x or "SYNCS.PHASECHK" in x for x in body):
                 loops.append((sum("BRA" in x for x in body), labels[m.group(1)], i))
-    _, a, b = min(loops)
+    # With several N·N copies (e.g. multistage's whole-tile and split-tail paths), SASS_LOOP=i picks
+    # the i-th in address order (default 0).
+    fewest = sorted(x for x in loops if x[0] == min(loops)[0])
+    _, a, b = fewest[int(os.environ.get("SASS_LOOP", "0"))]
     return a, b
 
 

@@ -41,6 +41,10 @@
 // reads 4 rows × 32 bytes per warp instruction instead of one element of 8 rows' 16-byte groups,
 // from row pointers built once; its L1 wavefronts fall from 8.95 to 3.98 a copy and the shared
 // loads after it stop waiting; multistage-raster +1.2 to +7 % on H100.
+// The split tail (multistage_tail below, compiled with SPLIT_TAIL_PIECES=1, 2026-11-25): where the
+// last wave of tiles would leave a quarter of the SMs or more idle on long tiles, a launch before
+// this one cuts the last tiles into pieces of their k range over every SM (stream-K); on H100
+// +0.4 to +2.9 % from 6144³ up, and no split where it measured a loss.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
@@ -180,13 +184,14 @@ constexpr int A_LD = BM + PAD, B_LD = BN + PAD;
 constexpr int STAGE_ELEMS = BK * (A_LD + B_LD);
 __device__ __forceinline__ int next_stage(int buf) { return buf + 1 == STAGES ? 0 : buf + 1; }
 
-// The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts.
+// The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts: slices
+// [t0, t1) of the tile at (row0, col0) added into acc.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
                                                         ELEM* stages, const ELEM* __restrict__ A,
                                                         const ELEM* __restrict__ B, int K, int M, int N, int a_rs,
                                                         int a_cs, int b_rs, int b_cs, TilePath a_path,
-                                                        TilePath b_path, int row0, int col0, int slices)
+                                                        TilePath b_path, int row0, int col0, int t0, int t1)
 {
     // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
     // last k-step (whose barrier ends the slice's use of the buffer they write).
@@ -195,7 +200,8 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     using ARows = RowChunkCopy<BK, BM, A_LD, BK % 8 == 0 ? 8 : 4>;
     constexpr bool A_ROWS = COPY_A_ROWS && A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
     const ARows a_rows(A, a_rs, row0, M, K);  // unused (and so not computed) without A_ROWS
-    // Part `part` of slice t's copies into stage buffer `buf`; with t ≥ slices, zeros (k ≥ K).
+    // Part `part` of slice t's copies into stage buffer `buf`. Past t1 they fill buffers that no FMA
+    // reads (zeros past K).
     auto issue_part = [&](int t, int buf, int part) {
         ELEM* As = stages + buf * STAGE_ELEMS;
         if constexpr (A_ROWS) a_rows.template issue<PARTS>(shared_addr(As), t * BK, K, part);
@@ -208,7 +214,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
 #pragma unroll
     for (int t = 0; t < STAGES - 1; t++) {
 #pragma unroll
-        for (int p = 0; p < PARTS; p++) issue_part(t, t, p);
+        for (int p = 0; p < PARTS; p++) issue_part(t0 + t, t, p);
         cp_async_commit();
     }
     int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES - 1
@@ -218,7 +224,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
         __syncthreads();
         wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], stages, stages + BK * A_LD, 0);
     }
-    for (int t = 0; t < slices; t++) {
+    for (int t = t0; t < t1; t++) {
         if (!FRAG_PREFETCH) {
             cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
             __syncthreads();              // everyone's have; everyone is done with slice t - 1
@@ -261,8 +267,50 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     }
 }
 
-// The whole product for copy layouts A_PATH and B_PATH known at compile time (their copy loops
-// unrolled into straight-line code, simt_tile.cuh), or -1 to follow the strides at run time.
+// The plain main loop (every layout; the N·N one too without the variants): slices [t0, t1) of
+// the tile at (row0, col0) added into acc.
+template <int A_PATH, int B_PATH>
+__device__ __forceinline__ void multistage_plain_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
+                                                      ELEM* stages, const ELEM* __restrict__ A,
+                                                      const ELEM* __restrict__ B, int K, int M, int N, int a_rs,
+                                                      int a_cs, int b_rs, int b_cs, TilePath a_path,
+                                                      TilePath b_path, int row0, int col0, int t0, int t1)
+{
+    // The copies of slice t into stage buffer `buf`, as one cp.async group (an empty group past
+    // the last slice keeps the wait counts uniform).
+    auto issue = [&](int t, int buf) {
+        if (t < t1) {
+            ELEM* As = stages + buf * STAGE_ELEMS;
+            load_tile<BK, BM, A_LD, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
+            load_tile<BK, BN, B_LD, true, B_PATH>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int t = 0; t < STAGES - 1; t++) issue(t0 + t, t);
+    int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES - 1
+    for (int t = t0; t < t1; t++) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
+        __syncthreads();              // everyone's have; everyone is done with slice t - 1
+        issue(t + STAGES - 1, write);  // into slice t - 1's buffer
+        const ELEM* As = stages + read * STAGE_ELEMS;
+        wt.mma<A_LD, B_LD, SHARED32>(acc, As, As + BK * A_LD);
+        read = next_stage(read);
+        write = next_stage(write);
+    }
+}
+
+// The main loop for copy layouts A_PATH and B_PATH known at compile time (their copy loops
+// unrolled into straight-line code, simt_tile.cuh) with the variants, or the plain one.
+template <int A_PATH, int B_PATH>
+constexpr bool VARIANT_LOOP = A_PATH >= 0 && B_PATH >= 0 && SIMT_VARIANTS && (COPY_PARTS > 1 || FRAG_PREFETCH);
+
+#ifndef SPLIT_TAIL_PIECES
+#define SPLIT_TAIL_PIECES 0
+#endif
+#if !SPLIT_TAIL_PIECES
+// The whole product for copy layouts A_PATH and B_PATH known at compile time, or -1 to follow the
+// strides at run time.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                                 ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs,
@@ -276,25 +324,13 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
 
-    // The copies of slice t into stage buffer `buf`, as one cp.async group (an empty group past
-    // the last slice keeps the wait counts uniform).
-    auto issue = [&](int t, int buf) {
-        if (t < slices) {
-            ELEM* As = stages + buf * STAGE_ELEMS;
-            load_tile<BK, BM, A_LD, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
-            load_tile<BK, BN, B_LD, true, B_PATH>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
-        }
-        cp_async_commit();
-    };
-
     ELEM acc[WarpTile::RM][WarpTile::RN];
 #pragma unroll
     for (int i = 0; i < WarpTile::RM; i++)
 #pragma unroll
         for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
 
-    constexpr bool FIXED = A_PATH >= 0 && B_PATH >= 0;
-    if constexpr (FIXED && SIMT_VARIANTS && (COPY_PARTS > 1 || FRAG_PREFETCH)) {
+    if constexpr (VARIANT_LOOP<A_PATH, B_PATH>) {
         // The block's tile read again, for this path alone: sharing row0 and col0 with the
         // general path made ptxas spill 24 bytes in the general loop of multistage-raster (whose
         // grouped order it cannot recompute cheaply) with these variants.
@@ -302,33 +338,157 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         block_tile<true>(vby, vbx);
         const int vrow0 = vby * BM, vcol0 = vbx * BN;
         multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
-                                                b_path, vrow0, vcol0, slices);
+                                                b_path, vrow0, vcol0, 0, slices);
         cp_async_wait<0>();
         wt.store<SCALAR_C>(C, acc, vrow0, vcol0, M, N);
         return;
     }
-
-#pragma unroll
-    for (int t = 0; t < STAGES - 1; t++) issue(t, t);
-    int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES - 1
-    for (int t = 0; t < slices; t++) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
-        __syncthreads();              // everyone's have; everyone is done with slice t - 1
-        issue(t + STAGES - 1, write);  // into slice t - 1's buffer
-        const ELEM* As = stages + read * STAGE_ELEMS;
-        wt.mma<A_LD, B_LD, SHARED32>(acc, As, As + BK * A_LD);
-        read = next_stage(read);
-        write = next_stage(write);
-    }
+    multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path, b_path,
+                                          row0, col0, 0, slices);
     cp_async_wait<0>();
     wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
 }
 
 // Two copies of the main loop: the N·N layouts fixed at compile time, and any (simt_tile.cuh).
+// Blocks at or past `tiles` in the block order exit at once: with a split tail, multistage_tail
+// (below, a launch before this one) computes those tiles.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
+           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles)
 {
+    if (static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x) >= tiles) return;
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
     WITH_TILE_PATHS(a_path, b_path, multistage_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
 }
+#else
+// The split tail (SPLIT_TAIL_PIECES = 1 compiles this entry instead of `multistage`; 2026-11-25):
+// stream-K over the last partial wave. The ★ tilings run one block per SM, so C's tiles go out in
+// waves of G = SMs × blocks per SM; when the tile count T is not a multiple of G, the last wave
+// runs T mod G tiles and leaves the other SMs idle for a whole tile's time (4096² in 128×256
+// tiles: 512 = 3·132 + 116). The host (cuda/mod.rs, split_launch) then launches this kernel first,
+// with G blocks that share the last R = T mod G tiles' W = R·S slices (S per tile) evenly: block s
+// takes slices [s·W/G, (s + 1)·W/G) of them, tile-major in the block order, so each of those tiles
+// is cut into pieces, runs of its k slices computed by consecutive blocks. Then `multistage`
+// computes the first T − R tiles whole, in whole waves. Every piece writes its partial sums to its
+// block's slot in `partials` (in the lane's own order: coalesced) and counts itself in its tile's
+// `arrivals`; the piece that arrives last adds all of the tile's slots in k order (the same sum
+// whichever piece is last), stores C and resets the count for the next launch. No block waits for
+// another, so nothing depends on which blocks are resident at once. Predicted: the R tiles' time
+// falls from S slices to W/G plus a partial write and read per piece, and the launches' seam
+// costs a few µs; shapes of whole waves ran 1.6 % faster at 4096 and 8192 (docs/kernels.md,
+// "Wave quantization, measured"), so +1 to +1.5 % there. Measured on an H100 (interleaved,
+// scripts/ab-specs/simt-split-tail*.spec): this kernel's slices run ~10 % slower than whole
+// tiles' (ncu: its blocks read at staggered k, so the L2 serves 45 % of their reads against 88 %;
+// and its loop has FFMAs reading three registers of one bank), so a split loses where the last
+// wave is nearly full (4096³: 116 of 132 tiles, −1.9 %) or the tiles are short (K ≤ 1024: −7 to
+// −10 %), and gains where a quarter of the SMs or more would idle on long tiles (6144³ to
+// 16384³): multistage f32 +0.4 to +2.1 %, multistage-raster f32 −0.2 to +0.9 %, u32 +2.3 to +2.9 %. The
+// host plans a split only there (cuda::split_tail_plan); MATMUL_KERNEL_DEFINES=SPLIT_TAIL=0 makes
+// it launch every tile whole (for A/B runs). Every block it plans gets slices (W ≥ G), which the
+// counts rely on.
+// A separate launch, not blocks of the same one: with both kinds of block in one kernel, ptxas
+// allocated the whole-tile loop's registers differently (FFMAs reading three registers of one
+// bank: 6.3 % of them, against 0), whatever the code around it.
+struct SplitTail {
+    int first_tile;      // T − R: the first tile of the tail, in the block order
+    ELEM* partials;      // per block, 2 slots of BM·BN: its first piece's sums and its last's
+    unsigned* arrivals;  // per tail tile, how many of its pieces have finished (0 between launches)
+};
+
+// The piece of tail tile u (0-based) that block s computed, in acc: publishes it in s's slot, and
+// if it is the tile's last piece to arrive, replaces acc with the sum of every piece's slot, in k
+// order. Returns whether acc now holds the tile's C. W: the tail's slices; `word`: a shared word.
+__device__ __forceinline__ bool gather_tail(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const SplitTail& split, int s,
+                                            int u, long long W, int slices, unsigned* word)
+{
+    const long long u0 = static_cast<long long>(u) * slices;  // the tile's first slice in the tail
+    const long long G = gridDim.x;
+    auto start = [&](int b) { return b * W / G; };
+    auto owner = [&](long long x) { return static_cast<int>(((x + 1) * G - 1) / W); };  // last b: start(b) ≤ x
+    // A block's first piece goes in its slot 0, its last (begun in an earlier tile) in slot 1.
+    auto slot = [&](int b) {
+        return split.partials + static_cast<size_t>(2 * b + (start(b) < u0 ? 1 : 0)) * (BM * BN) + threadIdx.x;
+    };
+    ELEM* mine = slot(s);
+#pragma unroll
+    for (int i = 0; i < WarpTile::RM; i++)
+#pragma unroll
+        for (int j = 0; j < WarpTile::RN; j++) mine[(i * WarpTile::RN + j) * THREADS] = acc[i][j];
+    __threadfence();  // the sums are visible before the count that announces them
+    __syncthreads();
+    const int first = owner(u0), last = owner(u0 + slices - 1);
+    if (threadIdx.x == 0) *word = atomicAdd(&split.arrivals[u], 1u);
+    __syncthreads();
+    if (*word != static_cast<unsigned>(last - first)) return false;
+    __threadfence();  // every other piece's sums are visible to the reads below
+    if (threadIdx.x == 0) split.arrivals[u] = 0;
+#pragma unroll
+    for (int i = 0; i < WarpTile::RM; i++)
+#pragma unroll
+        for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
+    for (int b = first; b <= last; b++) {
+        const ELEM* p = slot(b);
+#pragma unroll
+        for (int i = 0; i < WarpTile::RM; i++)
+#pragma unroll
+            for (int j = 0; j < WarpTile::RN; j++) acc[i][j] += __ldcg(p + (i * WarpTile::RN + j) * THREADS);
+    }
+    return true;
+}
+
+// The block's pieces: its slices [pos, end) of the tail, tile-major, one tile at a time.
+template <int A_PATH, int B_PATH>
+__device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs, int b_rs,
+                                          int b_cs, TilePath a_path, TilePath b_path, const SplitTail split)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    ELEM* stages = reinterpret_cast<ELEM*>(smem);  // (STAGES, [As (BK, A_LD), Bs (BK, B_LD)])
+    const WarpTile wt(threadIdx.x);
+    const int slices = (K + BK - 1) / BK;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int s = blockIdx.x;
+    const long long W = static_cast<long long>(tiles_m * tiles_n - split.first_tile) * slices;
+    long long pos = s * W / gridDim.x;
+    const long long end = (s + 1) * W / gridDim.x;
+    for (bool first = true; pos < end; first = false) {
+        if (!first) __syncthreads();  // every warp is done with the last piece's buffers
+        const int u = static_cast<int>(pos / slices);  // the tail tile
+        const int t0 = static_cast<int>(pos - static_cast<long long>(u) * slices);
+        const int t1 = static_cast<int>(min(static_cast<long long>(slices), t0 + (end - pos)));
+        pos += t1 - t0;
+        // The tile's (row, column) of tiles, in the block order of `multistage` (block_tile).
+        const int tile = split.first_tile + u;
+        int by, bx;
+        if (RASTER_GROUP > 0) tile_coords(tile, tiles_m, tiles_n, RASTER_GROUP, by, bx);
+        else by = tile / tiles_n, bx = tile % tiles_n;
+        const int row0 = by * BM, col0 = bx * BN;
+
+        ELEM acc[WarpTile::RM][WarpTile::RN];
+#pragma unroll
+        for (int i = 0; i < WarpTile::RM; i++)
+#pragma unroll
+            for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
+        if constexpr (VARIANT_LOOP<A_PATH, B_PATH>)
+            multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
+                                                    b_path, row0, col0, t0, t1);
+        else
+            multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
+                                                  b_path, row0, col0, t0, t1);
+        cp_async_wait<0>();
+        if ((t0 > 0 || t1 < slices) && !gather_tail(acc, split, s, u, W, slices, reinterpret_cast<unsigned*>(smem)))
+            continue;  // another piece of the tile stores it
+        wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+multistage_tail(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K,
+                int a_rs, int a_cs, int b_rs, int b_cs, int first_tile, ELEM* __restrict__ partials,
+                unsigned* __restrict__ arrivals)
+{
+    const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
+    const SplitTail split{first_tile, partials, arrivals};
+    WITH_TILE_PATHS(a_path, b_path, tail_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path, split);
+}
+#endif

@@ -476,6 +476,12 @@ pub struct CudaSource {
     /// boxed by its tiling after the usual arguments, `cuda/tma.rs` `simt_maps`); its tilings
     /// follow [`TMA_TILING_RULE`] too.
     pub tma_tiles: bool,
+    /// A SIMT kernel that can split its last partial wave (13_multistage.cu, "The split tail"):
+    /// its entry takes one more argument, the number of tiles it computes whole (the first ones
+    /// of its block order; blocks past them exit), and the same file compiled with
+    /// `SPLIT_TAIL_PIECES=1` has the entry `<entry>_tail` that computes the rest in pieces
+    /// (`cuda::split_tail_plan`).
+    pub split_tail: bool,
 }
 
 /// What a TMA SIMT kernel (17_simt_tma.cu) asks of a tiling beyond [`Tiling::check`]: a box edge is
@@ -596,6 +602,13 @@ impl KernelSpec {
             Some(entry) => entry.to_string(),
             None => self.name.replace('-', "_"),
         }
+    }
+
+    /// The entry of the split-tail build ([`CudaSource::split_tail`]): the entry point + `_tail`.
+    pub fn tail_entry_point(&self) -> Option<String> {
+        self.cuda_source()
+            .filter(|s| s.split_tail)
+            .map(|_| format!("{}_tail", self.entry_point()))
     }
 
     pub fn cuda_source(&self) -> Option<&CudaSource> {
@@ -879,6 +892,7 @@ macro_rules! cu_source {
             zero_output: false,
             narrow_c: false,
             tma_tiles: false,
+            split_tail: false,
         }
     };
 }
@@ -967,8 +981,20 @@ macro_rules! simt {
             zero_output: false,
             narrow_c: false,
             tma_tiles: false,
+            split_tail: false,
         })
     };
+}
+
+/// `implementation` (a CUDA source) with [`CudaSource::split_tail`] set.
+const fn with_split_tail(implementation: Implementation) -> Implementation {
+    match implementation {
+        Implementation::Cuda(src) => Implementation::Cuda(CudaSource {
+            split_tail: true,
+            ..src
+        }),
+        other => other,
+    }
 }
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
@@ -1189,7 +1215,7 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: SIMT,
         constraints: &[],
         traffic: Traffic::BlockTiled,
-        implementation: simt!("13_multistage.cu", None, WARPTILE.with_stages(3)),
+        implementation: with_split_tail(simt!("13_multistage.cu", None, WARPTILE.with_stages(3))),
     },
     KernelSpec {
         name: "multistage-raster",
@@ -1200,12 +1226,12 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: SIMT,
         constraints: &[],
         traffic: Traffic::BlockTiled,
-        implementation: simt!(
+        implementation: with_split_tail(simt!(
             "13_multistage.cu",
             Some("multistage"),
             Tiling::block(128, 256, 16, 8, 4).warps(64, 64, 2).with_stages(3).with_pad(4),
             &[("RASTER_GROUP", "8")]
-        ),
+        )),
     },
     KernelSpec {
         name: "simt-tma",
@@ -1230,6 +1256,7 @@ pub static KERNELS: &[KernelSpec] = &[
             zero_output: false,
             narrow_c: false,
             tma_tiles: true,
+            split_tail: false,
         }),
     },
     mma_kernel!(

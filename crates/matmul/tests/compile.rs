@@ -1,6 +1,7 @@
 //! NVRTC compiles every CUDA kernel of the registry × each of its dtypes for Hopper (sm_90a) and
 //! Ampere (sm_80; the sm_90a-only wgmma kernel for Hopper alone), at the registry's tile and at the puzzles' TILE 3, the SIMT ladder at its
-//! default tiling and three of `matmul tune`'s candidates; any compile error, or a spill at a
+//! default tiling and three of `matmul tune`'s candidates (a split-tail kernel's tail build too,
+//! 13_multistage.cu); any compile error, or a spill at a
 //! kernel's registry default (a spilling tune candidate is only reported), fails. Needs libnvrtc only (no driver, no GPU): CI installs the PyPI wheel
 //! `nvidia-cuda-nvrtc==13.0.*` and puts its `nvidia/cu13/lib` on LD_LIBRARY_PATH.
 //!
@@ -112,7 +113,11 @@ fn every_kernel_compiles_without_spills() {
                 for arch in ARCHS {
                     // wgmma, setmaxnreg and TMA exist on sm_90a alone
                     if kernel.compiles_for(arch) {
-                        jobs.push((kernel, types, opts.clone(), arch));
+                        jobs.push((kernel, types, opts, arch, false));
+                        // and the split-tail build of a kernel that has one
+                        if kernel.tail_entry_point().is_some() {
+                            jobs.push((kernel, types, opts, arch, true));
+                        }
                     }
                 }
             }
@@ -120,14 +125,23 @@ fn every_kernel_compiles_without_spills() {
     }
     let compiled: Vec<_> = jobs
         .par_iter()
-        .map(|(kernel, types, opts, arch)| {
-            compile::compile_with_cache(kernel, *types, opts, arch, &cache)
+        .map(|(kernel, types, opts, arch, tail)| {
+            if *tail {
+                compile::compile_tail_with_cache(kernel, *types, opts, arch, &cache)
+            } else {
+                compile::compile_with_cache(kernel, *types, opts, arch, &cache)
+            }
         })
         .collect();
     let count = jobs.len();
     let mut failures = Vec::new();
-    for ((kernel, types, opts, arch), compiled) in jobs.iter().zip(compiled) {
-        let label = format!("{} {types} {} {arch}", kernel.name, opts.label());
+    for ((kernel, types, opts, arch, tail), compiled) in jobs.iter().zip(compiled) {
+        let name = if *tail {
+            format!("{} (tail)", kernel.name)
+        } else {
+            kernel.name.to_string()
+        };
+        let label = format!("{name} {types} {} {arch}", opts.label());
         let compiled = match compiled {
             Ok(c) => c,
             Err(e) => {
@@ -135,7 +149,10 @@ fn every_kernel_compiles_without_spills() {
                 continue;
             }
         };
-        let entry = kernel.entry_point();
+        let entry = match tail {
+            true => kernel.tail_entry_point().expect("a split-tail kernel"),
+            false => kernel.entry_point(),
+        };
         let Some(info) = compiled.function(&entry) else {
             failures.push(format!(
                 "{label}: ptxas reported nothing for `{entry}`:\n{}",
@@ -145,7 +162,7 @@ fn every_kernel_compiles_without_spills() {
         };
         println!(
             "{:<14} {:<5} {:<28} {:<7} {:>5} {:>5} {:>6} {:>6} {:>3}/{:<3}",
-            kernel.name,
+            name,
             types.to_string(),
             kernel
                 .tile(opts)

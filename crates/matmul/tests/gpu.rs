@@ -415,6 +415,84 @@ fn tile_overrides() {
     );
 }
 
+/// The split tail (13_multistage.cu, `multistage_tail`): shapes whose last partial wave the
+/// backend cuts into pieces on this device, at the registry's tiling and every tiling of the
+/// built-in tune tables, f32 and u32, against the reference with C poisoned first. Each problem runs
+/// twice on one backend: the second run reuses the workspace and its counters, which the first must
+/// have left at zero (a tile whose count is off is never stored and stays poisoned). Each kernel
+/// must split at least one of them, or the test would test nothing.
+#[test]
+fn split_tail() {
+    let Some(backend) = gpu() else { return };
+    // 64×64×25344: one tile, in a piece per block (132 on an H100); 385×1019×2100: every tile in
+    // pieces, edge tiles, pieces that end in K's partial slice; 1400×1900×2050 and 1400×3800×2050:
+    // whole tiles before the tail (multistage's 128×128: 165 = 132 + 33 and 330 = 2·132 + 66 tiles;
+    // multistage-raster's 128×256: 88, all tail, and 165). (The plan splits tiles of 128 slices
+    // and more only: cuda::TAIL_MIN_SLICES.) Under MATMUL_TEST_SMALL (compute-sanitizer) fewer, at
+    // the registry's tiling only.
+    let long_k = (64, 64, 25344);
+    let shapes: &[(usize, usize, usize)] = if tiny_only() {
+        &[long_k]
+    } else if small_only() {
+        &[long_k, (385, 1019, 2100)]
+    } else {
+        &[
+            long_k,
+            (385, 1019, 2100),
+            (1400, 1900, 2050),
+            (1400, 3800, 2050),
+        ]
+    };
+    let mut failures = Vec::new();
+    for kernel in KERNELS.iter().filter(|k| k.tail_entry_point().is_some()) {
+        let mut split = 0;
+        for &dtype in kernel.dtypes {
+            let mut options = vec![RunOptions::default()];
+            for e in matmul::tune::builtin_tables()
+                .into_iter()
+                .filter(|_| !small_only())
+                .flat_map(|t| t.entries)
+            {
+                if e.kernel == kernel.name
+                    && e.dtype == dtype
+                    && !options.contains(&RunOptions::tiling(e.tiling))
+                {
+                    options.push(RunOptions::tiling(e.tiling));
+                }
+            }
+            for opts in options {
+                for &(m, n, k) in shapes {
+                    for &(op_a, op_b) in ops_for(m, n, k) {
+                        let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                        let label = format!("{} {} {problem}", kernel.name, opts.label());
+                        match backend.tail_split(kernel, &problem, opts) {
+                            Ok(Some(_)) => split += 1,
+                            Ok(None) => {}
+                            Err(e) => failures.push(format!("{label}: planning the split: {e}")),
+                        }
+                        for _ in 0..2 {
+                            failures.extend(verify(&backend, kernel, &problem, opts));
+                        }
+                    }
+                }
+            }
+        }
+        println!("RESULT {:<17} {split} problems split", kernel.name);
+        if split == 0 {
+            failures.push(format!(
+                "{}: no shape split its tail on this device",
+                kernel.name
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Tiling overrides (RunOptions.tiling, what `matmul tune` searches): every SIMT-ladder kernel at
 /// a spread of its tune candidates and at every tiling of the built-in tune tables, on awkward
 /// shapes, and a refusal for a broken tiling.

@@ -278,10 +278,60 @@ pub fn compile_with_cache(
     cache: &DiskCache,
 ) -> Result<Compiled> {
     let defines = kernel_defines(kernel, types, opts)?;
-    let src = kernel.cuda_source().expect("checked by kernel_defines");
-    let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
-    compiled.name = kernel.name.to_string();
+    compile_kernel_source(kernel, &defines, arch, cache, kernel.name.to_string())
+}
+
+/// `kernel`'s source compiled with `defines` (checked by their maker), the result named `name`.
+fn compile_kernel_source(
+    kernel: &KernelSpec,
+    defines: &[(String, String)],
+    arch: &str,
+    cache: &DiskCache,
+    name: String,
+) -> Result<Compiled> {
+    let src = kernel.cuda_source().expect("checked by the defines' maker");
+    let mut compiled = compile_source(src.file, &src.full_text(), defines, arch, cache)?;
+    compiled.name = name;
     Ok(compiled)
+}
+
+/// The define that compiles a split-tail kernel's `<entry>_tail` instead of its main entry
+/// ([`CudaSource::split_tail`](crate::registry::CudaSource::split_tail)).
+pub const TAIL_PIECES: (&str, &str) = ("SPLIT_TAIL_PIECES", "1");
+
+/// `kernel`'s split-tail build: its defines plus [`TAIL_PIECES`]; an error for a kernel without one.
+pub fn tail_defines(
+    kernel: &KernelSpec,
+    types: impl Into<Types>,
+    opts: &RunOptions,
+) -> Result<Vec<(String, String)>> {
+    if kernel.tail_entry_point().is_none() {
+        return Err(Error::Invalid(format!(
+            "kernel `{}` has no split-tail entry",
+            kernel.name
+        )));
+    }
+    let mut defines = kernel_defines(kernel, types, opts)?;
+    defines.push((TAIL_PIECES.0.to_string(), TAIL_PIECES.1.to_string()));
+    Ok(defines)
+}
+
+/// [`compile_with_cache`] for `kernel`'s split-tail build ([`tail_defines`]).
+pub fn compile_tail_with_cache(
+    kernel: &KernelSpec,
+    types: impl Into<Types>,
+    opts: &RunOptions,
+    arch: &str,
+    cache: &DiskCache,
+) -> Result<Compiled> {
+    let defines = tail_defines(kernel, types, opts)?;
+    compile_kernel_source(
+        kernel,
+        &defines,
+        arch,
+        cache,
+        format!("{} (tail)", kernel.name),
+    )
 }
 
 /// Compiles any CUDA C++ source (e.g. the ceilings micro-kernels) with `-D` defines for `arch`.

@@ -61,6 +61,7 @@ pub struct CudaBackend {
     info: DeviceInfo,
     loaded: Mutex<HashMap<String, Arc<Loaded>>>,
     blas: Mutex<Option<CudaBlas>>,
+    tail_workspace: Mutex<Option<Arc<TailWorkspace>>>,
 }
 
 /// An input matrix on the device.
@@ -89,9 +90,62 @@ enum Launcher {
         config: LaunchConfig,
         /// The boxes of the TMA tensor maps that follow the usual arguments (TMA kernels only).
         tma: Option<tma::Boxes>,
+        /// A split-tail kernel's extra argument and tail launch (split-tail kernels only).
+        split: Option<SplitLaunch>,
     },
     Cublas,
 }
+
+/// How a [`CudaSource::split_tail`] kernel runs a product: its main entry computes the first
+/// `whole_tiles` tiles of its block order whole (its one extra argument; blocks past them exit),
+/// after the tail entry, if the plan splits, has computed the rest in pieces.
+struct SplitLaunch {
+    whole_tiles: i32,
+    tail: Option<TailLaunch>,
+}
+
+/// The tail entry's launch: its blocks (the grid) over the tail's slices, with the workspace
+/// 13_multistage.cu's `SplitTail` describes.
+struct TailLaunch {
+    loaded: Arc<Loaded>,
+    config: LaunchConfig,
+    workspace: Arc<TailWorkspace>,
+}
+
+/// The split tail's workspace, one per backend, grown as launches need it and shared by them (one
+/// stream runs them in order, and each leaves the counters at zero).
+struct TailWorkspace {
+    /// Two slots of BM·BN accumulators per tail block.
+    partials: CudaSlice<u8>,
+    /// One counter per tail tile, zero between launches (the kernel resets them).
+    arrivals: CudaSlice<u32>,
+}
+
+/// Where a split pays, the split of the last partial wave of `tiles` tiles of `slices` k slices
+/// each, for a device that runs `wave` blocks at once (13_multistage.cu, "The split tail"): the
+/// first tile of the tail (the first `tiles − tiles mod wave` are computed whole; all of them are
+/// tail when they are fewer than a wave) and the tail's blocks (`wave`). The tail kernel's slices
+/// run ~10 % slower than whole tiles' (measured on an H100: its blocks start at staggered k, so
+/// the L2 serves 45 % of their reads against 88 %), and each piece restarts the cp.async pipeline
+/// of `stages` stages and writes and reads its partial sums. So a split is planned only where
+/// the last wave leaves at least a quarter of the blocks idle, the tiles are at least
+/// [`TAIL_MIN_SLICES`] slices long and every block gets 4 pipelines' worth of slices: on an H100
+/// no problem planned so lost, and the fuller or shorter tails measured lost up to 10 %
+/// (docs/kernels.md, "The split tail").
+pub fn split_tail_plan(tiles: u64, slices: u64, wave: u64, stages: u64) -> Option<(u64, u64)> {
+    let rest = tiles.checked_rem(wave)?;
+    let per_block = rest * slices / wave;
+    (rest > 0 && 4 * rest <= 3 * wave && slices >= TAIL_MIN_SLICES && per_block >= 4 * stages)
+        .then_some((tiles - rest, wave))
+}
+
+/// The shortest tiles (in k slices) whose tail [`split_tail_plan`] splits: on an H100 tails of 64
+/// slices lost 7–10 % split, tails of 128 and more gained 0–3 %.
+pub const TAIL_MIN_SLICES: u64 = 128;
+
+/// The kernel define that turns the split tail off (`MATMUL_KERNEL_DEFINES=SPLIT_TAIL=0`, for
+/// A/B runs): the host then launches every tile whole.
+const SPLIT_TAIL_OFF: (&str, &str) = ("SPLIT_TAIL", "0");
 
 /// The device addresses of one launch's operands and output and, for a TMA kernel, their tensor
 /// maps (encoded on the host before any timed region).
@@ -130,6 +184,7 @@ impl CudaBackend {
             info,
             loaded: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
+            tail_workspace: Mutex::new(None),
         })
     }
 
@@ -408,10 +463,22 @@ impl CudaBackend {
                     }
                     config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
                 }
+                let split = match src.geometry {
+                    Geometry::BlockTile { tiling } if src.split_tail => Some(self.split_launch(
+                        kernel,
+                        problem,
+                        opts,
+                        &loaded,
+                        &config,
+                        opts.tiling.unwrap_or(tiling),
+                    )?),
+                    _ => None,
+                };
                 Ok(Launcher::Kernel {
                     loaded,
                     config,
                     tma,
+                    split,
                 })
             }
             Implementation::Cublas => {
@@ -430,6 +497,151 @@ impl CudaBackend {
                 backend: "cuda".into(),
             }),
         }
+    }
+
+    /// Where [`split_tail_plan`] splits `problem`'s tail for split-tail `kernel` (loaded as
+    /// `main`, launched with `config` at `tiling`): the first tail tile and the tail's blocks.
+    fn tail_plan(
+        &self,
+        problem: &Problem,
+        defines: &[(String, String)],
+        main: &Loaded,
+        config: &LaunchConfig,
+        tiling: crate::registry::Tiling,
+    ) -> Result<Option<(u64, u64)>> {
+        let off = (SPLIT_TAIL_OFF.0.to_string(), SPLIT_TAIL_OFF.1.to_string());
+        if defines.contains(&off) {
+            return Ok(None);
+        }
+        let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
+        let wave = self.blocks_per_sm(main, config)? as u64 * self.info.sm_count as u64;
+        let slices = problem.k.div_ceil(tiling.bk as usize) as u64;
+        Ok(split_tail_plan(tiles, slices, wave, tiling.stages as u64))
+    }
+
+    /// How many blocks of `loaded` one SM holds at once, launched with `config`.
+    fn blocks_per_sm(&self, loaded: &Loaded, config: &LaunchConfig) -> Result<u32> {
+        let (threads, shared) = (config.block_dim.0, config.shared_mem_bytes as usize);
+        loaded
+            .func
+            .occupancy_max_active_blocks_per_multiprocessor(threads, shared, None)
+            .ctx(|| {
+                format!(
+                    "cuOccupancyMaxActiveBlocksPerMultiprocessor for {}",
+                    loaded.entry
+                )
+            })
+    }
+
+    /// How split-tail `kernel` (loaded as `main`, launched with `config` at `tiling`) runs
+    /// `problem`: whole tiles, or a tail in pieces first where [`split_tail_plan`] says it pays.
+    fn split_launch(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        opts: &RunOptions,
+        main: &Loaded,
+        config: &LaunchConfig,
+        tiling: crate::registry::Tiling,
+    ) -> Result<SplitLaunch> {
+        let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
+        // can_run bounds every matrix below 2^31 elements, and C has a tile per BM×BN of them.
+        let whole = |tiles: u64| i32::try_from(tiles).expect("fewer tiles than elements of C");
+        let unsplit = SplitLaunch {
+            whole_tiles: whole(tiles),
+            tail: None,
+        };
+        let defines = compile::tail_defines(kernel, problem.types(), opts)?;
+        let Some((first_tile, blocks)) = self.tail_plan(problem, &defines, main, config, tiling)?
+        else {
+            return Ok(unsplit);
+        };
+        let entry = kernel.tail_entry_point().expect("a split-tail kernel");
+        let src = kernel.cuda_source().expect("a CUDA kernel");
+        let tail = self.load(src.file, &src.full_text(), &defines, &entry)?;
+        self.allow_dynamic_shared(&tail, config.shared_mem_bytes as usize)?;
+        if self.blocks_per_sm(&tail, config)? as u64 * (self.info.sm_count as u64) < blocks {
+            return Ok(unsplit); // the tail's blocks would not all run at once
+        }
+        let slot = (tiling.bm * tiling.bn) as usize * problem.dtype.input_bytes();
+        let workspace = self.tail_workspace(
+            2 * blocks as usize * slot,
+            (tiles - first_tile) as usize,
+            problem,
+        )?;
+        Ok(SplitLaunch {
+            whole_tiles: whole(first_tile),
+            tail: Some(TailLaunch {
+                loaded: tail,
+                config: LaunchConfig {
+                    grid_dim: (blocks as u32, 1, 1),
+                    ..*config
+                },
+                workspace,
+            }),
+        })
+    }
+
+    /// The split tail's workspace with at least `bytes` of partial sums and `counters` counters:
+    /// the backend's, or a larger one that replaces it.
+    fn tail_workspace(
+        &self,
+        bytes: usize,
+        counters: usize,
+        problem: &Problem,
+    ) -> Result<Arc<TailWorkspace>> {
+        let mut cached = self
+            .tail_workspace
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (have_bytes, have_counters) = cached
+            .as_ref()
+            .map_or((0, 0), |w| (w.partials.len(), w.arrivals.len()));
+        if let Some(w) = cached
+            .as_ref()
+            .filter(|_| bytes <= have_bytes && counters <= have_counters)
+        {
+            return Ok(w.clone());
+        }
+        let what = || format!("allocating the split tail's workspace for {problem}");
+        let w = Arc::new(TailWorkspace {
+            // SAFETY: a piece writes its slot before any block reads it (the counters order them).
+            partials: unsafe { self.stream.alloc::<u8>(bytes.max(have_bytes)) }.ctx(what)?,
+            arrivals: self
+                .stream
+                .alloc_zeros::<u32>(counters.max(have_counters))
+                .ctx(what)?,
+        });
+        *cached = Some(w.clone());
+        Ok(w)
+    }
+
+    /// How `kernel` runs `problem` with `opts`, if it splits the tail ([`CudaSource::split_tail`]
+    /// and [`split_tail_plan`]): the first tile of the tail and the blocks that share it. None
+    /// where every tile is computed whole.
+    pub fn tail_split(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        opts: RunOptions,
+    ) -> Result<Option<(u64, u64)>> {
+        let Some(src) = kernel.cuda_source().filter(|s| s.split_tail) else {
+            return Ok(None);
+        };
+        let Geometry::BlockTile { tiling } = src.geometry else {
+            return Ok(None);
+        };
+        let config = self.launch_config(kernel, src, problem, &opts)?;
+        let main = self.load_kernel(kernel, problem.types(), &opts)?;
+        self.allow_dynamic_shared(&main, config.shared_mem_bytes as usize)?;
+        let defines = compile::tail_defines(kernel, problem.types(), &opts)?;
+        self.tail_plan(
+            problem,
+            &defines,
+            &main,
+            &config,
+            opts.tiling.unwrap_or(tiling),
+        )
     }
 
     /// The operands of one launch: `a`, `b` and `c` as they are, plus tensor maps for a TMA
@@ -460,7 +672,12 @@ impl CudaBackend {
     fn launch(&self, launcher: &Launcher, problem: &Problem, ops: &Operands) -> Result<()> {
         let (a, b, c) = (ops.a, ops.b, ops.c);
         match launcher {
-            Launcher::Kernel { loaded, config, .. } => {
+            Launcher::Kernel {
+                loaded,
+                config,
+                split,
+                ..
+            } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
                 let (sa, sb) = (problem.a_strides(), problem.b_strides());
                 let args = [
@@ -472,17 +689,45 @@ impl CudaBackend {
                     int(sb.row),
                     int(sb.col),
                 ];
+                if let Some(SplitLaunch {
+                    whole_tiles,
+                    tail: Some(tail),
+                }) = split
+                {
+                    let mut builder = self.stream.launch_builder(&tail.loaded.func);
+                    builder.arg(&a).arg(&b).arg(&c);
+                    for v in &args {
+                        builder.arg(v);
+                    }
+                    builder
+                        .arg(whole_tiles)
+                        .arg(&tail.workspace.partials)
+                        .arg(&tail.workspace.arrivals);
+                    // SAFETY: the tail entry's ABI: the usual three pointers and seven ints, the
+                    // first tail tile, the workspace (two BM×BN slots per block of the grid) and
+                    // one counter per tail tile, zero as the last launch left them.
+                    unsafe { builder.launch(tail.config) }.ctx(|| {
+                        format!("launching {} with {:?}", tail.loaded.entry, tail.config)
+                    })?;
+                    if *whole_tiles == 0 {
+                        return Ok(());
+                    }
+                }
                 let mut builder = self.stream.launch_builder(&loaded.func);
                 builder.arg(&a).arg(&b).arg(&c);
                 for v in &args {
                     builder.arg(v);
                 }
+                if let Some(split) = split {
+                    builder.arg(&split.whole_tiles);
+                }
                 if let Some([map_a, map_b, map_c]) = &ops.maps {
                     builder.arg(map_a).arg(map_b).arg(map_c);
                 }
                 // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-                // and for a TMA kernel three tensor maps); the buffers are sized for `problem`,
-                // which the kernels index within (TMA bounds its own reads).
+                // for a split-tail kernel the tiles it computes, and for a TMA kernel three tensor
+                // maps); the buffers are sized for `problem`, which the kernels index within (TMA
+                // bounds its own reads).
                 unsafe { builder.launch(*config) }
                     .map(|_| ())
                     .ctx(|| format!("launching {} with {config:?}", loaded.entry))
@@ -750,5 +995,39 @@ impl Backend for CudaBackend {
                     .ctx(|| "reading a timing event".into())
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_tail_plan;
+
+    #[test]
+    fn split_tail_plans() {
+        // The ★ tiling (128×256, BK 16, 3 stages) on 132 SMs at one block each.
+        let plan = |m: u64, n: u64, k: u64| {
+            split_tail_plan(m.div_ceil(128) * n.div_ceil(256), k.div_ceil(16), 132, 3)
+        };
+        // 8192²: 2048 = 15·132 + 68 tiles, the last 68 in pieces over 132 blocks; 16384²:
+        // 8192 = 62·132 + 8; 10240²: 3200 = 24·132 + 32; 6144²: 1152 = 8·132 + 96.
+        assert_eq!(plan(8192, 8192, 8192), Some((1980, 132)));
+        assert_eq!(plan(16384, 16384, 16384), Some((8184, 132)));
+        assert_eq!(plan(10240, 10240, 10240), Some((3168, 132)));
+        assert_eq!(plan(6144, 6144, 6144), Some((1056, 132)));
+        // Fewer tiles than a wave: all of them in pieces (one tile, K = 25344: 12 slices a block).
+        assert_eq!(plan(64, 64, 25344), Some((0, 132)));
+        // A last wave over three quarters full stays whole: 4096² (116 of 132), 12288² (120).
+        assert_eq!(plan(4096, 4096, 4096), None);
+        assert_eq!(plan(12288, 12288, 4096), None);
+        // Whole waves: nothing to split (4224×4096: 528 = 4·132).
+        assert_eq!(plan(4224, 4096, 4096), None);
+        // Tiles shorter than TAIL_MIN_SLICES: 1000³ (63 slices), 8192×8192×2032 (127).
+        assert_eq!(plan(1000, 1000, 1000), None);
+        assert_eq!(plan(8192, 8192, 2032), None);
+        assert_eq!(plan(8192, 8192, 2048), Some((1980, 132)));
+        // Under 4 pipelines a block: one tile of 1250 slices over 132 blocks.
+        assert_eq!(plan(1, 1, 20000), None);
+        // No wave (a device that cannot run the kernel): no split, and no division by zero.
+        assert_eq!(split_tail_plan(10, 10, 0, 3), None);
     }
 }
