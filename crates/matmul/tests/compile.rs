@@ -8,7 +8,7 @@
 //! Without libnvrtc every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_NVRTC=1.
 //! `--nocapture` prints the ptxas table (registers, spills, shared memory, stack per kernel).
 
-use matmul::cuda::compile::{self, DiskCache};
+use matmul::cuda::compile::{self, Build, DiskCache};
 use matmul::registry::{Geometry, KERNELS};
 use matmul::{tune, DType, Error, KernelSpec, RunOptions, Tiling, Types};
 use rayon::prelude::*;
@@ -113,10 +113,10 @@ fn every_kernel_compiles_without_spills() {
                 for arch in ARCHS {
                     // wgmma, setmaxnreg and TMA exist on sm_90a alone
                     if kernel.compiles_for(arch) {
-                        jobs.push((kernel, types, opts, arch, false));
+                        jobs.push((kernel, types, opts, arch, Build::Main));
                         // and the split-tail build of a kernel that has one
                         if kernel.tail_entry_point().is_some() {
-                            jobs.push((kernel, types, opts, arch, true));
+                            jobs.push((kernel, types, opts, arch, Build::Tail));
                         }
                     }
                 }
@@ -125,22 +125,14 @@ fn every_kernel_compiles_without_spills() {
     }
     let compiled: Vec<_> = jobs
         .par_iter()
-        .map(|(kernel, types, opts, arch, tail)| {
-            if *tail {
-                compile::compile_tail_with_cache(kernel, *types, opts, arch, &cache)
-            } else {
-                compile::compile_with_cache(kernel, *types, opts, arch, &cache)
-            }
+        .map(|(kernel, types, opts, arch, build)| {
+            compile::compile_build_with_cache(kernel, *types, opts, arch, &cache, *build)
         })
         .collect();
     let count = jobs.len();
     let mut failures = Vec::new();
-    for ((kernel, types, opts, arch, tail), compiled) in jobs.iter().zip(compiled) {
-        let name = if *tail {
-            format!("{} (tail)", kernel.name)
-        } else {
-            kernel.name.to_string()
-        };
+    for ((kernel, types, opts, arch, build), compiled) in jobs.iter().zip(compiled) {
+        let name = build.name(kernel);
         let label = format!("{name} {types} {} {arch}", opts.label());
         let compiled = match compiled {
             Ok(c) => c,
@@ -149,9 +141,9 @@ fn every_kernel_compiles_without_spills() {
                 continue;
             }
         };
-        let entry = match tail {
-            true => kernel.tail_entry_point().expect("a split-tail kernel"),
-            false => kernel.entry_point(),
+        let entry = match build {
+            Build::Tail => kernel.tail_entry_point().expect("a split-tail kernel"),
+            Build::Main => kernel.entry_point(),
         };
         let Some(info) = compiled.function(&entry) else {
             failures.push(format!(

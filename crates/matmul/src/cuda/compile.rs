@@ -277,26 +277,28 @@ pub fn compile_with_cache(
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
-    let defines = kernel_defines(kernel, types, opts)?;
-    compile_kernel_source(kernel, &defines, arch, cache, kernel.name.to_string())
+    compile_build_with_cache(kernel, types, opts, arch, cache, Build::Main)
 }
 
-/// `kernel`'s source compiled with `defines` (checked by their maker), the result named `name`.
-fn compile_kernel_source(
-    kernel: &KernelSpec,
-    defines: &[(String, String)],
-    arch: &str,
-    cache: &DiskCache,
-    name: String,
-) -> Result<Compiled> {
-    let src = kernel.cuda_source().expect("checked by the defines' maker");
-    let mut compiled = compile_source(src.file, &src.full_text(), defines, arch, cache)?;
-    compiled.name = name;
-    Ok(compiled)
+/// Which build of a registry kernel's source: its entry point, or a split-tail kernel's tail
+/// entry ([`CudaSource::split_tail`](crate::registry::CudaSource::split_tail)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    Main,
+    Tail,
 }
 
-/// The define that compiles a split-tail kernel's `<entry>_tail` instead of its main entry
-/// ([`CudaSource::split_tail`](crate::registry::CudaSource::split_tail)).
+impl Build {
+    /// The name of `kernel`'s build: the kernel's, or "<kernel> (tail)".
+    pub fn name(self, kernel: &KernelSpec) -> String {
+        match self {
+            Build::Main => kernel.name.to_string(),
+            Build::Tail => format!("{} (tail)", kernel.name),
+        }
+    }
+}
+
+/// The define that compiles a split-tail kernel's `<entry>_tail` instead of its main entry.
 pub const TAIL_PIECES: (&str, &str) = ("SPLIT_TAIL_PIECES", "1");
 
 /// `kernel`'s split-tail build: its defines plus [`TAIL_PIECES`]; an error for a kernel without one.
@@ -316,22 +318,23 @@ pub fn tail_defines(
     Ok(defines)
 }
 
-/// [`compile_with_cache`] for `kernel`'s split-tail build ([`tail_defines`]).
-pub fn compile_tail_with_cache(
+/// [`compile_with_cache`] for either build of `kernel`.
+pub fn compile_build_with_cache(
     kernel: &KernelSpec,
     types: impl Into<Types>,
     opts: &RunOptions,
     arch: &str,
     cache: &DiskCache,
+    build: Build,
 ) -> Result<Compiled> {
-    let defines = tail_defines(kernel, types, opts)?;
-    compile_kernel_source(
-        kernel,
-        &defines,
-        arch,
-        cache,
-        format!("{} (tail)", kernel.name),
-    )
+    let defines = match build {
+        Build::Main => kernel_defines(kernel, types, opts)?,
+        Build::Tail => tail_defines(kernel, types, opts)?,
+    };
+    let src = kernel.cuda_source().expect("checked by the defines' maker");
+    let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
+    compiled.name = build.name(kernel);
+    Ok(compiled)
 }
 
 /// Compiles any CUDA C++ source (e.g. the ceilings micro-kernels) with `-D` defines for `arch`.
