@@ -41,10 +41,10 @@
 // reads 4 rows × 32 bytes per warp instruction instead of one element of 8 rows' 16-byte groups,
 // from row pointers built once; its L1 wavefronts fall from 8.95 to 3.98 a copy and the shared
 // loads after it stop waiting; multistage-raster +1.2 to +7 % on H100.
-// The split tail (multistage_tail below, compiled with SPLIT_TAIL_PIECES=1, 2026-11-25): where the
-// last wave of tiles would leave a quarter of the SMs or more idle on long tiles, a launch before
-// this one cuts the last tiles into pieces of their k range over every SM (stream-K); on H100
-// +0.4 to +2.9 % from 6144³ up, and no split where it measured a loss.
+// The split tail (multistage_tail below, compiled with SPLIT_TAIL_PIECES=1, 2026-11-25): from two
+// waves of tiles up, the last partial wave and half a wave more are computed in pieces of their k
+// range that the SMs draw from a queue as they finish their whole tiles, so the launch does not
+// wait for its slowest SM's last whole tile; on H100 +1 to +2 % at 8192³ and 16384³.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
@@ -356,87 +356,87 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
            int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles)
 {
+#if __CUDA_ARCH__ >= 900
+    // A programmatic dependent (multistage_tail) may start once every block has passed here.
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     if (static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x) >= tiles) return;
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
     WITH_TILE_PATHS(a_path, b_path, multistage_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
 }
 #else
 // The split tail (SPLIT_TAIL_PIECES = 1 compiles this entry instead of `multistage`; 2026-11-25):
-// stream-K over the last partial wave. The ★ tilings run one block per SM, so C's tiles go out in
-// waves of G = SMs × blocks per SM; when the tile count T is not a multiple of G, the last wave
-// runs T mod G tiles and leaves the other SMs idle for a whole tile's time (4096² in 128×256
-// tiles: 512 = 3·132 + 116). The host (cuda/mod.rs, split_launch) then launches this kernel first,
-// with G blocks that share the last R = T mod G tiles' W = R·S slices (S per tile) evenly: block s
-// takes slices [s·W/G, (s + 1)·W/G) of them, tile-major in the block order, so each of those tiles
-// is cut into pieces, runs of its k slices computed by consecutive blocks. Then `multistage`
-// computes the first T − R tiles whole, in whole waves. Every piece writes its partial sums to its
-// block's slot in `partials` (in the lane's own order: coalesced) and counts itself in its tile's
-// `arrivals`; the piece that arrives last adds all of the tile's slots in k order (the same sum
-// whichever piece is last), stores C and resets the count for the next launch. No block waits for
-// another, so nothing depends on which blocks are resident at once. Predicted: the R tiles' time
-// falls from S slices to W/G plus a partial write and read per piece, and the launches' seam
-// costs a few µs; shapes of whole waves ran 1.6 % faster at 4096 and 8192 (docs/kernels.md,
-// "Wave quantization, measured"), so +1 to +1.5 % there. Measured on an H100 (interleaved,
-// scripts/ab-specs/simt-split-tail*.spec): this kernel's slices run ~10 % slower than whole
-// tiles' (ncu: its blocks read at staggered k, so the L2 serves 45 % of their reads against 88 %;
-// and its loop has FFMAs reading three registers of one bank), so a split loses where the last
-// wave is nearly full (4096³: 116 of 132 tiles, −1.9 %) or the tiles are short (K ≤ 1024: −7 to
-// −10 %), and gains where a quarter of the SMs or more would idle on long tiles (6144³ to
-// 16384³): multistage f32 +0.4 to +2.1 %, multistage-raster f32 −0.2 to +0.9 %, u32 +2.3 to +2.9 %. The
-// host plans a split only there (cuda::split_tail_plan); MATMUL_KERNEL_DEFINES=SPLIT_TAIL=0 makes
-// it launch every tile whole (for A/B runs). Every block it plans gets slices (W ≥ G), which the
-// counts rely on.
-// A separate launch, not blocks of the same one: with both kinds of block in one kernel, ptxas
+// the last tiles in pieces, taken from a queue by whichever SM is free. Blocks take C's tiles as
+// SMs free up, so a launch ends when its slowest SM does: on an H100 the SMs' busy cycles spread
+// from their mean to 3.7 % above it at 4096³ (a last wave of 116 tiles on 132 SMs), 3.0 % at
+// 8192³ and 1.3 % at 16384³, where whole waves would leave only the SMs' own differences of
+// speed (ncu, docs/kernels.md "The split tail"). The host (cuda/mod.rs, split_launch) then has
+// `multistage` compute the first T − R tiles whole and launches this kernel right behind it as a
+// programmatic dependent (sm_90: `multistage` lets it start once its last block has started, so
+// this kernel's blocks take the SMs its blocks free) with one block per resident slot. Its blocks
+// draw pieces from a queue until none is left: piece i is piece j = i / R of tail tile u = i mod R,
+// slices [j·S/P, (j + 1)·S/P) of its S, so the pieces running at once are at the same k of
+// neighbouring tiles (the L2 serves them as it serves whole tiles). A tile's pieces add up in
+// order through one workspace slot: piece j waits until the tile's count says j pieces are in,
+// adds the slot's sums to its own (piece 0 has none), and writes the slot back, or, if it is the
+// last, stores C and resets the count for the next launch. A piece only waits for pieces drawn
+// before it, whose blocks are running, so every wait ends. The last block to leave resets the
+// queue. The sum of a tile is the same whichever block computes which piece.
+// Measured on an H100 (interleaved, scripts/ab-specs/simt-tail-queue.spec): multistage-raster f32
+// 54.2 against 53.6 TFLOP/s at 16384³ (cuBLAS 54.1), 53.7 against 52.6 at 8192³ (pieces of 64
+// slices); multistage +1 to +2.4 %, u32 +1.6 % at 8192³. At 4096³ (a last wave of 116 tiles on 132
+// SMs) every tail lost 2–4 %, so the host plans none there (cuda::split_tail_plan). A first
+// version, which cut the last wave's tiles into equal runs of slices per block (stream-K) and
+// ran before `multistage`, gained less: its blocks read at staggered k (L2 hits 45 % against 88 %).
+// A separate kernel, not blocks of `multistage`: with both kinds of block in one kernel, ptxas
 // allocated the whole-tile loop's registers differently (FFMAs reading three registers of one
 // bank: 6.3 % of them, against 0), whatever the code around it.
 struct SplitTail {
-    int first_tile;      // T − R: the first tile of the tail, in the block order
-    ELEM* partials;      // per block, 2 slots of BM·BN: its first piece's sums and its last's
-    unsigned* arrivals;  // per tail tile, how many of its pieces have finished (0 between launches)
+    int first_tile;   // T − R: the first tile of the tail, in the block order
+    int pieces;       // P: pieces per tail tile
+    ELEM* partials;   // one slot of BM·BN sums per tail tile (in the lane's own order: coalesced)
+    unsigned* sync;   // [0] the next piece to draw, [1] the blocks that have left, [2 + u] tile u's pieces in
 };
 
-// The piece of tail tile u (0-based) that block s computed, in acc: publishes it in s's slot, and
-// if it is the tile's last piece to arrive, replaces acc with the sum of every piece's slot, in k
-// order. Returns whether acc now holds the tile's C. W: the tail's slices; `word`: a shared word.
-__device__ __forceinline__ bool gather_tail(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const SplitTail& split, int s,
-                                            int u, long long W, int slices, unsigned* word)
+// Piece j of tail tile u, computed in acc, added to the pieces before it through u's slot. Returns
+// whether acc now holds the tile's C (j is its last piece).
+__device__ __forceinline__ bool chain_piece(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const SplitTail& split, int u,
+                                            int j)
 {
-    const long long u0 = static_cast<long long>(u) * slices;  // the tile's first slice in the tail
-    const long long G = gridDim.x;
-    auto start = [&](int b) { return b * W / G; };
-    auto owner = [&](long long x) { return static_cast<int>(((x + 1) * G - 1) / W); };  // last b: start(b) ≤ x
-    // A block's first piece goes in its slot 0, its last (begun in an earlier tile) in slot 1.
-    auto slot = [&](int b) {
-        return split.partials + static_cast<size_t>(2 * b + (start(b) < u0 ? 1 : 0)) * (BM * BN) + threadIdx.x;
-    };
-    ELEM* mine = slot(s);
-#pragma unroll
-    for (int i = 0; i < WarpTile::RM; i++)
-#pragma unroll
-        for (int j = 0; j < WarpTile::RN; j++) mine[(i * WarpTile::RN + j) * THREADS] = acc[i][j];
-    __threadfence();  // the sums are visible before the count that announces them
-    __syncthreads();
-    const int first = owner(u0), last = owner(u0 + slices - 1);
-    if (threadIdx.x == 0) *word = atomicAdd(&split.arrivals[u], 1u);
-    __syncthreads();
-    if (*word != static_cast<unsigned>(last - first)) return false;
-    __threadfence();  // every other piece's sums are visible to the reads below
-    if (threadIdx.x == 0) split.arrivals[u] = 0;
-#pragma unroll
-    for (int i = 0; i < WarpTile::RM; i++)
-#pragma unroll
-        for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
-    for (int b = first; b <= last; b++) {
-        const ELEM* p = slot(b);
+    unsigned* count = split.sync + 2 + u;
+    ELEM* slot = split.partials + static_cast<size_t>(u) * (BM * BN) + threadIdx.x;
+    if (j > 0) {
+        if (threadIdx.x == 0) {
+            for (;;) {  // until pieces 0 .. j − 1 are in the slot
+                unsigned in;
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(in) : "l"(count) : "memory");
+                if (in == static_cast<unsigned>(j)) break;
+                __nanosleep(256);
+            }
+        }
+        __syncthreads();  // thread 0's acquire, and the block's reads of the slot after it
 #pragma unroll
         for (int i = 0; i < WarpTile::RM; i++)
 #pragma unroll
-            for (int j = 0; j < WarpTile::RN; j++) acc[i][j] += __ldcg(p + (i * WarpTile::RN + j) * THREADS);
+            for (int jj = 0; jj < WarpTile::RN; jj++) acc[i][jj] += __ldcg(slot + (i * WarpTile::RN + jj) * THREADS);
     }
-    return true;
+    const bool last = j == split.pieces - 1;
+    if (!last) {
+#pragma unroll
+        for (int i = 0; i < WarpTile::RM; i++)
+#pragma unroll
+            for (int jj = 0; jj < WarpTile::RN; jj++) __stcg(slot + (i * WarpTile::RN + jj) * THREADS, acc[i][jj]);
+        __threadfence();
+    }
+    __syncthreads();  // every thread's slot writes (and fence) before the count that announces them
+    if (threadIdx.x == 0) {
+        const unsigned next = last ? 0u : static_cast<unsigned>(j + 1);  // 0: ready for the next launch
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(count), "r"(next) : "memory");
+    }
+    return last;
 }
 
-// The block's pieces: its slices [pos, end) of the tail, tile-major, one tile at a time.
+// The block's pieces, drawn from the queue until it is empty.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                           ELEM* __restrict__ C, int M, int N, int K, int a_rs, int a_cs, int b_rs,
@@ -444,19 +444,21 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
 {
     extern __shared__ __align__(16) unsigned char smem[];
     ELEM* stages = reinterpret_cast<ELEM*>(smem);  // (STAGES, [As (BK, A_LD), Bs (BK, B_LD)])
+    unsigned* word = reinterpret_cast<unsigned*>(smem);  // the drawn piece, before its copies start
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int s = blockIdx.x;
-    const long long W = static_cast<long long>(tiles_m * tiles_n - split.first_tile) * slices;
-    long long pos = s * W / gridDim.x;
-    const long long end = (s + 1) * W / gridDim.x;
-    for (bool first = true; pos < end; first = false) {
-        if (!first) __syncthreads();  // every warp is done with the last piece's buffers
-        const int u = static_cast<int>(pos / slices);  // the tail tile
-        const int t0 = static_cast<int>(pos - static_cast<long long>(u) * slices);
-        const int t1 = static_cast<int>(min(static_cast<long long>(slices), t0 + (end - pos)));
-        pos += t1 - t0;
+    const int R = tiles_m * tiles_n - split.first_tile, P = split.pieces;
+    for (;;) {
+        __syncthreads();  // every warp is done with the last piece's buffers and words
+        if (threadIdx.x == 0) *word = atomicAdd(split.sync, 1u);
+        __syncthreads();
+        const int i = static_cast<int>(*word);
+        __syncthreads();  // everyone has read it before the copies overwrite it
+        if (i >= R * P) break;
+        const int j = i / R, u = i % R;  // piece j of tail tile u: every tile's piece j before any piece j + 1
+        const int t0 = static_cast<int>(static_cast<long long>(j) * slices / P);
+        const int t1 = static_cast<int>(static_cast<long long>(j + 1) * slices / P);
         // The tile's (row, column) of tiles, in the block order of `multistage` (block_tile).
         const int tile = split.first_tile + u;
         int by, bx;
@@ -466,9 +468,9 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
 
         ELEM acc[WarpTile::RM][WarpTile::RN];
 #pragma unroll
-        for (int i = 0; i < WarpTile::RM; i++)
+        for (int r = 0; r < WarpTile::RM; r++)
 #pragma unroll
-            for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
+            for (int c = 0; c < WarpTile::RN; c++) acc[r][c] = 0;
         if constexpr (VARIANT_LOOP<A_PATH, B_PATH>)
             multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
                                                     b_path, row0, col0, t0, t1);
@@ -476,19 +478,28 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
             multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
                                                   b_path, row0, col0, t0, t1);
         cp_async_wait<0>();
-        if ((t0 > 0 || t1 < slices) && !gather_tail(acc, split, s, u, W, slices, reinterpret_cast<unsigned*>(smem)))
-            continue;  // another piece of the tile stores it
+        if (P > 1 && !chain_piece(acc, split, u, j)) continue;  // a later piece stores the tile
         wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
     }
+    // The last block to leave resets the queue for the next launch (every block has drawn its last).
+    if (threadIdx.x == 0 && atomicAdd(split.sync + 1, 1u) == gridDim.x - 1) {
+        split.sync[0] = 0;
+        split.sync[1] = 0;
+    }
+#if __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent, this grid ends after `multistage` does, so whatever
+    // follows on the stream (the next product, a timing event) follows both.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 multistage_tail(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K,
-                int a_rs, int a_cs, int b_rs, int b_cs, int first_tile, ELEM* __restrict__ partials,
-                unsigned* __restrict__ arrivals)
+                int a_rs, int a_cs, int b_rs, int b_cs, int first_tile, int pieces, ELEM* __restrict__ partials,
+                unsigned* __restrict__ sync)
 {
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
-    const SplitTail split{first_tile, partials, arrivals};
+    const SplitTail split{first_tile, pieces, partials, sync};
     WITH_TILE_PATHS(a_path, b_path, tail_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path, split);
 }
 #endif

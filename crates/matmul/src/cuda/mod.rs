@@ -98,50 +98,77 @@ enum Launcher {
 
 /// How a [`CudaSource::split_tail`] kernel runs a product: its main entry computes the first
 /// `whole_tiles` tiles of its block order whole (its one extra argument; blocks past them exit),
-/// after the tail entry, if the plan splits, has computed the rest in pieces.
+/// and the tail entry, if the plan splits, the rest in pieces, launched right behind it.
 struct SplitLaunch {
     whole_tiles: i32,
     tail: Option<TailLaunch>,
 }
 
-/// The tail entry's launch: its blocks (the grid) over the tail's slices, with the workspace
-/// 13_multistage.cu's `SplitTail` describes.
+/// The tail entry's launch: `plan`'s blocks (the grid) drawing its pieces, with the workspace
+/// 13_multistage.cu's `SplitTail` describes; a programmatic dependent of the main entry where
+/// the device has them (compute capability 9.0 and up).
 struct TailLaunch {
     loaded: Arc<Loaded>,
     config: LaunchConfig,
+    plan: TailPlan,
+    dependent: bool,
     workspace: Arc<TailWorkspace>,
 }
 
 /// The split tail's workspace, one per backend, grown as launches need it and shared by them (one
 /// stream runs them in order, and each leaves the counters at zero).
 struct TailWorkspace {
-    /// Two slots of BM·BN accumulators per tail block.
+    /// One slot of BM·BN accumulators per tail tile.
     partials: CudaSlice<u8>,
-    /// One counter per tail tile, zero between launches (the kernel resets them).
-    arrivals: CudaSlice<u32>,
+    /// The piece queue's two counters, then one counter per tail tile; zero between launches
+    /// (the kernel resets them).
+    sync: CudaSlice<u32>,
 }
 
-/// Where a split pays, the split of the last partial wave of `tiles` tiles of `slices` k slices
-/// each, for a device that runs `wave` blocks at once (13_multistage.cu, "The split tail"): the
-/// first tile of the tail (the first `tiles − tiles mod wave` are computed whole; all of them are
-/// tail when they are fewer than a wave) and the tail's blocks (`wave`). The tail kernel's slices
-/// run ~10 % slower than whole tiles' (measured on an H100: its blocks start at staggered k, so
-/// the L2 serves 45 % of their reads against 88 %), and each piece restarts the cp.async pipeline
-/// of `stages` stages and writes and reads its partial sums. So a split is planned only where
-/// the last wave leaves at least a quarter of the blocks idle, the tiles are at least
-/// [`TAIL_MIN_SLICES`] slices long and every block gets 4 pipelines' worth of slices: on an H100
-/// no problem planned so lost, and the fuller or shorter tails measured lost up to 10 %
-/// (docs/kernels.md, "The split tail").
-pub fn split_tail_plan(tiles: u64, slices: u64, wave: u64, stages: u64) -> Option<(u64, u64)> {
-    let rest = tiles.checked_rem(wave)?;
-    let per_block = rest * slices / wave;
-    (rest > 0 && 4 * rest <= 3 * wave && slices >= TAIL_MIN_SLICES && per_block >= 4 * stages)
-        .then_some((tiles - rest, wave))
+/// A split tail: the last `tiles − first_tile` tiles of the block order, each in `pieces` pieces
+/// of its k range, drawn by `blocks` blocks (13_multistage.cu, "The split tail").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailPlan {
+    pub first_tile: u64,
+    pub blocks: u64,
+    pub pieces: u64,
 }
 
-/// The shortest tiles (in k slices) whose tail [`split_tail_plan`] splits: on an H100 tails of 64
-/// slices lost 7–10 % split, tails of 128 and more gained 0–3 %.
+/// The split tail of `tiles` tiles of `slices` k slices each, for a device that runs `wave` blocks
+/// at once, where it is planned: at least two waves of tiles at least [`TAIL_MIN_SLICES`] long,
+/// whose last partial wave is at most 3/4 full. The tail is that partial wave plus
+/// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
+/// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
+/// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Measured on an
+/// H100 (docs/kernels.md, "The split tail"): +1 to +2 % at 8192³ and 16384³; at 4096³, whose last
+/// wave is 116 tiles of 132, every tail tried lost 2–4 % (pieces wait for the pieces before them
+/// when the tail has more tiles than a wave has blocks), so it stays whole.
+pub fn split_tail_plan(
+    tiles: u64,
+    slices: u64,
+    wave: u64,
+    extra_eighths: u64,
+    piece_slices: u64,
+) -> Option<TailPlan> {
+    if wave == 0 || tiles < 2 * wave || slices < TAIL_MIN_SLICES || 4 * (tiles % wave) > 3 * wave {
+        return None;
+    }
+    let tail = (tiles % wave + wave * extra_eighths / 8).min(tiles);
+    Some(TailPlan {
+        first_tile: tiles - tail,
+        blocks: wave,
+        pieces: (slices / piece_slices.max(1)).max(1),
+    })
+}
+
+/// The shortest tiles (in k slices) whose tail [`split_tail_plan`] splits.
 pub const TAIL_MIN_SLICES: u64 = 128;
+/// The tail beyond the last partial wave, in eighths of a wave (`TAIL_EXTRA_EIGHTHS=n` among the
+/// kernel defines overrides it, for A/B runs).
+pub const TAIL_EXTRA_EIGHTHS: u64 = 4;
+/// The length of a tail piece in k slices (`TAIL_PIECE_SLICES=n` overrides it): 64 ran 0.75 %
+/// faster than 128 at 8192³ and as fast at 16384³.
+pub const TAIL_PIECE_SLICES: u64 = 64;
 
 /// The kernel define that turns the split tail off (`MATMUL_KERNEL_DEFINES=SPLIT_TAIL=0`, for
 /// A/B runs): the host then launches every tile whole.
@@ -500,7 +527,7 @@ impl CudaBackend {
     }
 
     /// Where [`split_tail_plan`] splits `problem`'s tail for split-tail `kernel` (loaded as
-    /// `main`, launched with `config` at `tiling`): the first tail tile and the tail's blocks.
+    /// `main`, launched with `config` at `tiling`, compiled with `defines`).
     fn tail_plan(
         &self,
         problem: &Problem,
@@ -508,15 +535,28 @@ impl CudaBackend {
         main: &Loaded,
         config: &LaunchConfig,
         tiling: crate::registry::Tiling,
-    ) -> Result<Option<(u64, u64)>> {
-        let off = (SPLIT_TAIL_OFF.0.to_string(), SPLIT_TAIL_OFF.1.to_string());
-        if defines.contains(&off) {
+    ) -> Result<Option<TailPlan>> {
+        let define = |name: &str, default: u64| -> Result<u64> {
+            match defines.iter().rev().find(|(n, _)| n == name) {
+                None => Ok(default),
+                Some((_, v)) => v.parse().map_err(|_| {
+                    Error::Invalid(format!("{name}={v}: the split tail needs a whole number"))
+                }),
+            }
+        };
+        if define(SPLIT_TAIL_OFF.0, 1)? == 0 {
             return Ok(None);
         }
         let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
         let wave = self.blocks_per_sm(main, config)? as u64 * self.info.sm_count as u64;
         let slices = problem.k.div_ceil(tiling.bk as usize) as u64;
-        Ok(split_tail_plan(tiles, slices, wave, tiling.stages as u64))
+        Ok(split_tail_plan(
+            tiles,
+            slices,
+            wave,
+            define("TAIL_EXTRA_EIGHTHS", TAIL_EXTRA_EIGHTHS)?,
+            define("TAIL_PIECE_SLICES", TAIL_PIECE_SLICES)?,
+        ))
     }
 
     /// How many blocks of `loaded` one SM holds at once, launched with `config`.
@@ -552,31 +592,29 @@ impl CudaBackend {
             tail: None,
         };
         let defines = compile::tail_defines(kernel, problem.types(), opts)?;
-        let Some((first_tile, blocks)) = self.tail_plan(problem, &defines, main, config, tiling)?
-        else {
+        let Some(plan) = self.tail_plan(problem, &defines, main, config, tiling)? else {
             return Ok(unsplit);
         };
         let entry = kernel.tail_entry_point().expect("a split-tail kernel");
         let src = kernel.cuda_source().expect("a CUDA kernel");
         let tail = self.load(src.file, &src.full_text(), &defines, &entry)?;
         self.allow_dynamic_shared(&tail, config.shared_mem_bytes as usize)?;
-        if self.blocks_per_sm(&tail, config)? as u64 * (self.info.sm_count as u64) < blocks {
+        if self.blocks_per_sm(&tail, config)? as u64 * (self.info.sm_count as u64) < plan.blocks {
             return Ok(unsplit); // the tail's blocks would not all run at once
         }
+        let tail_tiles = (tiles - plan.first_tile) as usize;
         let slot = (tiling.bm * tiling.bn) as usize * problem.dtype.input_bytes();
-        let workspace = self.tail_workspace(
-            2 * blocks as usize * slot,
-            (tiles - first_tile) as usize,
-            problem,
-        )?;
+        let workspace = self.tail_workspace(tail_tiles * slot, 2 + tail_tiles, problem)?;
         Ok(SplitLaunch {
-            whole_tiles: whole(first_tile),
+            whole_tiles: whole(plan.first_tile),
             tail: Some(TailLaunch {
                 loaded: tail,
                 config: LaunchConfig {
-                    grid_dim: (blocks as u32, 1, 1),
+                    grid_dim: (plan.blocks as u32, 1, 1),
                     ..*config
                 },
+                plan,
+                dependent: self.info.compute_capability.0 >= 9 && plan.first_tile > 0,
                 workspace,
             }),
         })
@@ -596,7 +634,7 @@ impl CudaBackend {
             .unwrap_or_else(|p| p.into_inner());
         let (have_bytes, have_counters) = cached
             .as_ref()
-            .map_or((0, 0), |w| (w.partials.len(), w.arrivals.len()));
+            .map_or((0, 0), |w| (w.partials.len(), w.sync.len()));
         if let Some(w) = cached
             .as_ref()
             .filter(|_| bytes <= have_bytes && counters <= have_counters)
@@ -607,7 +645,7 @@ impl CudaBackend {
         let w = Arc::new(TailWorkspace {
             // SAFETY: a piece writes its slot before any block reads it (the counters order them).
             partials: unsafe { self.stream.alloc::<u8>(bytes.max(have_bytes)) }.ctx(what)?,
-            arrivals: self
+            sync: self
                 .stream
                 .alloc_zeros::<u32>(counters.max(have_counters))
                 .ctx(what)?,
@@ -617,14 +655,13 @@ impl CudaBackend {
     }
 
     /// How `kernel` runs `problem` with `opts`, if it splits the tail ([`CudaSource::split_tail`]
-    /// and [`split_tail_plan`]): the first tile of the tail and the blocks that share it. None
-    /// where every tile is computed whole.
+    /// and [`split_tail_plan`]); None where every tile is computed whole.
     pub fn tail_split(
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
         opts: RunOptions,
-    ) -> Result<Option<(u64, u64)>> {
+    ) -> Result<Option<TailPlan>> {
         let Some(src) = kernel.cuda_source().filter(|s| s.split_tail) else {
             return Ok(None);
         };
@@ -689,48 +726,53 @@ impl CudaBackend {
                     int(sb.row),
                     int(sb.col),
                 ];
-                if let Some(SplitLaunch {
+                let whole_tiles = split.as_ref().map(|s| s.whole_tiles);
+                if whole_tiles != Some(0) {
+                    self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, ops)?;
+                }
+                let Some(SplitLaunch {
                     whole_tiles,
                     tail: Some(tail),
                 }) = split
-                {
+                else {
+                    return Ok(());
+                };
+                // The tail entry's ABI: the usual three pointers and seven ints, the first tail
+                // tile, the pieces per tile, the workspace (a BM×BN slot per tail tile) and its
+                // counters, zero as the last launch left them.
+                let (first, pieces) = (*whole_tiles, tail.plan.pieces as i32);
+                let (partials, sync) = (
+                    tail.workspace.partials.device_ptr(&self.stream).0,
+                    tail.workspace.sync.device_ptr(&self.stream).0,
+                );
+                let what = || format!("launching {} with {:?}", tail.loaded.entry, tail.config);
+                if tail.dependent {
+                    let mut values: Vec<*mut std::ffi::c_void> = Vec::new();
+                    let mut push = |v: *const std::ffi::c_void| values.push(v as *mut _);
+                    for p in [&a, &b, &c] {
+                        push(p as *const u64 as *const _);
+                    }
+                    for v in &args {
+                        push(v as *const i32 as *const _);
+                    }
+                    push(&first as *const i32 as *const _);
+                    push(&pieces as *const i32 as *const _);
+                    push(&partials as *const u64 as *const _);
+                    push(&sync as *const u64 as *const _);
+                    // SAFETY: `values` points at live values of the entry's parameter types, in
+                    // order (the ABI above), and outlives the call, which copies them.
+                    unsafe { self.launch_dependent(&tail.loaded.func, &tail.config, &mut values) }
+                        .ctx(what)
+                } else {
                     let mut builder = self.stream.launch_builder(&tail.loaded.func);
                     builder.arg(&a).arg(&b).arg(&c);
                     for v in &args {
                         builder.arg(v);
                     }
-                    builder
-                        .arg(whole_tiles)
-                        .arg(&tail.workspace.partials)
-                        .arg(&tail.workspace.arrivals);
-                    // SAFETY: the tail entry's ABI: the usual three pointers and seven ints, the
-                    // first tail tile, the workspace (two BM×BN slots per block of the grid) and
-                    // one counter per tail tile, zero as the last launch left them.
-                    unsafe { builder.launch(tail.config) }.ctx(|| {
-                        format!("launching {} with {:?}", tail.loaded.entry, tail.config)
-                    })?;
-                    if *whole_tiles == 0 {
-                        return Ok(());
-                    }
+                    builder.arg(&first).arg(&pieces).arg(&partials).arg(&sync);
+                    // SAFETY: the argument list matches the ABI above.
+                    unsafe { builder.launch(tail.config) }.map(|_| ()).ctx(what)
                 }
-                let mut builder = self.stream.launch_builder(&loaded.func);
-                builder.arg(&a).arg(&b).arg(&c);
-                for v in &args {
-                    builder.arg(v);
-                }
-                if let Some(split) = split {
-                    builder.arg(&split.whole_tiles);
-                }
-                if let Some([map_a, map_b, map_c]) = &ops.maps {
-                    builder.arg(map_a).arg(map_b).arg(map_c);
-                }
-                // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-                // for a split-tail kernel the tiles it computes, and for a TMA kernel three tensor
-                // maps); the buffers are sized for `problem`, which the kernels index within (TMA
-                // bounds its own reads).
-                unsafe { builder.launch(*config) }
-                    .map(|_| ())
-                    .ctx(|| format!("launching {} with {config:?}", loaded.entry))
             }
             Launcher::Cublas => {
                 let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
@@ -741,6 +783,81 @@ impl CudaBackend {
                 cublas::gemm(blas, problem, a, b, c)
             }
         }
+    }
+
+    /// Launches a kernel's main entry: `ptrs` (A, B, C), the seven ints, for a split-tail kernel
+    /// the tiles it computes whole, and for a TMA kernel the three tensor maps of `ops`.
+    fn launch_main(
+        &self,
+        loaded: &Loaded,
+        config: &LaunchConfig,
+        ptrs: (u64, u64, u64),
+        args: &[i32; 7],
+        whole_tiles: Option<i32>,
+        ops: &Operands,
+    ) -> Result<()> {
+        let (a, b, c) = ptrs;
+        let mut builder = self.stream.launch_builder(&loaded.func);
+        builder.arg(&a).arg(&b).arg(&c);
+        for v in args {
+            builder.arg(v);
+        }
+        if let Some(tiles) = &whole_tiles {
+            builder.arg(tiles);
+        }
+        if let Some([map_a, map_b, map_c]) = &ops.maps {
+            builder.arg(map_a).arg(map_b).arg(map_c);
+        }
+        // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
+        // for a split-tail kernel the tiles it computes, and for a TMA kernel three tensor
+        // maps); the buffers are sized for `problem`, which the kernels index within (TMA
+        // bounds its own reads).
+        unsafe { builder.launch(*config) }
+            .map(|_| ())
+            .ctx(|| format!("launching {} with {config:?}", loaded.entry))
+    }
+
+    /// Launches `func` with `config` as a programmatic dependent of the kernel before it on the
+    /// stream (`cuLaunchKernelEx` with programmatic stream serialization; compute capability 9.0
+    /// and up): its blocks may start once every block of that kernel has executed
+    /// `griddepcontrol.launch_dependents` or exited.
+    ///
+    /// # Safety
+    /// `args` must point at live values of the kernel's parameter types, in order.
+    unsafe fn launch_dependent(
+        &self,
+        func: &CudaFunction,
+        config: &LaunchConfig,
+        args: &mut [*mut std::ffi::c_void],
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: a plain C struct and union, all zeros valid; the fields set below.
+        let mut attr: cu_sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id =
+            cu_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = cu_sys::CUlaunchConfig {
+            gridDimX: config.grid_dim.0,
+            gridDimY: config.grid_dim.1,
+            gridDimZ: config.grid_dim.2,
+            blockDimX: config.block_dim.0,
+            blockDimY: config.block_dim.1,
+            blockDimZ: config.block_dim.2,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: `cfg` and `attr` live through the call; the caller vouches for `args`.
+        unsafe {
+            cu_sys::cuLaunchKernelEx(
+                &cfg,
+                func.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
     }
 
     /// Experiment hook: with `$MATMUL_PROBE=SYMBOL`, prints the module-scope `__device__` array
@@ -1000,34 +1117,51 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::split_tail_plan;
+    use super::{split_tail_plan, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
 
     #[test]
     fn split_tail_plans() {
-        // The ★ tiling (128×256, BK 16, 3 stages) on 132 SMs at one block each.
+        // The ★ tiling (128×256, BK 16) on 132 SMs at one block each, the default tail.
         let plan = |m: u64, n: u64, k: u64| {
-            split_tail_plan(m.div_ceil(128) * n.div_ceil(256), k.div_ceil(16), 132, 3)
+            split_tail_plan(
+                m.div_ceil(128) * n.div_ceil(256),
+                k.div_ceil(16),
+                132,
+                TAIL_EXTRA_EIGHTHS,
+                TAIL_PIECE_SLICES,
+            )
+            .map(|p| (p.first_tile, p.blocks, p.pieces))
         };
-        // 8192²: 2048 = 15·132 + 68 tiles, the last 68 in pieces over 132 blocks; 16384²:
-        // 8192 = 62·132 + 8; 10240²: 3200 = 24·132 + 32; 6144²: 1152 = 8·132 + 96.
-        assert_eq!(plan(8192, 8192, 8192), Some((1980, 132)));
-        assert_eq!(plan(16384, 16384, 16384), Some((8184, 132)));
-        assert_eq!(plan(10240, 10240, 10240), Some((3168, 132)));
-        assert_eq!(plan(6144, 6144, 6144), Some((1056, 132)));
-        // Fewer tiles than a wave: all of them in pieces (one tile, K = 25344: 12 slices a block).
-        assert_eq!(plan(64, 64, 25344), Some((0, 132)));
-        // A last wave over three quarters full stays whole: 4096² (116 of 132), 12288² (120).
+        // The last partial wave plus half a wave, in pieces of 64 slices: 8192² is 2048 tiles,
+        // 15·132 + 68; 16384² 8192 = 62·132 + 8; 10240² 3200 = 24·132 + 32.
+        assert_eq!(plan(8192, 8192, 8192), Some((2048 - 68 - 66, 132, 8)));
+        assert_eq!(plan(16384, 16384, 16384), Some((8192 - 8 - 66, 132, 16)));
+        assert_eq!(plan(10240, 10240, 10240), Some((3200 - 32 - 66, 132, 10)));
+        // Whole waves still end unevenly: half a wave in pieces (4224×4096: 528 = 4·132).
+        assert_eq!(plan(4224, 4096, 4096), Some((528 - 66, 132, 4)));
+        assert_eq!(plan(8192, 8192, 2048), Some((2048 - 68 - 66, 132, 2)));
+        // A last wave over 3/4 full stays whole: 4096² (116 of 132), 12288² (120).
         assert_eq!(plan(4096, 4096, 4096), None);
         assert_eq!(plan(12288, 12288, 4096), None);
-        // Whole waves: nothing to split (4224×4096: 528 = 4·132).
-        assert_eq!(plan(4224, 4096, 4096), None);
-        // Tiles shorter than TAIL_MIN_SLICES: 1000³ (63 slices), 8192×8192×2032 (127).
+        // Fewer than two waves (2048²: 128 tiles), or tiles under TAIL_MIN_SLICES (1000³, K = 1024).
+        assert_eq!(plan(2048, 2048, 2048), None);
         assert_eq!(plan(1000, 1000, 1000), None);
-        assert_eq!(plan(8192, 8192, 2032), None);
-        assert_eq!(plan(8192, 8192, 2048), Some((1980, 132)));
-        // Under 4 pipelines a block: one tile of 1250 slices over 132 blocks.
-        assert_eq!(plan(1, 1, 20000), None);
+        assert_eq!(plan(8192, 8192, 1024), None);
         // No wave (a device that cannot run the kernel): no split, and no division by zero.
-        assert_eq!(split_tail_plan(10, 10, 0, 3), None);
+        assert_eq!(split_tail_plan(10, 1000, 0, 4, 128), None);
+        // A tail as large as the problem is the whole problem.
+        assert_eq!(
+            split_tail_plan(300, 1000, 132, 64, 128).map(|p| p.first_tile),
+            Some(0)
+        );
+        // Pieces of at least one slice, and at least one piece a tile.
+        assert_eq!(
+            split_tail_plan(300, 1000, 132, 4, 0).map(|p| p.pieces),
+            Some(1000)
+        );
+        assert_eq!(
+            split_tail_plan(300, 130, 132, 4, 1000).map(|p| p.pieces),
+            Some(1)
+        );
     }
 }
