@@ -351,7 +351,7 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
 
 // Two copies of the main loop: the N·N layouts fixed at compile time, and any (simt_tile.cuh).
 // Blocks at or past `tiles` in the block order exit at once: with a split tail, multistage_tail
-// (below, a launch before this one) computes those tiles.
+// (below, launched right after this one as its programmatic dependent) computes those tiles.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
            int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles)

@@ -105,8 +105,8 @@ struct SplitLaunch {
 }
 
 /// The tail entry's launch: `plan`'s blocks (the grid) drawing its pieces, with the workspace
-/// 13_multistage.cu's `SplitTail` describes; a programmatic dependent of the main entry where
-/// the device has them (compute capability 9.0 and up).
+/// 13_multistage.cu's `SplitTail` describes; a programmatic dependent of the main entry (planned
+/// only where the device has them: compute capability 9.0 and up), unless the tail is all of C.
 struct TailLaunch {
     loaded: Arc<Loaded>,
     config: LaunchConfig,
@@ -544,7 +544,9 @@ impl CudaBackend {
                 }),
             }
         };
-        if define(SPLIT_TAIL_OFF.0, 1)? == 0 {
+        // Without programmatic dependent launches (before compute capability 9.0) the tail could
+        // only start after the last whole tile, which is what it is there to overlap.
+        if define(SPLIT_TAIL_OFF.0, 1)? == 0 || self.info.compute_capability.0 < 9 {
             return Ok(None);
         }
         let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
@@ -614,7 +616,7 @@ impl CudaBackend {
                     ..*config
                 },
                 plan,
-                dependent: self.info.compute_capability.0 >= 9 && plan.first_tile > 0,
+                dependent: plan.first_tile > 0,
                 workspace,
             }),
         })
