@@ -385,7 +385,8 @@ multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
 // Measured on an H100 (interleaved, scripts/ab-specs/simt-tail-queue.spec): multistage-raster f32
 // 54.2 against 53.6 TFLOP/s at 16384³ (cuBLAS 54.1), 53.7 against 52.6 at 8192³ (pieces of 64
 // slices); multistage +1 to +2.4 %, u32 +1.6 % at 8192³. At 4096³ (a last wave of 116 tiles on 132
-// SMs) every tail lost 2–4 %, so the host plans none there (cuda::split_tail_plan). A first
+// SMs) every tail lost 2–4 % (and as much with a slot per piece and no waits: the tail's own cost,
+// not the waits), so the host plans none there (cuda::split_tail_plan). A first
 // version, which cut the last wave's tiles into equal runs of slices per block (stream-K) and
 // ran before `multistage`, gained less: its blocks read at staggered k (L2 hits 45 % against 88 %).
 // A separate kernel, not blocks of `multistage`: with both kinds of block in one kernel, ptxas
