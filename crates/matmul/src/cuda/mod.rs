@@ -141,8 +141,8 @@ pub struct TailPlan {
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
 /// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Measured on an
 /// H100 (docs/kernels.md, "The split tail"): +1 to +2 % at 8192³ and 16384³; at 4096³, whose last
-/// wave is 116 tiles of 132, every tail tried lost 2–4 % (pieces wait for the pieces before them
-/// when the tail has more tiles than a wave has blocks), so it stays whole.
+/// wave is 116 tiles of 132, every tail tried lost 2–4 % (the tail's own cost: pieces that never
+/// wait for each other lost as much), so it stays whole.
 pub fn split_tail_plan(
     tiles: u64,
     slices: u64,
@@ -576,7 +576,7 @@ impl CudaBackend {
     }
 
     /// How split-tail `kernel` (loaded as `main`, launched with `config` at `tiling`) runs
-    /// `problem`: whole tiles, or a tail in pieces first where [`split_tail_plan`] says it pays.
+    /// `problem`: whole tiles, and where [`split_tail_plan`] plans one, a tail in pieces behind them.
     fn split_launch(
         &self,
         kernel: &KernelSpec,
