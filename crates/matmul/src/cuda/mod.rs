@@ -153,7 +153,10 @@ pub fn split_tail_plan(
     if wave == 0 || tiles < 2 * wave || slices < TAIL_MIN_SLICES || 4 * (tiles % wave) > 3 * wave {
         return None;
     }
-    let tail = (tiles % wave + wave * extra_eighths / 8).min(tiles);
+    // Saturating: the knobs come from the kernel defines, and a huge one means "all of C".
+    let tail = (tiles % wave)
+        .saturating_add(wave.saturating_mul(extra_eighths) / 8)
+        .min(tiles);
     Some(TailPlan {
         first_tile: tiles - tail,
         blocks: wave,
@@ -1154,6 +1157,11 @@ mod tests {
         // A tail as large as the problem is the whole problem.
         assert_eq!(
             split_tail_plan(300, 1000, 132, 64, 128).map(|p| p.first_tile),
+            Some(0)
+        );
+        // A knob too large for u64 arithmetic is all of C, not an overflow.
+        assert_eq!(
+            split_tail_plan(300, 1000, 132, u64::MAX, 128).map(|p| p.first_tile),
             Some(0)
         );
         // Pieces of at least one slice, and at least one piece a tile.
