@@ -105,13 +105,13 @@ struct SplitLaunch {
 }
 
 /// The tail entry's launch: `plan`'s blocks (the grid) drawing its pieces, with the workspace
-/// 13_multistage.cu's `SplitTail` describes; a programmatic dependent of the main entry (planned
-/// only where the device has them: compute capability 9.0 and up), unless the tail is all of C.
+/// 13_multistage.cu's `SplitTail` describes; always a programmatic dependent of the main entry
+/// (planned only where the device has them: compute capability 9.0 and up), whose blocks exit at
+/// once where the tail is all of C.
 struct TailLaunch {
     loaded: Arc<Loaded>,
     config: LaunchConfig,
     plan: TailPlan,
-    dependent: bool,
     workspace: Arc<TailWorkspace>,
 }
 
@@ -619,7 +619,6 @@ impl CudaBackend {
                     ..*config
                 },
                 plan,
-                dependent: plan.first_tile > 0,
                 workspace,
             }),
         })
@@ -667,23 +666,19 @@ impl CudaBackend {
         problem: &Problem,
         opts: RunOptions,
     ) -> Result<Option<TailPlan>> {
-        let Some(src) = kernel.cuda_source().filter(|s| s.split_tail) else {
+        if kernel.tail_entry_point().is_none() {
             return Ok(None);
-        };
-        let Geometry::BlockTile { tiling } = src.geometry else {
-            return Ok(None);
-        };
-        let config = self.launch_config(kernel, src, problem, &opts)?;
-        let main = self.load_kernel(kernel, problem.types(), &opts)?;
-        self.allow_dynamic_shared(&main, config.shared_mem_bytes as usize)?;
-        let defines = compile::tail_defines(kernel, problem.types(), &opts)?;
-        self.tail_plan(
-            problem,
-            &defines,
-            &main,
-            &config,
-            opts.tiling.unwrap_or(tiling),
-        )
+        }
+        Ok(match self.launcher(kernel, problem, &opts)? {
+            Launcher::Kernel {
+                split:
+                    Some(SplitLaunch {
+                        tail: Some(tail), ..
+                    }),
+                ..
+            } => Some(tail.plan),
+            _ => None,
+        })
     }
 
     /// The operands of one launch: `a`, `b` and `c` as they are, plus tensor maps for a TMA
@@ -732,9 +727,7 @@ impl CudaBackend {
                     int(sb.col),
                 ];
                 let whole_tiles = split.as_ref().map(|s| s.whole_tiles);
-                if whole_tiles != Some(0) {
-                    self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, ops)?;
-                }
+                self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, ops)?;
                 let Some(SplitLaunch {
                     whole_tiles,
                     tail: Some(tail),
@@ -750,34 +743,16 @@ impl CudaBackend {
                     tail.workspace.partials.device_ptr(&self.stream).0,
                     tail.workspace.sync.device_ptr(&self.stream).0,
                 );
+                let ptr = |v: &u64| v as *const u64 as *mut std::ffi::c_void;
+                let int = |v: &i32| v as *const i32 as *mut std::ffi::c_void;
+                let mut values: Vec<_> = [&a, &b, &c].map(ptr).into();
+                values.extend(args.iter().map(int));
+                values.extend([int(&first), int(&pieces), ptr(&partials), ptr(&sync)]);
                 let what = || format!("launching {} with {:?}", tail.loaded.entry, tail.config);
-                if tail.dependent {
-                    let mut values: Vec<*mut std::ffi::c_void> = Vec::new();
-                    let mut push = |v: *const std::ffi::c_void| values.push(v as *mut _);
-                    for p in [&a, &b, &c] {
-                        push(p as *const u64 as *const _);
-                    }
-                    for v in &args {
-                        push(v as *const i32 as *const _);
-                    }
-                    push(&first as *const i32 as *const _);
-                    push(&pieces as *const i32 as *const _);
-                    push(&partials as *const u64 as *const _);
-                    push(&sync as *const u64 as *const _);
-                    // SAFETY: `values` points at live values of the entry's parameter types, in
-                    // order (the ABI above), and outlives the call, which copies them.
-                    unsafe { self.launch_dependent(&tail.loaded.func, &tail.config, &mut values) }
-                        .ctx(what)
-                } else {
-                    let mut builder = self.stream.launch_builder(&tail.loaded.func);
-                    builder.arg(&a).arg(&b).arg(&c);
-                    for v in &args {
-                        builder.arg(v);
-                    }
-                    builder.arg(&first).arg(&pieces).arg(&partials).arg(&sync);
-                    // SAFETY: the argument list matches the ABI above.
-                    unsafe { builder.launch(tail.config) }.map(|_| ()).ctx(what)
-                }
+                // SAFETY: `values` points at live values of the entry's parameter types, in
+                // order (the ABI above), and outlives the call, which copies them.
+                unsafe { self.launch_dependent(&tail.loaded.func, &tail.config, &mut values) }
+                    .ctx(what)
             }
             Launcher::Cublas => {
                 let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
