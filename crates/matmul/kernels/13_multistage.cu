@@ -184,14 +184,21 @@ constexpr int A_LD = BM + PAD, B_LD = BN + PAD;
 constexpr int STAGE_ELEMS = BK * (A_LD + B_LD);
 __device__ __forceinline__ int next_stage(int buf) { return buf + 1 == STAGES ? 0 : buf + 1; }
 
+// What the main loops copy from: A and B with their strides and copy layouts (tile_path), and the
+// product's bounds.
+struct LoopOperands {
+    const ELEM* __restrict__ A;
+    const ELEM* __restrict__ B;
+    int M, N, K, a_rs, a_cs, b_rs, b_cs;
+    TilePath a_path, b_path;
+};
+
 // The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts: slices
 // [t0, t1) of the tile at (row0, col0) added into acc.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
-                                                        ELEM* stages, const ELEM* __restrict__ A,
-                                                        const ELEM* __restrict__ B, int K, int M, int N, int a_rs,
-                                                        int a_cs, int b_rs, int b_cs, TilePath a_path,
-                                                        TilePath b_path, int row0, int col0, int t0, int t1)
+                                                        ELEM* stages, const LoopOperands& op, int row0, int col0,
+                                                        int t0, int t1)
 {
     // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
     // last k-step (whose barrier ends the slice's use of the buffer they write).
@@ -199,15 +206,16 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     // A's copy by row chunks (COPY_A_ROWS), its row pointers built here, once.
     using ARows = RowChunkCopy<BK, BM, A_LD, BK % 8 == 0 ? 8 : 4>;
     constexpr bool A_ROWS = COPY_A_ROWS && A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
-    const ARows a_rows(A, a_rs, row0, M, K);  // unused (and so not computed) without A_ROWS
+    const ARows a_rows(op.A, op.a_rs, row0, op.M, op.K);  // unused (and so not computed) without A_ROWS
     // Part `part` of slice t's copies into stage buffer `buf`. Past t1 they fill buffers that no FMA
     // reads (zeros past K).
     auto issue_part = [&](int t, int buf, int part) {
         ELEM* As = stages + buf * STAGE_ELEMS;
-        if constexpr (A_ROWS) a_rows.template issue<PARTS>(shared_addr(As), t * BK, K, part);
-        else load_tile<BK, BM, A_LD, true, A_PATH, PARTS>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M, part);
-        load_tile<BK, BN, B_LD, true, B_PATH, PARTS>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N,
-                                                     part);
+        if constexpr (A_ROWS) a_rows.template issue<PARTS>(shared_addr(As), t * BK, op.K, part);
+        else load_tile<BK, BM, A_LD, true, A_PATH, PARTS>(As, op.A, op.a_path, op.a_cs, op.a_rs, t * BK, row0, op.K,
+                                                          op.M, part);
+        load_tile<BK, BN, B_LD, true, B_PATH, PARTS>(As + BK * A_LD, op.B, op.b_path, op.b_rs, op.b_cs, t * BK, col0,
+                                                     op.K, op.N, part);
     };
     static_assert(BK % 2 == 0, "FRAG_PREFETCH loads k = 0 into a[0] while k-step BK − 1 still reads a[1]");
 
@@ -271,18 +279,17 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
 // the tile at (row0, col0) added into acc.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_plain_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
-                                                      ELEM* stages, const ELEM* __restrict__ A,
-                                                      const ELEM* __restrict__ B, int K, int M, int N, int a_rs,
-                                                      int a_cs, int b_rs, int b_cs, TilePath a_path,
-                                                      TilePath b_path, int row0, int col0, int t0, int t1)
+                                                      ELEM* stages, const LoopOperands& op, int row0, int col0, int t0,
+                                                      int t1)
 {
     // The copies of slice t into stage buffer `buf`, as one cp.async group (an empty group past
     // the last slice keeps the wait counts uniform).
     auto issue = [&](int t, int buf) {
         if (t < t1) {
             ELEM* As = stages + buf * STAGE_ELEMS;
-            load_tile<BK, BM, A_LD, true, A_PATH>(As, A, a_path, a_cs, a_rs, t * BK, row0, K, M);
-            load_tile<BK, BN, B_LD, true, B_PATH>(As + BK * A_LD, B, b_path, b_rs, b_cs, t * BK, col0, K, N);
+            load_tile<BK, BM, A_LD, true, A_PATH>(As, op.A, op.a_path, op.a_cs, op.a_rs, t * BK, row0, op.K, op.M);
+            load_tile<BK, BN, B_LD, true, B_PATH>(As + BK * A_LD, op.B, op.b_path, op.b_rs, op.b_cs, t * BK, col0, op.K,
+                                                  op.N);
         }
         cp_async_commit();
     };
@@ -323,6 +330,7 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     const int row0 = by * BM, col0 = bx * BN;
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
+    const LoopOperands op{A, B, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path};
 
     ELEM acc[WarpTile::RM][WarpTile::RN];
 #pragma unroll
@@ -337,14 +345,12 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         int vby, vbx;
         block_tile<true>(vby, vbx);
         const int vrow0 = vby * BM, vcol0 = vbx * BN;
-        multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
-                                                b_path, vrow0, vcol0, 0, slices);
+        multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, op, vrow0, vcol0, 0, slices);
         cp_async_wait<0>();
         wt.store<SCALAR_C>(C, acc, vrow0, vcol0, M, N);
         return;
     }
-    multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path, b_path,
-                                          row0, col0, 0, slices);
+    multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, 0, slices);
     cp_async_wait<0>();
     wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
 }
@@ -448,6 +454,7 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
     unsigned* word = reinterpret_cast<unsigned*>(smem);  // the drawn piece, before its copies start
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
+    const LoopOperands op{A, B, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path};
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int R = tiles_m * tiles_n - split.first_tile, P = split.pieces;
     for (;;) {
@@ -473,11 +480,9 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
             for (int c = 0; c < WarpTile::RN; c++) acc[r][c] = 0;
         if constexpr (VARIANT_LOOP<A_PATH, B_PATH>)
-            multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
-                                                    b_path, row0, col0, t0, t1);
+            multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
         else
-            multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, A, B, K, M, N, a_rs, a_cs, b_rs, b_cs, a_path,
-                                                  b_path, row0, col0, t0, t1);
+            multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
         cp_async_wait<0>();
         if (P > 1 && !chain_piece(acc, split, u, j)) continue;  // a later piece stores the tile
         wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
