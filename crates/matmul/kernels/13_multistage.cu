@@ -90,6 +90,21 @@
 #define SHARED32 1
 #endif
 
+// MAXNREG = n (an experiment switch, 2026-11-25, not yet measured): the entries' register cap set
+// by __maxnreg__(n) instead of __launch_bounds__(THREADS, MIN_BLOCKS) (CUDA allows one or the
+// other). ptxas allocates the same loop differently under each cap: for multistage-raster's ★
+// f32 build, caps of 208 to 248 give six distinct SASS builds without spills (208 to 243
+// registers; 255 gives the default's). Builds of nearly the same loop have run 3.5 % apart
+// (multistage and multistage-raster at 8192³, 51.9 and 53.7 TFLOP/s, at the same tiling; the
+// raster-group runs suggest the L2 order is not the difference: groups of 4 tile-rows, a wave as
+// deep as the row-major order's, ran 53.6), so the cap is a tuning dimension worth
+// timing (scripts/ab-specs/simt-maxnreg.spec). Default: the launch bounds.
+#ifdef MAXNREG
+#define REGISTER_BOUNDS __maxnreg__(MAXNREG)
+#else
+#define REGISTER_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
+#endif
+
 // COPY_A_ROWS = 1 (the default since 2026-11-25): A's copy in the N·N loop (op(A) = N: A's rows run
 // along k, so each element goes into the k-major As by its own 4-byte copy) by RowChunkCopy below
 // instead of load_tile, where the tiling fits it (RowChunkCopy::FITS). Measured on an H100
@@ -358,7 +373,7 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
 // Two copies of the main loop: the N·N layouts fixed at compile time, and any (simt_tile.cuh).
 // Blocks at or past `tiles` in the block order exit at once: with a split tail, multistage_tail
 // (below, launched right after this one as its programmatic dependent) computes those tiles.
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void REGISTER_BOUNDS
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
            int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles)
 {
@@ -499,7 +514,7 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void REGISTER_BOUNDS
 multistage_tail(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K,
                 int a_rs, int a_cs, int b_rs, int b_cs, int first_tile, int pieces, ELEM* __restrict__ partials,
                 unsigned* __restrict__ sync)
