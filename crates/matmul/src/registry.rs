@@ -1398,9 +1398,14 @@ mod tests {
             if let Some(src) = k.cuda_source() {
                 let entry = k.entry_point();
                 let needle = format!("void {entry}(");
-                let bounded = format!(")\n{entry}(");
+                // Or the name at the start of a line after a `__global__` line with qualifiers
+                // (`__launch_bounds__(...)`, a macro of them).
+                let on_own_line =
+                    src.text.lines().collect::<Vec<_>>().windows(2).any(|w| {
+                        w[0].contains("__global__") && w[1].starts_with(&format!("{entry}("))
+                    });
                 assert!(
-                    src.text.contains(&needle) || src.text.contains(&bounded),
+                    src.text.contains(&needle) || on_own_line,
                     "{} does not define {needle}",
                     src.file
                 );

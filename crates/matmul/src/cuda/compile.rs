@@ -289,7 +289,7 @@ pub enum Build {
 }
 
 impl Build {
-    /// The name of `kernel`'s build: the kernel's, or "<kernel> (tail)".
+    /// The name of `kernel`'s build: the kernel's, or `"<kernel> (tail)"`.
     pub fn name(self, kernel: &KernelSpec) -> String {
         match self {
             Build::Main => kernel.name.to_string(),

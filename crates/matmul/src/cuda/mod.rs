@@ -659,7 +659,9 @@ impl CudaBackend {
     }
 
     /// How `kernel` runs `problem` with `opts`, if it splits the tail ([`CudaSource::split_tail`]
-    /// and [`split_tail_plan`]); None where every tile is computed whole.
+    /// and [`split_tail_plan`]); None where every tile is computed whole. It prepares what a launch
+    /// does (both entries loaded, the workspace sized), so its answer is the launch's, occupancy
+    /// check included.
     pub fn tail_split(
         &self,
         kernel: &KernelSpec,
@@ -743,11 +745,16 @@ impl CudaBackend {
                     tail.workspace.partials.device_ptr(&self.stream).0,
                     tail.workspace.sync.device_ptr(&self.stream).0,
                 );
-                let ptr = |v: &u64| v as *const u64 as *mut std::ffi::c_void;
-                let int = |v: &i32| v as *const i32 as *mut std::ffi::c_void;
-                let mut values: Vec<_> = [&a, &b, &c].map(ptr).into();
-                values.extend(args.iter().map(int));
-                values.extend([int(&first), int(&pieces), ptr(&partials), ptr(&sync)]);
+                let ptr_arg = |v: &u64| v as *const u64 as *mut std::ffi::c_void;
+                let int_arg = |v: &i32| v as *const i32 as *mut std::ffi::c_void;
+                let mut values: Vec<_> = [&a, &b, &c].map(ptr_arg).into();
+                values.extend(args.iter().map(int_arg));
+                values.extend([
+                    int_arg(&first),
+                    int_arg(&pieces),
+                    ptr_arg(&partials),
+                    ptr_arg(&sync),
+                ]);
                 let what = || format!("launching {} with {:?}", tail.loaded.entry, tail.config);
                 // SAFETY: `values` points at live values of the entry's parameter types, in
                 // order (the ABI above), and outlives the call, which copies them.
