@@ -8,10 +8,11 @@
 # Usage (repo root, over a bundle from scripts/gpu-bundle.sh):
 #   dist/gpu/gpu-ab.sh ROUNDS SPEC_FILE
 # Each non-empty, non-# line of SPEC_FILE is one variant:
-#   LABEL | MATMUL_KERNEL_DEFINES | matmul bench arguments
+#   LABEL | MATMUL_KERNEL_DEFINES | matmul bench arguments [| MATMUL_NVRTC_OPTIONS]
 # e.g.
 #   base   |               | --kernels wgmma,cublas --dtypes bf16 --shapes 4096,8192
 #   wait0  | WAIT_DEPTH=0  | --kernels wgmma --dtypes bf16 --shapes 4096,8192
+#   rul8   |               | --kernels multistage --dtypes f32 --shapes 8192 | --ptxas-options=--register-usage-level=8
 # Environment: OUT (default dist/gpu/logs/ab) for the per-run reports and ab.tsv.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,11 +31,11 @@ count=${#lines[@]}
 for ((r = 1; r <= rounds; r++)); do
     for ((i = 0; i < count; i++)); do
         line=${lines[$(((i + r - 1) % count))]}
-        IFS='|' read -r label defines args <<<"$line"
-        label=$(echo "$label" | xargs) defines=$(echo "$defines" | xargs)
-        echo "== round $r: $label${defines:+ ($defines)}"
+        IFS='|' read -r label defines args options <<<"$line"
+        label=$(echo "$label" | xargs) defines=$(echo "$defines" | xargs) options=$(echo "${options:-}" | xargs)
+        echo "== round $r: $label${defines:+ ($defines)}${options:+ [$options]}"
         # shellcheck disable=SC2086 # the arguments are words by design
-        MATMUL_KERNEL_DEFINES=$defines timeout 300 "$here/bin/matmul" bench --no-ceilings \
+        MATMUL_KERNEL_DEFINES=$defines MATMUL_NVRTC_OPTIONS=$options timeout 300 "$here/bin/matmul" bench --no-ceilings \
             --out "$out/$label-$r" $args >"$out/$label-$r.log" 2>&1 ||
             { echo "   failed: $(tail -n 3 "$out/$label-$r.log")"; continue; }
     done

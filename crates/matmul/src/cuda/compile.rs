@@ -257,6 +257,41 @@ fn parse_defines(text: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// The environment variable of [`experiment_options`].
+pub const OPTIONS_ENV: &str = "MATMUL_NVRTC_OPTIONS";
+
+/// Extra NVRTC options for every registry kernel, from `$MATMUL_NVRTC_OPTIONS` (options separated
+/// by spaces, each starting with `-`, e.g. `--ptxas-options=--register-usage-level=8`): the
+/// compiler's side of an experiment, as [`experiment_defines`] is the source's. They enter the
+/// cache key like every option, and a note on stderr says they are in force. A word that is not
+/// an option is an error naming it.
+pub fn experiment_options() -> Result<Vec<String>> {
+    let Ok(text) = std::env::var(OPTIONS_ENV) else {
+        return Ok(Vec::new());
+    };
+    let options = parse_options(&text)?;
+    static NOTE: std::sync::Once = std::sync::Once::new();
+    if !options.is_empty() {
+        NOTE.call_once(|| {
+            eprintln!("note: {OPTIONS_ENV}={text} is passed to every kernel compile")
+        });
+    }
+    Ok(options)
+}
+
+fn parse_options(text: &str) -> Result<Vec<String>> {
+    text.split_whitespace()
+        .map(|word| {
+            if word.len() < 2 || !word.starts_with('-') || word.contains('\0') {
+                return Err(Error::Invalid(format!(
+                    "{OPTIONS_ENV}: `{word}` is not an NVRTC option (one starting with `-`)"
+                )));
+            }
+            Ok(word.to_string())
+        })
+        .collect()
+}
+
 /// Compiles registry kernel `kernel` for `types` (a `DType`, or a [`Types`] with C in a 16-bit
 /// input dtype), with the tile or tiling of `opts`, to a CUBIN for `arch` (e.g. "sm_90a"),
 /// through the default disk cache. Needs libnvrtc only.
@@ -332,7 +367,9 @@ pub fn compile_build_with_cache(
         Build::Tail => tail_defines(kernel, types, opts)?,
     };
     let src = kernel.cuda_source().expect("checked by the defines' maker");
-    let mut compiled = compile_source(src.file, &src.full_text(), &defines, arch, cache)?;
+    let extra = experiment_options()?;
+    let mut compiled =
+        compile_source_with_options(src.file, &src.full_text(), &defines, &extra, arch, cache)?;
     compiled.name = build.name(kernel);
     Ok(compiled)
 }
@@ -343,6 +380,19 @@ pub fn compile_source(
     name: &str,
     text: &str,
     defines: &[(String, String)],
+    arch: &str,
+    cache: &DiskCache,
+) -> Result<Compiled> {
+    compile_source_with_options(name, text, defines, &[], arch, cache)
+}
+
+/// [`compile_source`] with `extra` NVRTC options after the usual ones (for registry kernels:
+/// [`experiment_options`]).
+pub fn compile_source_with_options(
+    name: &str,
+    text: &str,
+    defines: &[(String, String)],
+    extra: &[String],
     arch: &str,
     cache: &DiskCache,
 ) -> Result<Compiled> {
@@ -361,6 +411,7 @@ pub fn compile_source(
         options.push("--no-cache".to_string());
     }
     options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    options.extend(extra.iter().cloned());
     let key = cache_key(&source, &options, version, arch);
     let stem = cache_stem(name, arch, key);
     if let Some((cubin, log)) = cache.load(&stem) {
@@ -687,6 +738,17 @@ ptxas info    : Used 20 registers, 400 bytes cmem[0]
         for bad in ["=1", "1X=2", "A-B=3", "X="] {
             let e = parse_defines(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains(EXPERIMENT_ENV), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn experiment_options_parse_and_reject_bad_words() {
+        let o = parse_options(" --ptxas-options=--register-usage-level=8  -lineinfo ").unwrap();
+        assert_eq!(o, ["--ptxas-options=--register-usage-level=8", "-lineinfo"]);
+        assert!(parse_options("").unwrap().is_empty());
+        for bad in ["register-usage-level=8", "-", "O3"] {
+            let e = parse_options(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains(OPTIONS_ENV), "{bad}: {e}");
         }
     }
 

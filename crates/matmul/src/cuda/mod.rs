@@ -28,8 +28,8 @@ use cudarc::driver::{
 use half::{bf16, f16};
 
 pub use compile::{
-    arch_for, compile, compile_source, compile_with_cache, nvrtc_version, CompileInfo, Compiled,
-    DiskCache,
+    arch_for, compile, compile_source, compile_source_with_options, compile_with_cache,
+    nvrtc_version, CompileInfo, Compiled, DiskCache,
 };
 pub use device::{list_devices, DeviceInfo};
 
@@ -245,7 +245,7 @@ impl CudaBackend {
         defines: &[(String, String)],
         entry: &str,
     ) -> Result<CudaFunction> {
-        Ok(self.load(name, text, defines, entry)?.func.clone())
+        Ok(self.load(name, text, defines, &[], entry)?.func.clone())
     }
 
     /// ptxas's report for `kernel` as this backend compiles it.
@@ -280,24 +280,34 @@ impl CudaBackend {
             Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name))
         })?;
         let defines = compile::kernel_defines(kernel, types, opts)?;
-        self.load(src.file, &src.full_text(), &defines, &kernel.entry_point())
+        let options = compile::experiment_options()?;
+        self.load(
+            src.file,
+            &src.full_text(),
+            &defines,
+            &options,
+            &kernel.entry_point(),
+        )
     }
 
+    /// Compiles (or finds in the caches) and loads `entry` of source `text` with `defines` and
+    /// the `extra` NVRTC options.
     fn load(
         &self,
         name: &str,
         text: &str,
         defines: &[(String, String)],
+        extra: &[String],
         entry: &str,
     ) -> Result<Arc<Loaded>> {
-        let key = format!("{name}|{entry}|{defines:?}");
+        let key = format!("{name}|{entry}|{defines:?}|{extra:?}");
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = loaded.get(&key) {
             return Ok(l.clone());
         }
         let cache = DiskCache::from_env();
         let arch = self.info.arch.as_str();
-        let mut compiled = compile_source(name, text, defines, arch, &cache)?;
+        let mut compiled = compile_source_with_options(name, text, defines, extra, arch, &cache)?;
         let module = match self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
@@ -306,7 +316,9 @@ impl CudaBackend {
             Err(_) if compiled.from_disk_cache => {
                 // A cached CUBIN the driver refuses: drop it and compile afresh.
                 cache.evict(name, arch, compiled.key);
-                compiled = compile_source(name, text, defines, arch, &DiskCache::disabled())?;
+                let uncached = DiskCache::disabled();
+                compiled =
+                    compile_source_with_options(name, text, defines, extra, arch, &uncached)?;
                 self.ctx
                     .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
                     .ctx(|| format!("loading the CUBIN of {name}"))?
@@ -602,7 +614,8 @@ impl CudaBackend {
         };
         let entry = kernel.tail_entry_point().expect("a split-tail kernel");
         let src = kernel.cuda_source().expect("a CUDA kernel");
-        let tail = self.load(src.file, &src.full_text(), &defines, &entry)?;
+        let options = compile::experiment_options()?;
+        let tail = self.load(src.file, &src.full_text(), &defines, &options, &entry)?;
         self.allow_dynamic_shared(&tail, config.shared_mem_bytes as usize)?;
         if self.blocks_per_sm(&tail, config)? as u64 * (self.info.sm_count as u64) < plan.blocks {
             return Ok(unsplit); // the tail's blocks would not all run at once
