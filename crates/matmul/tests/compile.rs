@@ -141,10 +141,7 @@ fn every_kernel_compiles_without_spills() {
                 continue;
             }
         };
-        let entry = match build {
-            Build::Tail => kernel.tail_entry_point().expect("a split-tail kernel"),
-            Build::Main => kernel.entry_point(),
-        };
+        let entry = build.entry_point(kernel).expect("a build the kernel has");
         let Some(info) = compiled.function(&entry) else {
             failures.push(format!(
                 "{label}: ptxas reported nothing for `{entry}`:\n{}",

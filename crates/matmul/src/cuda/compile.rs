@@ -331,6 +331,27 @@ impl Build {
             Build::Tail => format!("{} (tail)", kernel.name),
         }
     }
+
+    /// The entry point of `kernel`'s build; None for the tail of a kernel without one.
+    pub fn entry_point(self, kernel: &KernelSpec) -> Option<String> {
+        match self {
+            Build::Main => Some(kernel.entry_point()),
+            Build::Tail => kernel.tail_entry_point(),
+        }
+    }
+
+    /// The `-D` parameters of `kernel`'s build: [`kernel_defines`], or [`tail_defines`].
+    pub fn defines(
+        self,
+        kernel: &KernelSpec,
+        types: impl Into<Types>,
+        opts: &RunOptions,
+    ) -> Result<Vec<(String, String)>> {
+        match self {
+            Build::Main => kernel_defines(kernel, types, opts),
+            Build::Tail => tail_defines(kernel, types, opts),
+        }
+    }
 }
 
 /// The define that compiles a split-tail kernel's `<entry>_tail` instead of its main entry.
@@ -362,10 +383,7 @@ pub fn compile_build_with_cache(
     cache: &DiskCache,
     build: Build,
 ) -> Result<Compiled> {
-    let defines = match build {
-        Build::Main => kernel_defines(kernel, types, opts)?,
-        Build::Tail => tail_defines(kernel, types, opts)?,
-    };
+    let defines = build.defines(kernel, types, opts)?;
     let src = kernel.cuda_source().expect("checked by the defines' maker");
     let extra = experiment_options()?;
     let mut compiled =

@@ -27,6 +27,7 @@ use cudarc::driver::{
 };
 use half::{bf16, f16};
 
+use compile::Build;
 pub use compile::{
     arch_for, compile, compile_source, compile_source_with_options, compile_with_cache,
     nvrtc_version, CompileInfo, Compiled, DiskCache,
@@ -255,7 +256,7 @@ impl CudaBackend {
         types: impl Into<Types>,
         opts: &RunOptions,
     ) -> Result<CompileInfo> {
-        let loaded = self.load_kernel(kernel, types.into(), opts)?;
+        let loaded = self.load_kernel(kernel, types.into(), opts, Build::Main)?;
         loaded.info.clone().ok_or_else(|| Error::Cuda {
             context: format!("compiling {}", kernel.name),
             message: "ptxas reported nothing for the entry point".into(),
@@ -270,24 +271,23 @@ impl CudaBackend {
         self.download(&c, problem)
     }
 
+    /// Compiles (or finds in the caches) and loads `build` of registry kernel `kernel`.
     fn load_kernel(
         &self,
         kernel: &KernelSpec,
         types: Types,
         opts: &RunOptions,
+        build: Build,
     ) -> Result<Arc<Loaded>> {
         let src = kernel.cuda_source().ok_or_else(|| {
             Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name))
         })?;
-        let defines = compile::kernel_defines(kernel, types, opts)?;
+        let defines = build.defines(kernel, types, opts)?;
+        let entry = build.entry_point(kernel).ok_or_else(|| {
+            Error::Invalid(format!("kernel `{}` has no {build:?} build", kernel.name))
+        })?;
         let options = compile::experiment_options()?;
-        self.load(
-            src.file,
-            &src.full_text(),
-            &defines,
-            &options,
-            &kernel.entry_point(),
-        )
+        self.load(src.file, &src.full_text(), &defines, &options, &entry)
     }
 
     /// Compiles (or finds in the caches) and loads `entry` of source `text` with `defines` and
@@ -477,7 +477,7 @@ impl CudaBackend {
         match &kernel.implementation {
             Implementation::Cuda(src) => {
                 let mut config = self.launch_config(kernel, src, problem, opts)?;
-                let loaded = self.load_kernel(kernel, problem.types(), opts)?;
+                let loaded = self.load_kernel(kernel, problem.types(), opts, Build::Main)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
                 let tma = match src.geometry {
                     Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
@@ -541,16 +541,18 @@ impl CudaBackend {
         }
     }
 
-    /// Where [`split_tail_plan`] splits `problem`'s tail for split-tail `kernel` (loaded as
-    /// `main`, launched with `config` at `tiling`, compiled with `defines`).
+    /// Where [`split_tail_plan`] splits the `tiles` tiles of `problem` for a split-tail kernel
+    /// (loaded as `main`, launched with `config` at `tiling`). Its knobs are experiment defines
+    /// (`MATMUL_KERNEL_DEFINES`; the registry sets none of them).
     fn tail_plan(
         &self,
         problem: &Problem,
-        defines: &[(String, String)],
+        tiles: u64,
         main: &Loaded,
         config: &LaunchConfig,
         tiling: crate::registry::Tiling,
     ) -> Result<Option<TailPlan>> {
+        let defines = compile::experiment_defines()?;
         let define = |name: &str, default: u64| -> Result<u64> {
             match defines.iter().rev().find(|(n, _)| n == name) {
                 None => Ok(default),
@@ -564,7 +566,6 @@ impl CudaBackend {
         if define(SPLIT_TAIL_OFF.0, 1)? == 0 || self.info.compute_capability.0 < 9 {
             return Ok(None);
         }
-        let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
         let wave = self.blocks_per_sm(main, config)? as u64 * self.info.sm_count as u64;
         let slices = problem.k.div_ceil(tiling.bk as usize) as u64;
         Ok(split_tail_plan(
@@ -608,14 +609,10 @@ impl CudaBackend {
             whole_tiles: whole(tiles),
             tail: None,
         };
-        let defines = compile::tail_defines(kernel, problem.types(), opts)?;
-        let Some(plan) = self.tail_plan(problem, &defines, main, config, tiling)? else {
+        let Some(plan) = self.tail_plan(problem, tiles, main, config, tiling)? else {
             return Ok(unsplit);
         };
-        let entry = kernel.tail_entry_point().expect("a split-tail kernel");
-        let src = kernel.cuda_source().expect("a CUDA kernel");
-        let options = compile::experiment_options()?;
-        let tail = self.load(src.file, &src.full_text(), &defines, &options, &entry)?;
+        let tail = self.load_kernel(kernel, problem.types(), opts, Build::Tail)?;
         self.allow_dynamic_shared(&tail, config.shared_mem_bytes as usize)?;
         if self.blocks_per_sm(&tail, config)? as u64 * (self.info.sm_count as u64) < plan.blocks {
             return Ok(unsplit); // the tail's blocks would not all run at once
