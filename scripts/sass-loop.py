@@ -37,7 +37,8 @@ PRELUDE = "typedef unsigned int matmul_u32;\ntypedef unsigned short matmul_u16;\
 
 
 def tiling_defines(text):
-    """BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS] -> -D values (registry.rs)."""
+    """BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]
+    -> -D values (registry.rs; PTXAS_LEVEL is taken out by compile_cubin as an NVRTC option)."""
     parts = text.split("/")
     bm, bn, bk = map(int, parts[0].split("x"))
     tm, tn = map(int, parts[1].split("x"))
@@ -46,7 +47,7 @@ def tiling_defines(text):
         if p[0] == "w":
             d["WM"], d["WN"], d["WNITER"] = map(int, re.match(r"w(\d+)x(\d+)n(\d+)", p).groups())
         else:
-            d[{"s": "STAGES", "p": "PAD", "b": "MIN_BLOCKS"}[p[0]]] = int(p[1:])
+            d[{"s": "STAGES", "p": "PAD", "b": "MIN_BLOCKS", "r": "MAXNREG", "o": "PTXAS_LEVEL"}[p[0]]] = int(p[1:])
     d["THREADS"] = (bm // d["WM"]) * (bn // d["WN"]) * 32
     return d
 
@@ -73,6 +74,9 @@ def compile_cubin(defines, kernel="multistage", arch="sm_90a"):
     prog = ctypes.c_void_p()
     assert nv.nvrtcCreateProgram(ctypes.byref(prog), (PRELUDE + text).encode(), files[-1].encode(), 0, None, None) == 0
     opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17", "--no-cache"]
+    defines = dict(defines)
+    if "PTXAS_LEVEL" in defines:
+        opts.append(f"--ptxas-options=-O{defines.pop('PTXAS_LEVEL')}")
     opts += [f"-D{k}={v}" for k, v in defines.items()]
     opts += os.environ.get("NVRTC_EXTRA", "").split()
     status = nv.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts]))

@@ -67,7 +67,7 @@ pub struct BenchArgs {
     #[arg(long)]
     profile: bool,
     /// Run every SIMT-ladder kernel of the run with this tiling
-    /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS]).
+    /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]).
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
 }

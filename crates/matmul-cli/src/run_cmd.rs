@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// Tile / TPB for kernels that take one (tiled, single-block, naive).
     #[arg(long)]
     tile: Option<u32>,
-    /// Tiling for the SIMT-ladder kernels: BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD]
+    /// Tiling for the SIMT-ladder kernels:
+    /// BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]
     /// (e.g. 128x128x16/8x4/w64x32n2/s3); default: the tune table's entry for the kernel, dtype
     /// and shape class (the user's `matmul tune` cache, else the built-in table for the GPU, as
     /// `matmul bench` uses), else the registry's.

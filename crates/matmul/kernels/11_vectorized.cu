@@ -22,7 +22,7 @@ static_assert(WM == 0 && STAGES == 1, "vectorized has no warp tiling or pipeline
 static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as 4-element words");
 static_assert(THREADS == (BM / TM) * (BN / TN), "one thread per TM×TN tile");
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void REGISTER_BOUNDS
 vectorized(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
            int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)
 {

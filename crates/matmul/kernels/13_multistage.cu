@@ -90,21 +90,6 @@
 #define SHARED32 1
 #endif
 
-// MAXNREG = n (an experiment switch, 2026-11-25, not yet measured): the entries' register cap set
-// by __maxnreg__(n) instead of __launch_bounds__(THREADS, MIN_BLOCKS) (CUDA allows one or the
-// other). ptxas allocates the same loop differently under each cap: for multistage-raster's ★
-// f32 build, caps of 208 to 248 give six distinct SASS builds without spills (208 to 243
-// registers; 255 gives the default's). Builds of nearly the same loop have run 3.5 % apart
-// (multistage and multistage-raster at 8192³, 51.9 and 53.7 TFLOP/s, at the same tiling; the
-// raster-group runs suggest the L2 order is not the difference: groups of 4 tile-rows, a wave as
-// deep as the row-major order's, ran 53.6), so the cap is a tuning dimension worth
-// timing (scripts/ab-specs/simt-maxnreg.spec). Default: the launch bounds.
-#ifdef MAXNREG
-#define REGISTER_BOUNDS __maxnreg__(MAXNREG)
-#else
-#define REGISTER_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
-#endif
-
 // COPY_A_ROWS = 1 (the default since 2026-11-25): A's copy in the N·N loop (op(A) = N: A's rows run
 // along k, so each element goes into the k-major As by its own 4-byte copy) by RowChunkCopy below
 // instead of load_tile, where the tiling fits it (RowChunkCopy::FITS). Measured on an H100

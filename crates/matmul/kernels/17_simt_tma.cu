@@ -201,7 +201,7 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
 
 // The pointers and strides are the SIMT ABI's; A and B are read through the maps only, and the
 // strides only tell the layouts apart (see the header).
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void REGISTER_BOUNDS
 simt_tma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K,
          int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
          const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)

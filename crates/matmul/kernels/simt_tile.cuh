@@ -35,6 +35,19 @@
 #define SIMT_VARIANTS 1
 #endif
 
+// REGISTER_BOUNDS, every SIMT entry's register bound: __launch_bounds__(THREADS, MIN_BLOCKS), or
+// with MAXNREG = n (a tiling's /rN, registry.rs Tiling::max_registers) __maxnreg__(n) in its place
+// (CUDA allows one or the other; the registry keeps n within the cap MIN_BLOCKS implies). ptxas
+// allocates and schedules the same loop differently under each cap: multistage's ★ f32 build at
+// 8192³ ran from 49.2 to 53.8 TFLOP/s over caps of 208 to 248 (H100, 2026-11-25), and -O1 with a
+// cap of 244 (the tiling's /o1) 54.6 against the default build's 53.8 (docs/kernels.md, "The
+// register lottery").
+#ifdef MAXNREG
+#define REGISTER_BOUNDS __maxnreg__(MAXNREG)
+#else
+#define REGISTER_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
+#endif
+
 #ifndef KK_UNROLL
 #define KK_UNROLL BK
 #endif

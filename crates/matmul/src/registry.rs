@@ -212,11 +212,31 @@ pub struct Tiling {
     /// occupancy.
     #[serde(default = "one")]
     pub min_blocks: u32,
+    /// Build knobs, not tile shapes: they change how ptxas compiles the same source, and
+    /// `matmul tune` searches them around its winner ([`Tiling::build_variants`]). ptxas
+    /// allocates registers and schedules a long unrolled loop differently under each, and on the
+    /// H100 the same ★ loop ran from 49 to 54.6 TFLOP/s across such builds (docs/kernels.md,
+    /// "The register lottery").
+    ///
+    /// A register cap tighter than the one MIN_BLOCKS implies: `__maxnreg__(n)` in place of
+    /// `__launch_bounds__(THREADS, MIN_BLOCKS)` (the MAXNREG define, simt_tile.cuh). 0: none.
+    #[serde(default)]
+    pub max_registers: u32,
+    /// ptxas's optimization level (`--ptxas-options=-O<n>`, 0–3; ptxas's default is 3).
+    #[serde(default = "three")]
+    pub ptxas_level: u32,
 }
 
 fn one() -> u32 {
     1
 }
+
+fn three() -> u32 {
+    DEFAULT_PTXAS_LEVEL
+}
+
+/// ptxas's own default optimization level.
+pub const DEFAULT_PTXAS_LEVEL: u32 = 3;
 
 impl Tiling {
     /// A block tile without warp tiling, one stage, no padding.
@@ -233,6 +253,8 @@ impl Tiling {
             stages: 1,
             pad: 0,
             min_blocks: 1,
+            max_registers: 0,
+            ptxas_level: DEFAULT_PTXAS_LEVEL,
         }
     }
 
@@ -256,6 +278,32 @@ impl Tiling {
 
     pub const fn with_min_blocks(self, min_blocks: u32) -> Tiling {
         Tiling { min_blocks, ..self }
+    }
+
+    /// With the build knobs `max_registers` (0: none) and `ptxas_level`.
+    pub const fn with_build(self, max_registers: u32, ptxas_level: u32) -> Tiling {
+        Tiling {
+            max_registers,
+            ptxas_level,
+            ..self
+        }
+    }
+
+    /// The same tiles built as ptxas builds them by default (no register cap, level 3).
+    pub const fn default_build(self) -> Tiling {
+        self.with_build(0, DEFAULT_PTXAS_LEVEL)
+    }
+
+    /// The builds of these tiles `matmul tune` tries around a winner: ptxas levels 3 and 1, each
+    /// with no register cap and with caps of 224 to 248 where they are tighter than the one
+    /// MIN_BLOCKS implies; `self` left out. On the H100 the best f32 builds of multistage's ★
+    /// tiling came from -O1 with caps of 224 and 244 (docs/kernels.md, "The register lottery").
+    pub fn build_variants(&self) -> Vec<Tiling> {
+        let bound = self.default_build().register_cap();
+        let caps = [0, 224, 232, 240, 244, 248].into_iter().filter(|&c| c < bound);
+        caps.flat_map(|cap| [DEFAULT_PTXAS_LEVEL, 1].map(|level| self.with_build(cap, level)))
+            .filter(|t| t != self)
+            .collect()
     }
 
     pub fn warp_tiled(&self) -> bool {
@@ -290,9 +338,23 @@ impl Tiling {
         rm * rn + rm + rn + loads + 40
     }
 
-    /// The register cap `__launch_bounds__(THREADS, MIN_BLOCKS)` imposes (at most 255).
+    /// The register cap of a build: `max_registers` where set, else the one
+    /// `__launch_bounds__(THREADS, MIN_BLOCKS)` imposes (at most 255).
     pub fn register_cap(&self) -> u32 {
-        (65536 / (self.threads() * self.min_blocks).max(1)).min(255)
+        let bound = (65536 / (self.threads() * self.min_blocks).max(1)).min(255);
+        match self.max_registers {
+            0 => bound,
+            cap => cap.min(bound),
+        }
+    }
+
+    /// The NVRTC options a build needs beyond the usual ones: ptxas's level where not the default.
+    pub fn nvrtc_options(&self) -> Vec<String> {
+        if self.ptxas_level == DEFAULT_PTXAS_LEVEL {
+            Vec::new()
+        } else {
+            vec![format!("--ptxas-options=-O{}", self.ptxas_level)]
+        }
     }
 
     /// Dynamic shared memory in elements: STAGES buffers of A (BK×(BM+PAD)) and B (BK×(BN+PAD)).
@@ -302,7 +364,7 @@ impl Tiling {
 
     /// The -D definitions a BlockTile kernel is compiled with.
     pub fn defines(&self) -> Vec<(String, String)> {
-        defines(&[
+        let mut out = defines(&[
             ("BM", self.bm),
             ("BN", self.bn),
             ("BK", self.bk),
@@ -315,7 +377,11 @@ impl Tiling {
             ("PAD", self.pad),
             ("MIN_BLOCKS", self.min_blocks),
             ("THREADS", self.threads()),
-        ])
+        ]);
+        if self.max_registers != 0 {
+            out.extend(defines(&[("MAXNREG", self.max_registers)]));
+        }
+        out
     }
 
     /// The rules every BlockTile kernel relies on; the error names the one broken. (Each .cu
@@ -347,6 +413,18 @@ impl Tiling {
         rule(
             (1..=4).contains(&t.min_blocks) && t.threads() * t.min_blocks <= 2048,
             "MIN_BLOCKS must be 1 to 4, with THREADS·MIN_BLOCKS ≤ 2048",
+        )?;
+        let bound = t.default_build().register_cap();
+        rule(
+            t.max_registers == 0 || (32..=bound).contains(&t.max_registers),
+            &format!(
+                "the register cap r{} must be 32 to {bound} (the cap THREADS·MIN_BLOCKS leaves), or absent",
+                t.max_registers
+            ),
+        )?;
+        rule(
+            t.ptxas_level <= 3,
+            &format!("the ptxas level o{} must be 0 to 3", t.ptxas_level),
         )?;
         if t.warp_tiled() {
             rule(t.wniter >= 1, "WNITER must be at least 1")?;
@@ -403,6 +481,12 @@ impl fmt::Display for Tiling {
         if self.min_blocks != 1 {
             write!(f, "/b{}", self.min_blocks)?;
         }
+        if self.max_registers != 0 {
+            write!(f, "/r{}", self.max_registers)?;
+        }
+        if self.ptxas_level != DEFAULT_PTXAS_LEVEL {
+            write!(f, "/o{}", self.ptxas_level)?;
+        }
         Ok(())
     }
 }
@@ -410,10 +494,10 @@ impl fmt::Display for Tiling {
 impl std::str::FromStr for Tiling {
     type Err = String;
 
-    /// Parses the Display form: `BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS]`.
+    /// Parses the Display form: `BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]`.
     fn from_str(s: &str) -> Result<Tiling, String> {
         let bad = |why: &str| {
-            format!("tiling `{s}`: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS], e.g. 128x128x8/8x8)")
+            format!("tiling `{s}`: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL], e.g. 128x128x8/8x8)")
         };
         let num = |x: &str| {
             x.parse::<u32>()
@@ -444,6 +528,8 @@ impl std::str::FromStr for Tiling {
                 "s" => t.stages = num(rest)?,
                 "p" => t.pad = num(rest)?,
                 "b" => t.min_blocks = num(rest)?,
+                "r" => t.max_registers = num(rest)?,
+                "o" => t.ptxas_level = num(rest)?,
                 _ => return Err(bad(&format!("unknown part `{part}`"))),
             }
         }

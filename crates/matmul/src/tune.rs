@@ -251,6 +251,7 @@ pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<T
                                     stages,
                                     pad: base.pad,
                                     min_blocks,
+                                    ..base.default_build()
                                 };
                                 if fits(&t) && !out.contains(&t) {
                                     out.push(t);
@@ -281,7 +282,8 @@ pub fn spread(candidates: &[Tiling], n: usize) -> Vec<Tiling> {
 /// The first pass of `matmul tune` for `kernel` on `dtype` × `class`: the spread of `all` (at most
 /// `n`, the default first), then the incumbent in `table` for that kernel, dtype and class (so a
 /// short search never replaces it with something slower), then what the other kernels won there,
-/// at 2 or 3 stages where this kernel pipelines. Only members of `all` are returned, each once.
+/// at 2 or 3 stages where this kernel pipelines. Only members of `all` and builds of them
+/// ([`Tiling::build_variants`]: a register cap, ptxas's level) are returned, each once.
 pub fn first_pass(
     all: &[Tiling],
     n: usize,
@@ -292,7 +294,7 @@ pub fn first_pass(
 ) -> Vec<Tiling> {
     let mut out = spread(all, n);
     let mut add = |t: Tiling| {
-        if all.contains(&t) && !out.contains(&t) {
+        if all.contains(&t.default_build()) && !out.contains(&t) {
             out.push(t);
         }
     };
@@ -323,7 +325,9 @@ pub fn first_pass(
 }
 
 /// The candidates one step from `best`: those that differ from it in exactly one knob (the
-/// block tile's M, N or K, the thread tile, the warp tile, stages, padding, blocks per SM). The
+/// block tile's M, N or K, the thread tile, the warp tile, stages, padding, blocks per SM), built
+/// as `best` is built where they allow it, after the other builds of `best` itself
+/// ([`Tiling::build_variants`]). The
 /// second pass of `matmul tune` times these: a local search around the spread's winner.
 pub fn neighbours(best: &Tiling, candidates: &[Tiling]) -> Vec<Tiling> {
     let knobs = |t: &Tiling| {
@@ -339,11 +343,25 @@ pub fn neighbours(best: &Tiling, candidates: &[Tiling]) -> Vec<Tiling> {
         ]
     };
     let b = knobs(best);
-    candidates
+    let as_best = |t: &Tiling| {
+        let built = t.with_build(best.max_registers, best.ptxas_level);
+        if built.check().is_ok() {
+            built
+        } else {
+            *t
+        }
+    };
+    let mut out = best.build_variants();
+    for t in candidates
         .iter()
         .filter(|t| knobs(t).iter().zip(&b).filter(|(x, y)| x != y).count() == 1)
-        .copied()
-        .collect()
+        .map(as_best)
+    {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -465,7 +483,10 @@ mod tests {
                 let few = spread(&c, 20);
                 assert_eq!((few.len(), few[0]), (20, tiling));
                 let near = neighbours(&tiling, &c);
-                assert!(near.iter().all(|t| *t != tiling && c.contains(t)));
+                assert!(near
+                    .iter()
+                    .all(|t| *t != tiling && c.contains(&t.default_build())));
+                assert!(tiling.build_variants().iter().all(|t| near.contains(t)));
                 assert!(c.iter().all(|t| k.check_tiling(t).is_ok()));
             }
         }
@@ -514,7 +535,7 @@ mod tests {
                     e.tiling
                 );
                 assert_eq!(pass[0], all[0], "the default first");
-                assert!(pass.iter().all(|t| all.contains(t)));
+                assert!(pass.iter().all(|t| all.contains(&t.default_build())));
                 assert!(
                     pass.iter().enumerate().all(|(i, t)| !pass[..i].contains(t)),
                     "each candidate once"
@@ -529,6 +550,7 @@ mod tests {
             "128x128x8/8x8",
             "128x128x16/8x4/w64x32n2/s3/p4",
             "64x64x8/8x1",
+            "128x256x16/8x4/w64x64n2/s3/p4/r244/o1",
         ] {
             let t: Tiling = s.parse().unwrap();
             assert_eq!(t.to_string(), s);
@@ -536,5 +558,35 @@ mod tests {
         for bad in ["128x128/8x8", "axbxc/1x1", "128x128x8/8x8/q3", "128x128x8"] {
             assert!(bad.parse::<Tiling>().is_err(), "{bad}");
         }
+    }
+
+    /// The build knobs: written only where not the default, checked against the cap MIN_BLOCKS
+    /// leaves and ptxas's levels, and passed on as a define and an NVRTC option.
+    #[test]
+    fn build_knobs_are_checked_and_compiled_in() {
+        let t: Tiling = "128x256x16/8x4/w64x64n2/s3/p4".parse().unwrap();
+        assert_eq!((t.max_registers, t.ptxas_level, t.register_cap()), (0, 3, 255));
+        assert!(t.nvrtc_options().is_empty());
+        assert!(!t.defines().iter().any(|(k, _)| k == "MAXNREG"));
+        let built = t.with_build(244, 1);
+        assert_eq!(built.register_cap(), 244);
+        assert_eq!(built.nvrtc_options(), ["--ptxas-options=-O1"]);
+        assert!(built.defines().contains(&("MAXNREG".into(), "244".into())));
+        assert_eq!(built.default_build(), t);
+        assert!(t.build_variants().contains(&built) && !t.build_variants().contains(&t));
+        for (bad, says) in [
+            ("128x256x16/8x4/w64x64n2/s3/p4/r16", "register cap r16 must be 32 to 255"),
+            ("128x128x16/4x4/w64x32n2/s3/p4/b2/r200", "register cap r200 must be 32 to 128"),
+            ("128x256x16/8x4/w64x64n2/s3/p4/o4", "ptxas level o4 must be 0 to 3"),
+        ] {
+            let e = bad.parse::<Tiling>().unwrap().check().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // At two blocks of 256 threads per SM the cap is already 128: no register-cap builds.
+        let two: Tiling = "128x128x16/4x4/w64x32n2/s3/p4/b2".parse().unwrap();
+        assert_eq!(two.build_variants(), [two.with_build(0, 1)]);
+        // A JSON tune entry written before the knobs existed reads as the default build.
+        let old = r#"{"bm":128,"bn":256,"bk":16,"tm":8,"tn":4,"wm":64,"wn":64,"wniter":2,"stages":3,"pad":4}"#;
+        assert_eq!(serde_json::from_str::<Tiling>(old).unwrap(), t);
     }
 }

@@ -43,8 +43,9 @@ fn cuda_kernels() -> impl Iterator<Item = &'static KernelSpec> {
     KERNELS.iter().filter(|k| k.cuda_source().is_some())
 }
 
-/// The variants to compile: the registry's, 3 for 2-D tile kernels, and for the SIMT ladder a
-/// small, a deep and the largest of `matmul tune`'s candidates (the templates must hold for all).
+/// The variants to compile: the registry's, 3 for 2-D tile kernels, and for the SIMT ladder its
+/// default tiles under a register cap and ptxas -O1, then a small, a deep and the largest of
+/// `matmul tune`'s candidates (the templates must hold for all).
 fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
     match kernel.cuda_source().map(|s| s.geometry) {
         Some(Geometry::Tile2d { tile: 3 }) | Some(Geometry::SingleBlock { tpb: 3 }) => {
@@ -56,7 +57,9 @@ fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
         Some(Geometry::BlockTile { .. }) => {
             let c = tune::candidates(kernel, dtype, 227 << 10);
             let pick = |f: &dyn Fn(&Tiling) -> u64| c.iter().skip(1).max_by_key(|t| f(t)).copied();
-            let mut out = vec![RunOptions::default()];
+            // The default tiles under both build knobs: every kernel's __maxnreg__ path.
+            let built = c[0].with_build(c[0].register_cap() - 8, 1);
+            let mut out = vec![RunOptions::default(), RunOptions::tiling(built)];
             for t in [
                 pick(&|t| u64::MAX - (t.bm * t.bn) as u64),
                 pick(&|t| (t.bk * t.stages) as u64),

@@ -533,6 +533,13 @@ fn tiling_overrides() {
             if kernel.name.starts_with("multistage") && kernel.check_tiling(&chunks_of_4).is_ok() {
                 tilings.push(chunks_of_4);
             }
+            // And the default tiles under both build knobs (a register cap, ptxas -O1), so every
+            // kernel's __maxnreg__ path runs, whatever the tables hold.
+            let default = all[0];
+            let built = default.with_build(default.register_cap() - 8, 1);
+            if !tilings.contains(&built) {
+                tilings.push(built);
+            }
             for tiling in tilings {
                 let opts = RunOptions::tiling(tiling);
                 for &(m, n, k) in shapes {

@@ -257,6 +257,18 @@ fn parse_defines(text: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// The NVRTC options a registry kernel is compiled with beyond the usual ones: its tiling's
+/// ([`Tiling::nvrtc_options`](crate::registry::Tiling::nvrtc_options), e.g. ptxas's level), then
+/// [`experiment_options`]. The same for every build of the kernel.
+pub fn kernel_options(kernel: &KernelSpec, opts: &RunOptions) -> Result<Vec<String>> {
+    let mut options = kernel
+        .tiling(opts)
+        .map(|t| t.nvrtc_options())
+        .unwrap_or_default();
+    options.extend(experiment_options()?);
+    Ok(options)
+}
+
 /// The environment variable of [`experiment_options`].
 pub const OPTIONS_ENV: &str = "MATMUL_NVRTC_OPTIONS";
 
@@ -385,7 +397,7 @@ pub fn compile_build_with_cache(
 ) -> Result<Compiled> {
     let defines = build.defines(kernel, types, opts)?;
     let src = kernel.cuda_source().expect("checked by the defines' maker");
-    let extra = experiment_options()?;
+    let extra = kernel_options(kernel, opts)?;
     let mut compiled =
         compile_source_with_options(src.file, &src.full_text(), &defines, &extra, arch, cache)?;
     compiled.name = build.name(kernel);

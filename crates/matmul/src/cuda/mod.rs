@@ -286,7 +286,7 @@ impl CudaBackend {
         let entry = build.entry_point(kernel).ok_or_else(|| {
             Error::Invalid(format!("kernel `{}` has no {build:?} build", kernel.name))
         })?;
-        let options = compile::experiment_options()?;
+        let options = compile::kernel_options(kernel, opts)?;
         self.load(src.file, &src.full_text(), &defines, &options, &entry)
     }
 
