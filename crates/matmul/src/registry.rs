@@ -300,7 +300,9 @@ impl Tiling {
     /// tiling came from -O1 with caps of 224 and 244 (docs/kernels.md, "The register lottery").
     pub fn build_variants(&self) -> Vec<Tiling> {
         let bound = self.default_build().register_cap();
-        let caps = [0, 224, 232, 240, 244, 248].into_iter().filter(|&c| c < bound);
+        let caps = [0, 224, 232, 240, 244, 248]
+            .into_iter()
+            .filter(|&c| c < bound);
         caps.flat_map(|cap| [DEFAULT_PTXAS_LEVEL, 1].map(|level| self.with_build(cap, level)))
             .filter(|t| t != self)
             .collect()

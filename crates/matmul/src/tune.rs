@@ -565,7 +565,10 @@ mod tests {
     #[test]
     fn build_knobs_are_checked_and_compiled_in() {
         let t: Tiling = "128x256x16/8x4/w64x64n2/s3/p4".parse().unwrap();
-        assert_eq!((t.max_registers, t.ptxas_level, t.register_cap()), (0, 3, 255));
+        assert_eq!(
+            (t.max_registers, t.ptxas_level, t.register_cap()),
+            (0, 3, 255)
+        );
         assert!(t.nvrtc_options().is_empty());
         assert!(!t.defines().iter().any(|(k, _)| k == "MAXNREG"));
         let built = t.with_build(244, 1);
@@ -575,9 +578,18 @@ mod tests {
         assert_eq!(built.default_build(), t);
         assert!(t.build_variants().contains(&built) && !t.build_variants().contains(&t));
         for (bad, says) in [
-            ("128x256x16/8x4/w64x64n2/s3/p4/r16", "register cap r16 must be 32 to 255"),
-            ("128x128x16/4x4/w64x32n2/s3/p4/b2/r200", "register cap r200 must be 32 to 128"),
-            ("128x256x16/8x4/w64x64n2/s3/p4/o4", "ptxas level o4 must be 0 to 3"),
+            (
+                "128x256x16/8x4/w64x64n2/s3/p4/r16",
+                "register cap r16 must be 32 to 255",
+            ),
+            (
+                "128x128x16/4x4/w64x32n2/s3/p4/b2/r200",
+                "register cap r200 must be 32 to 128",
+            ),
+            (
+                "128x256x16/8x4/w64x64n2/s3/p4/o4",
+                "ptxas level o4 must be 0 to 3",
+            ),
         ] {
             let e = bad.parse::<Tiling>().unwrap().check().unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
