@@ -299,7 +299,7 @@ impl Tiling {
     /// MIN_BLOCKS implies; `self` left out. On the H100 the best f32 builds of multistage's ★
     /// tiling came from -O1 with caps of 224 and 244 (docs/kernels.md, "The register lottery").
     pub fn build_variants(&self) -> Vec<Tiling> {
-        let bound = self.default_build().register_cap();
+        let bound = self.launch_bounds_cap();
         let caps = [0, 224, 232, 240, 244, 248]
             .into_iter()
             .filter(|&c| c < bound);
@@ -340,13 +340,17 @@ impl Tiling {
         rm * rn + rm + rn + loads + 40
     }
 
-    /// The register cap of a build: `max_registers` where set, else the one
-    /// `__launch_bounds__(THREADS, MIN_BLOCKS)` imposes (at most 255).
+    /// The register cap `__launch_bounds__(THREADS, MIN_BLOCKS)` imposes (at most 255): the
+    /// loosest a build's `max_registers` may ask for, so MIN_BLOCKS blocks still fit an SM.
+    pub fn launch_bounds_cap(&self) -> u32 {
+        (65536 / (self.threads() * self.min_blocks).max(1)).min(255)
+    }
+
+    /// The register cap of a build: `max_registers` where set, else [`Tiling::launch_bounds_cap`].
     pub fn register_cap(&self) -> u32 {
-        let bound = (65536 / (self.threads() * self.min_blocks).max(1)).min(255);
         match self.max_registers {
-            0 => bound,
-            cap => cap.min(bound),
+            0 => self.launch_bounds_cap(),
+            cap => cap.min(self.launch_bounds_cap()),
         }
     }
 
@@ -416,7 +420,7 @@ impl Tiling {
             (1..=4).contains(&t.min_blocks) && t.threads() * t.min_blocks <= 2048,
             "MIN_BLOCKS must be 1 to 4, with THREADS·MIN_BLOCKS ≤ 2048",
         )?;
-        let bound = t.default_build().register_cap();
+        let bound = t.launch_bounds_cap();
         rule(
             t.max_registers == 0 || (32..=bound).contains(&t.max_registers),
             &format!(

@@ -58,7 +58,7 @@ fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
             let c = tune::candidates(kernel, dtype, 227 << 10);
             let pick = |f: &dyn Fn(&Tiling) -> u64| c.iter().skip(1).max_by_key(|t| f(t)).copied();
             // The default tiles under both build knobs: every kernel's __maxnreg__ path.
-            let built = c[0].with_build(c[0].register_cap() - 8, 1);
+            let built = c[0].with_build(c[0].launch_bounds_cap() - 8, 1);
             let mut out = vec![RunOptions::default(), RunOptions::tiling(built)];
             for t in [
                 pick(&|t| u64::MAX - (t.bm * t.bn) as u64),

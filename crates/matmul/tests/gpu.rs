@@ -536,7 +536,7 @@ fn tiling_overrides() {
             // And the default tiles under both build knobs (a register cap, ptxas -O1), so every
             // kernel's __maxnreg__ path runs, whatever the tables hold.
             let default = all[0];
-            let built = default.with_build(default.register_cap() - 8, 1);
+            let built = default.with_build(default.launch_bounds_cap() - 8, 1);
             if !tilings.contains(&built) {
                 tilings.push(built);
             }
