@@ -5,9 +5,7 @@
 //     descriptor must be K-major (stored with K contiguous). Its first operand may instead come
 //     from registers, in whatever layout we load it. So one operand (S) is read by descriptor and
 //     must be stored K-major; the other (R) is loaded from shared memory into the register
-//     fragment layout by the consumers themselves (ldmatrix or ld.shared), rounded to tf32 on the
-//     way by to_tf32 (tf32.cuh: cvt.rn.tf32.f32, one instruction; mma-sync rounds both operands
-//     the same way).
+//     fragment layout by the consumers themselves (ldmatrix or ld.shared).
 //   * Two orientations, chosen per launch from the strides:
 //       direct  (op(B) = T, B stored N×K):  D = C;    R = op(A) (A stored M×K or K×M), S = B;
 //       swapped (op(A) = N, op(B) = N):     D = C^T;  R = op(B)^T (B stored K×N: N-contiguous),
@@ -16,15 +14,18 @@
 //     (Constraint::TcTf32Layout) and `--kernel auto` runs mma-sync there.
 //     D[p][q] (p along R's rows, q along S's rows) is stored to C[p][q] (direct) or C[q][p]
 //     (swapped, scalar stores: a warp writes 4 rows × 32 contiguous bytes per instruction).
-//   * Rounding: the register operand is rounded to nearest, ties to even (cvt.rn); the descriptor
-//     operand reaches the tensor cores as raw f32 bits, and no instruction can round it on the
-//     way. The PTX ISA leaves the tf32 encoding implementation-defined; the tensor cores are
-//     expected to ignore the low 13 bits, i.e. truncate toward zero (up to 1 ulp of tf32, 2^-10
-//     relative, instead of half an ulp). That stays within the tf32 tolerance (2u against the
-//     products' norm) for random-sign data: the predicted relative error for uniform inputs is
-//     about 4.5e-4 against mma-sync's 2.8e-4 (measured 2.65e-4). tests/gpu.rs
-//     `wgmma_tf32_rounding` measures it and says which CPU emulation (truncated or rounded S) the
-//     result matches. Rounding S in shared memory would add 64 KB of traffic per k-block.
+//   * Rounding (since 2026-11-25, docs/kernels.md 16c): both tensor maps have the TMA data type
+//     TFLOAT32, so the TMA rounds every f32 to tf32 (to nearest, ties to even, low 13 bits zeroed)
+//     as it copies it into shared memory. S (read by descriptor) therefore reaches the tensor
+//     cores rounded, and R needs no cvt in the consumers. Before, the maps copied raw f32: R was
+//     rounded by cvt.rn.tf32.f32 on its way to the registers, but the tensor cores truncate the
+//     low 13 bits of S (measured: 4.1e-4 relative error against mma-sync's and cuBLAS's 2.6e-4),
+//     and no instruction could round S short of rewriting it in shared memory (64 KB more
+//     traffic per k-block). Now the error is cuBLAS's to three digits, and the kernel ran 1–3 %
+//     faster under the card's power cap (presumably operands with 13 zero bits switch less
+//     logic in shared memory and the tensor cores; the power itself was not measured).
+//     tests/gpu.rs `wgmma_tf32_rounding` checks that the result matches the CPU emulation with
+//     both operands rounded and not the one with S truncated.
 //   * The A registers of a wgmma must not be rewritten until a wait_group has retired it (PTX).
 //     With one k-block's group kept in flight (wait_group 1), k-blocks alternate between two
 //     fragment sets (16 registers each), the loop taking k-blocks in pairs; ptxas keeps both sets
@@ -160,7 +161,8 @@ __device__ __forceinline__ void frag_offsets_pmajor(unsigned (&off)[4], int p0, 
     }
 }
 
-// The fragment (a0..a3, rounded to tf32) of k-step kk from the R tile at shared address `r`.
+// The fragment (a0..a3, already rounded to tf32 by the TMA) of k-step kk from the R tile at
+// shared address `r`.
 template <int R_PMAJOR>
 __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, const unsigned (&off)[4], int kk,
                                               bool odd_t)
@@ -170,14 +172,11 @@ __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, cons
         for (int h = 0; h < 2; ++h) {
             const unsigned x0 = lds32(r + off[2 * h] + kk * 1024);
             const unsigned x1 = lds32(r + off[2 * h + 1] + kk * 1024);
-            a[h] = to_tf32(__uint_as_float(odd_t ? x1 : x0));      // k = t
-            a[h + 2] = to_tf32(__uint_as_float(odd_t ? x0 : x1));  // k = t + 4
+            a[h] = odd_t ? x1 : x0;      // k = t
+            a[h + 2] = odd_t ? x0 : x1;  // k = t + 4
         }
     } else {
-        unsigned x[4];
-        ldsm_x4(x, r + off[kk]);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = to_tf32(__uint_as_float(x[i]));
+        ldsm_x4(a, r + off[kk]);
     }
 }
 

@@ -1007,9 +1007,9 @@ const TILE_ORDER: (&str, &str) = ("tile_order.cuh", include_str!("../kernels/til
 const SIMT_TILE: (&str, &str) = ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"));
 /// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
 const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"));
-/// The includes of the TMA + wgmma kernels (15_wgmma.cu; 16_wgmma_tf32.cu adds TF32).
+/// The includes of the TMA + wgmma kernels (15_wgmma.cu and 16_wgmma_tf32.cu).
 const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER];
-/// f32 → tf32 rounding of register operands (14_mma_sync.cu, 16_wgmma_tf32.cu).
+/// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
@@ -1394,7 +1394,7 @@ pub static KERNELS: &[KernelSpec] = &[
         constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
         traffic: Traffic::BlockTiled,
         implementation: Implementation::Cuda(CudaSource {
-            includes: &[TILE_ORDER, HOPPER, TF32],
+            includes: HOPPER_INCLUDES,
             ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 })
         }),
     },

@@ -883,7 +883,7 @@ fn wgmma_tf32_small_integers_are_exact() {
 }
 
 /// `v` (finite) rounded to tf32 (10 mantissa bits) to nearest, ties to even: cvt.rn.tf32.f32,
-/// what the kernels' `to_tf32` does on sm_90 (tf32.cuh).
+/// what `to_tf32` does on sm_90 (tf32.cuh), and what a TFLOAT32 tensor map's TMA copy does.
 fn tf32_rn(v: f32) -> f32 {
     let bits = v.to_bits();
     let lsb = (bits >> 13) & 1;
@@ -905,13 +905,13 @@ fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
     }
 }
 
-/// The rounding of wgmma-tf32, measured: the register operand (A direct, B swapped) is rounded
-/// with cvt.rn (tf32.cuh) and the shared-memory operand reaches the tensor cores as raw f32
-/// bits. The result is compared with the f64 reference of the unrounded inputs (it must pass the
-/// tf32 check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose
-/// register operand is rounded to nearest even and whose shared-memory operand is truncated
-/// (expected) or rounded: the result must sit clearly closer to one of them, and the line says
-/// which.
+/// The rounding of wgmma-tf32, measured: both operands are copied by TMA through TFLOAT32 maps,
+/// which round each f32 to tf32 (nearest, ties to even), so the shared-memory operand S does not
+/// reach the tensor cores as raw f32 bits, which they truncate (docs/kernels.md 16, 16c). The
+/// result is compared with the f64 reference of the unrounded inputs (it must pass the tf32
+/// check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose register
+/// operand is rounded to nearest even and whose shared-memory operand is truncated or rounded:
+/// the result must sit clearly closer to one of them, and that one must be S rounded.
 #[test]
 fn wgmma_tf32_rounding() {
     let Some(backend) = gpu() else { return };
@@ -976,6 +976,10 @@ fn wgmma_tf32_rounding() {
         if e_trunc.min(e_rn) * 4.0 > e_trunc.max(e_rn) {
             failures.push(format!(
                 "{problem}: neither emulation explains the result (S truncated {e_trunc:.2e}, S rounded {e_rn:.2e})"
+            ));
+        } else if e_trunc < e_rn {
+            failures.push(format!(
+                "{problem}: S reached the tensor cores truncated ({e_trunc:.2e} from that emulation, {e_rn:.2e} from S rounded): the tf32 tensor maps should round it"
             ));
         }
     }

@@ -25,10 +25,13 @@
 //! boxes of BM (or BN) rows × BK elements, the other in boxes of BK rows × BM (or BN) elements.
 //!
 //! The tf32 kernel (`Geometry::WgmmaTf32`, `tf32_maps`) reads f32 boxes of 32 elements
-//! (128 bytes) per row, boxed by role rather than by operand: the operand wgmma reads from shared
-//! memory (S, always K-major) in one box of BN rows × 32 K-elements, the one loaded into
-//! registers (R) in one box of BM rows × 32 K-elements when it is K-major, else in BM/32 boxes of
-//! 32 M- or N-elements × BK rows. Which of A and B is R depends on the ops
+//! (128 bytes) per row through maps of type TFLOAT32, so that the TMA rounds every element to
+//! tf32 (to nearest, ties to even) as it copies it: the operand wgmma reads from shared memory
+//! would otherwise reach the tensor cores truncated (docs/kernels.md 16c). Its boxes are chosen
+//! by role rather than by operand: the operand wgmma reads from shared memory (S, always
+//! K-major) in one box of BN rows × 32 K-elements, the one loaded into registers (R) in one box
+//! of BM rows × 32 K-elements when it is K-major, else in BM/32 boxes of 32 M- or N-elements ×
+//! BK rows. Which of A and B is R depends on the ops
 //! ([`WgmmaTf32Orientation`]).
 
 use std::ffi::c_void;
@@ -191,12 +194,13 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[Tensor
             problem.dtype
         )));
     }
-    let f32 = data_type(DType::Tf32);
     let inner = (SWIZZLE_BYTES / 4) as u32;
+    let tf32 = data_type(DType::Tf32);
+    let map = |ptr, stored, rows, what| encode(tf32, 4, ptr, stored, (rows, inner), SWIZZLED, what);
     let (a_box, b_box) = tf32_box_rows(problem, tile)?;
     Ok([
-        encode(f32, 4, a, problem.a_stored(), (a_box, inner), SWIZZLED, "A")?,
-        encode(f32, 4, b, problem.b_stored(), (b_box, inner), SWIZZLED, "B")?,
+        map(a, problem.a_stored(), a_box, "A")?,
+        map(b, problem.b_stored(), b_box, "B")?,
         unused_map(),
     ])
 }
@@ -249,10 +253,13 @@ fn unused_map() -> TensorMap {
     TensorMap(unsafe { std::mem::zeroed() })
 }
 
-/// The tensor-map element type that stores `dtype` (tf32 is stored as f32).
+/// The tensor-map element type that reads `dtype`. tf32 is stored as f32 and read as TFLOAT32:
+/// the TMA rounds each f32 to tf32 (to nearest, ties to even, the low 13 bits zeroed) on the way
+/// into shared memory.
 fn data_type(dtype: DType) -> DataType {
     match dtype {
-        DType::F32 | DType::Tf32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::F32 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::Tf32 => DataType::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
         DType::U32 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
         DType::Bf16 => DataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         DType::F16 => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
