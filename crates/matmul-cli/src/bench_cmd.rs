@@ -46,6 +46,9 @@ pub struct BenchArgs {
     /// Timing rounds per shape: each kernel is timed this many times, in an order rotated every
     /// round, for its share of --min-time (or --iters) each time, and its statistics pool the
     /// rounds, so clock drift falls on every kernel alike (for ratios to cuBLAS of a few percent).
+    /// For tensor-core kernels on a power-capped GPU use about 30: with 3 the medians follow the
+    /// card's clock swings (stretches of 50–100 ms; ratios moved ±7 % on an H100), with 30 they
+    /// repeated within ±0.3 % (docs/kernels.md, "Measuring small differences").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
     #[arg(long, default_value = "auto")]
