@@ -15,18 +15,19 @@ and the slow mode's size (90th percentile over the fastest launch) of that kerne
 """
 import argparse
 import json
-import statistics
 import sys
 
 
-def summary(samples):
-    s = sorted(samples)
+def summary(timing):
+    """The bench's own statistics of a record's launches (`timing.stats`), and the 90th
+    percentile, which it does not keep, from the samples."""
+    stats, s = timing["stats"], sorted(timing["samples_s"])
     return {
-        "median": statistics.median(s),
-        "mean": sum(s) / len(s),
-        "fastest": s[0],
+        "median": stats["median"],
+        "mean": stats["mean"],
+        "fastest": stats["min"],
         "p90": s[min(len(s) - 1, int(0.9 * len(s)))],
-        "n": len(s),
+        "n": stats["count"],
     }
 
 
@@ -35,18 +36,18 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--baseline", default="cublas")
     args = ap.parse_args()
+    cases = {}  # (dtype, shape, ops, C) -> {kernel: summary}
     try:
         with open(args.results) as f:
             records = json.load(f)["records"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.exit(f"{args.results}: not a matmul bench results.json ({e})")
-    cases = {}  # (dtype, shape) -> {kernel: summary}
-    for r in records:
-        if r.get("status") != "OK" or not r.get("timing", {}).get("samples_s"):
-            continue
-        key = (r["problem"]["dtype"], r["shape"], r["problem"]["op_a"] + r["problem"]["op_b"],
-               r["problem"]["c"])
-        cases.setdefault(key, {})[r["kernel"]] = summary(r["timing"]["samples_s"])
+        for r in records:
+            if r.get("status") != "OK" or not r.get("timing", {}).get("samples_s"):
+                continue
+            p = r["problem"]
+            key = (p["dtype"], r["shape"], p["op_a"] + p["op_b"], p["c"])
+            cases.setdefault(key, {})[r["kernel"]] = summary(r["timing"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        sys.exit(f"{args.results}: not a matmul bench results.json ({type(e).__name__}: {e})")
     print(f"{'dtype':<5} {'shape':<18} {'ops':<3} {'ours (best median)':<18} "
           f"{'median':>7} {'mean':>7} {'fastest':>8} {'p90/fastest ours':>17} {'baseline':>9}  launches")
     found = False
