@@ -13,7 +13,13 @@
 //     op(A) = T with op(B) = N leaves no K-major operand for the descriptor: can_run refuses it
 //     (Constraint::TcTf32Layout) and `--kernel auto` runs mma-sync there.
 //     D[p][q] (p along R's rows, q along S's rows) is stored to C[p][q] (direct) or C[q][p]
-//     (swapped, scalar stores: a warp writes 4 rows × 32 contiguous bytes per instruction).
+//     (swapped).
+//   * The epilogue (since 2026-11-25, docs/kernels.md 16d) is 15_wgmma.cu's, from epilogue.cuh:
+//     the accumulators have the same layout, so each consumer warpgroup stages its 64×256 f32 in
+//     STORE_BOXES = 2 swizzled boxes of 64 × 32 floats and TMA stores them to C through a third
+//     tensor map, while the warpgroup goes on to the next tile once TMA has read the boxes. Before,
+//     the consumers stored from registers (swapped: 4-byte scalar stores, a warp writing 4 rows ×
+//     32 bytes per instruction) and the tensor cores waited for the whole tile's stores.
 //   * Rounding (since 2026-11-25, docs/kernels.md 16c): both tensor maps have the TMA data type
 //     TFLOAT32, so the TMA rounds every f32 to tf32 (to nearest, ties to even, low 13 bits zeroed)
 //     as it copies it into shared memory. S (read by descriptor) therefore reaches the tensor
@@ -49,7 +55,8 @@
 // Tile: D is 128×256 per work unit (BM = 128 rows of R: two consumer warpgroups × m64; BN = 256
 // rows of S: the wgmma's n256), BK = 32 (one 128-byte swizzle row of f32) per stage, STAGES = 4:
 // 4 × (16 + 32) KB = 192 KB of shared memory (+1 KB to align the ring to the swizzle's 1024-byte
-// period). The C tile is 128×256 (direct) or 256×128 (swapped). THREADS = 384.
+// period, + 2 × 2 × 8 KB of C boxes). The C tile is 128×256 (direct) or 256×128 (swapped).
+// THREADS = 384.
 // Shared memory of one stage: [R: 16 KB][S: 32 KB], each in TMA's 128-byte swizzle (logical
 // 16-byte chunk c of a 128-byte row r is stored at chunk c ^ (r % 8); the ring is 1024-aligned).
 //   S: BN rows (q) × 32 K-elements: the K-major layout of 15_wgmma.cu (rows of 128 bytes, 8-row
@@ -69,13 +76,14 @@
 // Register fragment of wgmma .m64nNk8 .tf32 (PTX ISA, "Register fragments", same as mma.m16n8k8
 // per warp): warp w of the warpgroup owns rows 16w..16w+15; lane (g, t) holds a0 = (16w + g, t),
 // a1 = (16w + g + 8, t), a2 = (16w + g, t + 4), a3 = (16w + g + 8, t + 4) of the 64×8 k-step.
-// Parameters: ELEM = float, IN_TF32, BM = 128, BN = 256, BK = 32, STAGES, THREADS = 384
-// (CLUSTER is defined by the host and must be 1). Constraints: sm_90a; op(A) = N or op(B) = T;
-// every stored row of A and B a multiple of 16 bytes (4 floats, TMA); any M, N, K otherwise
-// (edges: TMA's zero fill and a bounds-checked store).
+// Parameters: ELEM = float, IN_TF32, BM = 128, BN = 256, BK = 32, STAGES, THREADS = 384,
+// STORE_BOXES (C boxes per consumer warpgroup; 0 = stores from registers) (CLUSTER is defined by
+// the host and must be 1). Constraints: sm_90a; op(A) = N or op(B) = T; every stored row of A and
+// B a multiple of 16 bytes (4 floats, TMA); any M, N, K otherwise (edges: TMA's zero fill, and
+// TMA's clipping of C or, where C's rows are not a multiple of 16 bytes, bounds-checked stores).
 // Kernel ABI: the usual (A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs), then the tensor maps of A and
-// B (boxes per role, src/cuda/tma.rs `tf32_operand_maps`) and a third map over C, declared for the
-// common TMA-kernel ABI and not read here.
+// B (boxes per role, src/cuda/tma.rs `tf32_maps`) and of C (the staged epilogue's boxes; zeroed,
+// and not read, where the kernel stores from registers).
 
 #if !defined(IN_TF32)
 #error "wgmma-tf32: compile with IN_TF32"
@@ -183,7 +191,7 @@ __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, cons
 // ---- wgmma (the descriptor, fences and accumulator lists: hopper.cuh) ----------------------
 // d (64×256 f32, 128 per thread) = a·S (+ d when accumulate): a 64×8 tf32 from registers (the
 // fragment above), S 8×256 from shared memory, K-major (tf32 has no transpose bits).
-__device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (&a)[4], u64 desc_s, int accumulate)
+__device__ __forceinline__ void wgmma_64x256x8(float (&d)[ACC], const unsigned (&a)[4], u64 desc_s, int accumulate)
 {
     asm volatile(
         "{\n"
@@ -234,18 +242,20 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 // ---- consumers: each warpgroup owns 64 rows (p) × 256 columns (q) of the D tile --------------
 template <int SWAPPED, int R_PMAJOR>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
-                                        int N, int tiles_p, int tiles_q, int kblocks)
+                                        int N, const TmaMap* map_c, int tiles_p, int tiles_q, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the D tile
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
+    const bool staged = STORE_BOXES > 0 && !DIRECT_STORES && (N * C_BYTES) % 16 == 0;
     const int p0 = wg * 64 + warp * 16;  // this warp's 16 rows of the D tile
     const bool odd_t = (lane & 1) != 0;  // t = lane % 4 is odd
     unsigned off[4];
     if (R_PMAJOR) frag_offsets_pmajor(off, p0, lane);
     else frag_offsets_kmajor(off, p0, lane);
-    float d[128];
+    float d[ACC];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    for (int i = 0; i < ACC; ++i) d[i] = 0.0f;
     // This warp is done with buffer s: its lanes' fragment loads (ordinary ld.shared, unlike the
     // wgmma's own reads of S) are ordered before lane 0's arrival by the warp barrier, so the
     // producer's next TMA write into s comes after them (per warp; 8 arrivals free a buffer).
@@ -272,7 +282,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #pragma unroll
             for (int i = 0; i < 4; ++i) fence_operand(a[kk][i]);
 #pragma unroll
-        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
         wgmma_fence();
         // S (K-major): rows of 128 bytes, 8-row groups 1024 bytes apart (SBO), the k8 step kk 32
         // bytes further in the (swizzled) row: the descriptor's address field (bytes / 16) + 2·kk.
@@ -281,7 +291,8 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         for (int kk = 0; kk < BK / 8; ++kk) wgmma_64x256x8(d, a[kk], s_desc + 2 * kk, (kb > 0 || kk > 0) ? 1 : 0);
         wgmma_commit();
         // Keep this k-block's products in flight while waiting for the previous one's, then hand
-        // that one's buffer back to the producer.
+        // that one's buffer back to the producer. (Waiting for its own and releasing it at once,
+        // 15_wgmma.cu's WAIT_DEPTH=0, ran 0.4-0.9 % slower here: docs/kernels.md 16d.)
         wgmma_wait<1>();
         if (kb > 0) release((it - 1) % STAGES);
         ++it;
@@ -298,46 +309,14 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         if (kb < kblocks) k_block(a_even, kb);
         wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
         release((it - 1) % STAGES);
-        // Epilogue: d[4j + 2h + c] is D(p, q) with p = p0 + lane/4 + 8h, q = 8j + 2(lane%4) + c.
-        const int p = tp * BM + p0 + lane / 4;
-        const int q = tq * BN + (lane % 4) * 2;
-        if (SWAPPED) {
-            // C(q, p): per store instruction 4 rows (lane%4) × 8 consecutive columns (lane/4).
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-                for (int c = 0; c < 2; ++c) {
-                    int row = q + 8 * j + c;
-                    if (row >= M) continue;
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        int col = p + 8 * h;
-                        if (col < N) C[(size_t)row * N + col] = d[4 * j + 2 * h + c];
-                    }
-                }
-            }
-        } else {
-            const bool pairs = (N % 2) == 0;  // float2 stores are 8-byte aligned only for even N
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                int col = q + 8 * j;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    int row = p + 8 * h;
-                    if (row >= M) continue;
-                    float* c = C + (size_t)row * N + col;
-                    if (pairs && col + 1 < N) {
-                        *reinterpret_cast<float2*>(c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                    } else {
-                        if (col < N) c[0] = d[4 * j + 2 * h];
-                        if (col + 1 < N) c[1] = d[4 * j + 2 * h + 1];
-                    }
-                }
-            }
-        }
+        // Epilogue (epilogue.cuh): d[4j + 2h + c] is D(p, q) with p = p0 + lane/4 + 8h and
+        // q = 8j + 2(lane%4) + c, the layout of 15_wgmma.cu's accumulators; swapped, D = C^T.
+        if (SWAPPED) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tq * BN, tp * BM + wg * 64);
+        else store_c<false>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tp * BM + wg * 64, tq * BN);
     }
+    if (staged && threadIdx.x % 128 == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -377,9 +356,9 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
-        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
-        else consume<0, 1>(smem, full, empty, C, M, N, tiles_p, tiles_q, kblocks);
+        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
+        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
+        else consume<0, 1>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
     }
     // A block must outlive the copies into it and the arrivals on its barriers.
     __syncthreads();

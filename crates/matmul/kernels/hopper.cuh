@@ -1,8 +1,9 @@
 // hopper.cuh — what the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share, compiled
 // ahead of each (registry: `includes`): the tensor-map parameter type, mbarriers, the TMA tile
 // load, wgmma's shared-memory descriptor, fences and waits, the accumulator operand lists of the
-// inline-PTX wgmma statements. Each kernel keeps what only it uses (clusters and multicast, the
-// TMA-store epilogue; register fragments for tf32); the grouped tile order is tile_order.cuh's.
+// inline-PTX wgmma statements. Each kernel keeps what only it uses (clusters and multicast; register
+// fragments for tf32); the grouped tile order is tile_order.cuh's, and how the consumers write C
+// (from registers or through TMA stores) is epilogue.cuh's.
 
 typedef unsigned long long u64;
 

@@ -1007,8 +1007,10 @@ const TILE_ORDER: (&str, &str) = ("tile_order.cuh", include_str!("../kernels/til
 const SIMT_TILE: (&str, &str) = ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"));
 /// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
 const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"));
+/// How the wgmma kernels' consumers write C: from registers or through staged boxes and TMA stores.
+const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../kernels/epilogue.cuh"));
 /// The includes of the TMA + wgmma kernels (15_wgmma.cu and 16_wgmma_tf32.cu).
-const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER];
+const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
@@ -1099,8 +1101,9 @@ const WGMMA: TcTile = TcTile::new(128, 256, 64, 4, 384).with_store_boxes(2);
 const WGMMA_N128: TcTile = TcTile::new(128, 128, 64, 5, 384).with_store_boxes(2);
 /// wgmma with 128×64 tiles (m64n64k16): four times wgmma's work units, 8 stages in 192 KB.
 const WGMMA_N64: TcTile = TcTile::new(128, 64, 64, 8, 384).with_store_boxes(2);
-/// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages.
-const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384);
+/// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages, C staged
+/// through 2 boxes per consumer warpgroup (wgmma's epilogue).
+const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384).with_store_boxes(2);
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
@@ -1560,12 +1563,16 @@ mod tests {
             .can_run(&Problem::new(64, 64, 64, DType::Bf16), Some(&hopper), &opts)
             .unwrap_err();
         assert!(e.rule.contains("dtype bf16"), "{e}");
-        // 4 stages of (128 + 256) × 32 floats, plus 1 KiB of alignment.
+        // 4 stages of (128 + 256) × 32 floats, 1 KiB of alignment, and 2 boxes of 64 rows × 128
+        // bytes of C per consumer warpgroup.
         let tile = k.tc_tile().unwrap();
-        assert_eq!((tile.bm, tile.bn, tile.bk, tile.stages), (128, 256, 32, 4));
+        assert_eq!(
+            (tile.bm, tile.bn, tile.bk, tile.stages, tile.store_boxes),
+            (128, 256, 32, 4, 2)
+        );
         assert_eq!(
             k.tile_shared_bytes(DType::Tf32, &opts).unwrap().1,
-            4 * 384 * 32 * 4 + 1024
+            4 * 384 * 32 * 4 + 1024 + 2 * 2 * 64 * 128
         );
         assert!(k.persistent());
         assert!(k.compiles_for("sm_90a") && !k.compiles_for("sm_80"));

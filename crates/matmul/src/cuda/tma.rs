@@ -100,7 +100,7 @@ pub(crate) fn maps(
     let input = match problem.dtype {
         DType::Bf16 | DType::F16 => data_type(problem.dtype),
         // Only the tf32 wgmma kernel reads f32 through TMA, with its boxes chosen by role.
-        DType::Tf32 => return tf32_maps(problem, tile, a, b),
+        DType::Tf32 => return tf32_maps(problem, tile, a, b, c),
         other => {
             return Err(Error::Invalid(format!(
                 "the TMA kernels read bf16, f16 or tf32 inputs, not {other}"
@@ -144,24 +144,28 @@ pub(crate) fn maps(
         SWIZZLED,
         b_side.3,
     )?;
+    Ok([a_map, b_map, c_map(problem, tile, c)?])
+}
+
+/// C's map for the staged epilogue (epilogue.cuh): boxes of 64 rows × 128 bytes, i.e. 32 f32 or
+/// 64 bf16/f16 columns. Zeroed (and not read) unless the tile stages C and C's rows are a
+/// multiple of 16 bytes, the rule the kernel checks too.
+fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
     let c_bytes = problem.c_dtype().input_bytes();
-    let c_map = if tile.store_boxes > 0 && (problem.n * c_bytes) % 16 == 0 {
-        let c_type = data_type(problem.c_dtype());
-        let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
-        encode(
-            c_type,
-            c_bytes,
-            c,
-            (problem.m, problem.n),
-            c_box,
-            SWIZZLED,
-            "C",
-        )?
-    } else {
-        // SAFETY: a zeroed CUtensorMap is plain data; the kernel never reads this one.
-        TensorMap(unsafe { std::mem::zeroed() })
-    };
-    Ok([a_map, b_map, c_map])
+    if tile.store_boxes == 0 || (problem.n * c_bytes) % 16 != 0 {
+        return Ok(unused_map());
+    }
+    let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
+    let c_type = data_type(problem.c_dtype());
+    encode(
+        c_type,
+        c_bytes,
+        c,
+        (problem.m, problem.n),
+        c_box,
+        SWIZZLED,
+        "C",
+    )
 }
 
 /// The rows of the A and B boxes of the tf32 wgmma kernel (each box is 32 f32 elements wide):
@@ -185,9 +189,9 @@ pub(crate) fn tf32_box_rows(problem: &Problem, tile: &TcTile) -> Result<(u32, u3
     }
 }
 
-/// The maps of the tf32 wgmma kernel for buffers at `a` and `b` ([`tf32_box_rows`]); its
-/// epilogue stores from registers, so the third (C) is left zeroed.
-fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[TensorMap; 3]> {
+/// The maps of the tf32 wgmma kernel for buffers at `a`, `b` and `c` ([`tf32_box_rows`]; C's is
+/// wgmma's, [`c_map`]).
+fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64, c: u64) -> Result<[TensorMap; 3]> {
     if problem.dtype != DType::Tf32 {
         return Err(Error::Invalid(format!(
             "the tf32 tensor maps are for tf32 problems, not {}",
@@ -201,7 +205,7 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64) -> Result<[Tensor
     Ok([
         map(a, problem.a_stored(), a_box, "A")?,
         map(b, problem.b_stored(), b_box, "B")?,
-        unused_map(),
+        c_map(problem, tile, c)?,
     ])
 }
 
