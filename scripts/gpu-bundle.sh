@@ -12,6 +12,7 @@
 #   gpu-ncu-l2.sh         Nsight Compute: L2 traffic by source for a few kernels (see that file)
 #   gpu-ncu-source.sh     Nsight Compute: per-instruction stall sampling of one launch, summarized by
 #                         ncu-source.py (see those files)
+#   gpu-power.sh          sustained runs with the board's power, SM clock and clock limiters sampled
 #   probe-summary.py      summarizes a wgmma timeline probe (PROBE=1, MATMUL_PROBE; see that file)
 #   bench-modes.py        ours against cuBLAS in a results.json by median, mean and fastest launch
 #   cubin-time.cu         times patched multistage cubins beside cuBLAS (built there with nvcc; the
@@ -71,7 +72,7 @@ else
 fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh \
-    scripts/gpu-ncu-source.sh scripts/ncu-source.py scripts/probe-summary.py scripts/bench-modes.py scripts/cubin-time.cu "$out/"
+    scripts/gpu-ncu-source.sh scripts/gpu-power.sh scripts/ncu-source.py scripts/probe-summary.py scripts/bench-modes.py scripts/cubin-time.cu "$out/"
 cp -r scripts/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
