@@ -152,15 +152,8 @@ constexpr int GROUP_M = RASTER_GROUP;                     // work-unit rows per 
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
 
 // ---- clusters (the shared mbarrier and TMA helpers: hopper.cuh; C's epilogue: epilogue.cuh) ---
-// Arrives on the barrier at the same offset as `bar` in block `rank` of the cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
-{
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-
-// Every thread of every block of the cluster (a block-wide barrier when CLUSTER = 1).
+// Every thread of every block of the cluster (a block-wide barrier when CLUSTER = 1). The split
+// halves (cluster_arrive, cluster_wait), the remote arrive and the multicast copy: hopper.cuh.
 __device__ __forceinline__ void cluster_sync()
 {
     if (CLUSTER > 1) {
@@ -170,32 +163,7 @@ __device__ __forceinline__ void cluster_sync()
     }
 }
 
-// The two halves of cluster_sync, for the split start (SPLIT_SYNC): every thread arrives once and
-// waits once, each warp where it is about to need the other blocks' barriers. (A build whose idle
-// producer warps arrived and never waited ran, but hung under compute-sanitizer racecheck.)
-// The arrive is relaxed: fence.mbarrier_init orders the barriers' init before it, and that is all
-// the other block may see first; a release arrive is a MEMBAR.ALL.GPU, which cost ~1,400 cycles
-// at the start (docs/kernels.md 15m).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
-
-__device__ __forceinline__ unsigned cluster_rank()
-{
-    unsigned r = 0;
-    if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-// The same copy written to the same offset in every block of `mask` (and completing there).
-__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaMap* map, u64* bar, int c0, int c1,
-                                                   unsigned short mask)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(
-            smem_u32(dst)),
-        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
-        : "memory");
-}
+__device__ __forceinline__ unsigned cluster_rank() { return CLUSTER > 1 ? cluster_ctarank() : 0; }
 
 // B's share of one block: all of it, or with a cluster its part, multicast to every block.
 __device__ __forceinline__ void tma_load_b(void* dst, const TmaMap* map, u64* bar, int c0, int c1)

@@ -42,6 +42,13 @@
 //     __syncwarp: the consumers now read R with ordinary loads, which must be ordered before the
 //     producer's next TMA write into the buffer (rung 2's single arrival per warpgroup covered
 //     only the wgmma's own reads, which its wait_group retires).
+//   * wgmma-tf32-cluster (CLUSTER = 2, since 2026-11-25, docs/kernels.md 16e): blocks run in
+//     clusters of two that take vertically adjacent tiles of D (the same S rows), as cuBLAS's tf32
+//     kernel does; each block loads its own R and half of S (128 rows), multicast into both blocks'
+//     shared memory, so a block pulls 32 KB instead of 48 KB per stage from L2. A buffer is free
+//     only when the consumer warps of both blocks have released it (lane r of each warp arrives on
+//     block r's "empty" barrier: 16 arrivals). The start's cluster barrier is split and there is
+//     none at the exit, as in 15_wgmma.cu (SPLIT_SYNC).
 // Why faster than mma-sync (0.33× cuBLAS for tf32): the same reasons as rung 2 — TMA fills a
 // 4-stage mbarrier ring, one producer thread feeds two consumer warpgroups, and each wgmma
 // m64n256k8 is 64·256·8 MACs from one instruction per warpgroup, with S streamed by the tensor
@@ -77,10 +84,10 @@
 // per warp): warp w of the warpgroup owns rows 16w..16w+15; lane (g, t) holds a0 = (16w + g, t),
 // a1 = (16w + g + 8, t), a2 = (16w + g, t + 4), a3 = (16w + g + 8, t + 4) of the 64×8 k-step.
 // Parameters: ELEM = float, IN_TF32, BM = 128, BN = 256, BK = 32, STAGES, THREADS = 384,
-// STORE_BOXES (C boxes per consumer warpgroup; 0 = stores from registers) (CLUSTER is defined by
-// the host and must be 1). Constraints: sm_90a; op(A) = N or op(B) = T; every stored row of A and
-// B a multiple of 16 bytes (4 floats, TMA); any M, N, K otherwise (edges: TMA's zero fill, and
-// TMA's clipping of C or, where C's rows are not a multiple of 16 bytes, bounds-checked stores).
+// STORE_BOXES (C boxes per consumer warpgroup; 0 = stores from registers), CLUSTER (1 or 2).
+// Constraints: sm_90a; op(A) = N or op(B) = T; every stored row of A and B a multiple of 16 bytes
+// (4 floats, TMA); any M, N, K otherwise (edges: TMA's zero fill, and TMA's clipping of C or,
+// where C's rows are not a multiple of 16 bytes, bounds-checked stores).
 // Kernel ABI: the usual (A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs), then the tensor maps of A and
 // B (boxes per role, src/cuda/tma.rs `tf32_maps`) and of C (the staged epilogue's boxes; zeroed,
 // and not read, where the kernel stores from registers).
@@ -93,8 +100,14 @@ static_assert(sizeof(ELEM) == 4, "wgmma-tf32: f32 storage");
 static_assert(BM == 128 && BN == 256 && BK == 32, "wgmma-tf32: the 128x256x32 tile is what the code below spells out");
 static_assert(THREADS == 384, "wgmma-tf32: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma-tf32: at least two buffers");
-#if defined(CLUSTER) && CLUSTER != 1
-#error "wgmma-tf32: no clusters"
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+static_assert(CLUSTER == 1 || CLUSTER == 2, "wgmma-tf32: clusters of one or two blocks");
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
 #endif
 
 constexpr int R_STAGE_BYTES = BM * BK * 4;               // (BM, BK) or BM/32 × (BK, 32)
@@ -106,9 +119,9 @@ constexpr int P_BOX_BYTES = BK * 128;                    // one P-major box: (BK
 // of 128×256 tiles (15_wgmma.cu's rule; measured +5 % at 4096 over 8, level at 8192,
 // docs/kernels.md 15h). RASTER_GROUP overrides it (MATMUL_KERNEL_DEFINES).
 #ifndef RASTER_GROUP
-#define RASTER_GROUP 16
+#define RASTER_GROUP (16 / CLUSTER)
 #endif
-constexpr int GROUP_M = RASTER_GROUP;                    // tile-rows per raster group
+constexpr int GROUP_M = RASTER_GROUP;                    // work-unit rows per raster group
 constexpr int CONSUMER_WARPS = 8;                        // two warpgroups
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 ≤ 65536
 
@@ -212,15 +225,38 @@ __device__ __forceinline__ void wgmma_64x256x8(float (&d)[ACC], const unsigned (
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_s), "r"(accumulate));
 }
 
+// ---- work units ------------------------------------------------------------------------------
+// A cluster takes CLUSTER vertically adjacent tiles of D (the same S rows, q): one unit of the
+// grouped raster over ceil(tiles_p / CLUSTER) × tiles_q units, block `rank` the rank-th tile; a
+// tile past the last row (odd tiles_p) still loads and multicasts, and stores nothing.
+struct Units {
+    int first, step, count, units_p, tiles_q;
+    __device__ Units(int tiles_p, int tq_count)
+    {
+        units_p = (tiles_p + CLUSTER - 1) / CLUSTER;
+        tiles_q = tq_count;
+        first = blockIdx.x / CLUSTER;
+        step = gridDim.x / CLUSTER;
+        count = units_p * tiles_q;
+    }
+    __device__ void tile(int u, unsigned rank, int& tp, int& tq) const
+    {
+        int up;
+        tile_coords(u, units_p, tiles_q, GROUP_M, up, tq);
+        tp = up * CLUSTER + rank;
+    }
+};
+
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int R_PMAJOR>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_r,
-                                        const TmaMap* map_s, int tiles_p, int tiles_q, int kblocks)
+                                        const TmaMap* map_s, Units units, unsigned rank, int kblocks)
 {
+    constexpr int S_ROWS = BN / CLUSTER;  // S rows this block loads (and multicasts to the cluster)
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
+    for (int u = units.first; u < units.count; u += units.step) {
         int tp, tq;
-        tile_coords(u, tiles_p, tiles_q, GROUP_M, tp, tq);
+        units.tile(u, rank, tp, tq);
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
@@ -234,15 +270,24 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
             } else {
                 tma_load(r, map_r, &full[s], kb * BK, tp * BM);
             }
-            tma_load(sd, map_s, &full[s], kb * BK, tq * BN);
+            if (CLUSTER > 1)
+                tma_load_multicast(sd + rank * S_ROWS * 128, map_s, &full[s], kb * BK, tq * BN + rank * S_ROWS,
+                                   (1u << CLUSTER) - 1);
+            else tma_load(sd, map_s, &full[s], kb * BK, tq * BN);
         }
+    }
+    // With a cluster, instead of a cluster barrier at the exit (15_wgmma.cu's SPLIT_SYNC): once
+    // every block's consumers have released this block's last STAGES buffers (fresh ones pass at
+    // once), no remote arrival or multicast can reach it any more.
+    if (CLUSTER > 1) {
+        for (int i = 0; i < STAGES; ++i, ++it) mbar_wait(&empty[it % STAGES], ((it / STAGES) & 1) ^ 1);
     }
 }
 
 // ---- consumers: each warpgroup owns 64 rows (p) × 256 columns (q) of the D tile --------------
 template <int SWAPPED, int R_PMAJOR>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
-                                        int N, const TmaMap* map_c, int tiles_p, int tiles_q, int kblocks)
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the D tile
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
@@ -261,7 +306,11 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     // producer's next TMA write into s comes after them (per warp; 8 arrivals free a buffer).
     auto release = [&](int s) {
         __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
+        if (CLUSTER > 1) {
+            if (lane < CLUSTER) mbar_arrive_cluster(&empty[s], lane);  // lane r: block r's barrier
+        } else if (lane == 0) {
+            mbar_arrive(&empty[s]);
+        }
     };
     // One k-block: its fragments into `a`, four wgmmas, and the previous k-block's buffer back.
     // `a` must not be written again before this k-block's wgmma group is complete (PTX: the A
@@ -298,9 +347,10 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         ++it;
     };
     unsigned a_even[BK / 8][4], a_odd[BK / 8][4];
-    for (int u = blockIdx.x; u < tiles_p * tiles_q; u += gridDim.x) {
+    const int P = SWAPPED ? N : M;  // D's rows
+    for (int u = units.first; u < units.count; u += units.step) {
         int tp, tq;
-        tile_coords(u, tiles_p, tiles_q, GROUP_M, tp, tq);
+        units.tile(u, rank, tp, tq);
         int kb = 0;
         for (; kb + 1 < kblocks; kb += 2) {
             k_block(a_even, kb);
@@ -311,6 +361,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #pragma unroll
         for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
         release((it - 1) % STAGES);
+        if (tp * BM >= P) continue;  // a cluster's spare tile past the last row
         // Epilogue (epilogue.cuh): d[4j + 2h + c] is D(p, q) with p = p0 + lane/4 + 8h and
         // q = 8j + 2(lane%4) + c, the layout of 15_wgmma.cu's accumulators; swapped, D = C^T.
         if (SWAPPED) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tq * BN, tp * BM + wg * 64);
@@ -319,7 +370,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     if (staged && threadIdx.x % 128 == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs,
            const __grid_constant__ TmaMap map_a, const __grid_constant__ TmaMap map_b,
            const __grid_constant__ TmaMap map_c)
@@ -335,31 +386,44 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
     if (!a_kmajor && !b_kmajor) return;  // op(A) = T, op(B) = N: refused by the host (can_run)
     const bool swapped = !b_kmajor;      // D = C^T: R = op(B)^T, S = op(A)^T
     const int P = swapped ? N : M, Q = swapped ? M : N;  // D is P×Q
-    const int tiles_p = (P + BM - 1) / BM, tiles_q = (Q + BN - 1) / BN;
+    const Units units((P + BM - 1) / BM, (Q + BN - 1) / BN);
     const int kblocks = (K + BK - 1) / BK;
+    const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);   // the producer's arrive.expect_tx (+ the TMA bytes)
-            mbar_init(&empty[s], CONSUMER_WARPS);  // each consumer warp
+            mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);  // each consumer warp of each block
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();  // no copy may reach a barrier before it is initialized
+    // No copy or remote arrival may reach a barrier before it is initialized. With a cluster the
+    // barrier is split: every thread arrives now and waits below, before its first multicast or
+    // remote arrival (15_wgmma.cu's SPLIT_SYNC).
+    if (CLUSTER > 1) cluster_arrive();
+    else __syncthreads();
 
     if (threadIdx.x < 128) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+        if (CLUSTER > 1) {
+            // Before the first multicast: the other block's barriers are initialized. By whole
+            // warps (a wait in thread 0 alone is compiled as a warp-collective: 15_wgmma.cu).
+            __syncwarp();
+            cluster_wait();
+        }
         if (threadIdx.x == 0) {
-            if (swapped) produce<1>(smem, full, empty, &map_b, &map_a, tiles_p, tiles_q, kblocks);
-            else if (a_kmajor) produce<0>(smem, full, empty, &map_a, &map_b, tiles_p, tiles_q, kblocks);
-            else produce<1>(smem, full, empty, &map_a, &map_b, tiles_p, tiles_q, kblocks);
+            if (swapped) produce<1>(smem, full, empty, &map_b, &map_a, units, rank, kblocks);
+            else if (a_kmajor) produce<0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
+            else produce<1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
-        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
-        else consume<0, 1>(smem, full, empty, C, M, N, &map_c, tiles_p, tiles_q, kblocks);
+        if (CLUSTER > 1) cluster_wait();  // before the first remote release
+        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        else consume<0, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
     }
-    // A block must outlive the copies into it and the arrivals on its barriers.
+    // A block must outlive the copies into it and the arrivals on its barriers (with a cluster
+    // the producer's last waits see to the other block's; this barrier is the block's own).
     __syncthreads();
 }

@@ -1,9 +1,10 @@
 // hopper.cuh — what the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share, compiled
 // ahead of each (registry: `includes`): the tensor-map parameter type, mbarriers, the TMA tile
 // load, wgmma's shared-memory descriptor, fences and waits, the accumulator operand lists of the
-// inline-PTX wgmma statements. Each kernel keeps what only it uses (clusters and multicast; register
-// fragments for tf32); the grouped tile order is tile_order.cuh's, and how the consumers write C
-// (from registers or through TMA stores) is epilogue.cuh's.
+// inline-PTX wgmma statements, the cluster barriers, remote arrivals and the multicast copy. Each
+// kernel keeps what only it uses (register fragments for tf32); the grouped tile order is
+// tile_order.cuh's, and how the consumers write C (from registers or through TMA stores) is
+// epilogue.cuh's.
 
 typedef unsigned long long u64;
 
@@ -58,6 +59,43 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar,
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
             smem_u32(dst)),
         "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+        : "memory");
+}
+
+// ---- clusters (wgmma-cluster, wgmma-tf32-cluster) ---------------------------------------------
+// Arrives on the barrier at the same offset as `bar` in block `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
+{
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+// A whole-cluster barrier split in two, for a split start: every thread arrives once and waits
+// once, each warp where it is about to need the other blocks' barriers. (A build whose idle
+// producer warps arrived and never waited ran, but hung under compute-sanitizer racecheck.)
+// The arrive is relaxed: fence.mbarrier_init orders the barriers' init before it, and that is all
+// the other block may see first; a release arrive is a MEMBAR.ALL.GPU, which cost ~1,400 cycles
+// at the start (docs/kernels.md 15m).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+
+// This block's rank in its cluster (only in a kernel launched with clusters).
+__device__ __forceinline__ unsigned cluster_ctarank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+// The same copy written to the same offset in every block of `mask` (and completing there).
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TmaMap* map, u64* bar, int c0, int c1,
+                                                   unsigned short mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
 }
 

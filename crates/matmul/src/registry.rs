@@ -1402,6 +1402,21 @@ pub static KERNELS: &[KernelSpec] = &[
         }),
     },
     KernelSpec {
+        name: "wgmma-tf32-cluster",
+        aliases: &[],
+        origin: TC_LADDER,
+        summary: "wgmma-tf32 with clusters of 2 blocks sharing the shared-memory operand by TMA multicast (cuBLAS's tf32 kernel runs clusters of 2)",
+        backend: BackendKind::Cuda,
+        dtypes: &[DType::Tf32],
+        constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
+        traffic: Traffic::BlockTiled,
+        implementation: Implementation::Cuda(CudaSource {
+            entry: Some("wgmma_tf32"),
+            includes: HOPPER_INCLUDES,
+            ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32.with_cluster(2) })
+        }),
+    },
+    KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
         origin: "NVIDIA cuBLAS (vendor baseline)",

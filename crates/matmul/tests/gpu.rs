@@ -347,6 +347,7 @@ kernel_tests! {
     sweep_wgmma_n64 => "wgmma-n64",
     sweep_wgmma_cluster => "wgmma-cluster",
     sweep_wgmma_tf32 => "wgmma-tf32",
+    sweep_wgmma_tf32_cluster => "wgmma-tf32-cluster",
     sweep_cublas => "cublas",
 }
 

@@ -416,14 +416,16 @@ impl CudaBackend {
                 )
             }
             Geometry::WgmmaTf32 { tile: t } => {
-                // Persistent over the BM×BN tiles of D (C or C^T); can_run refuses the layout
-                // without an orientation before this is reached.
+                // Persistent over the BM×BN tiles of D (C or C^T), in whole clusters of
+                // `t.cluster` blocks that take vertically adjacent tiles; can_run refuses the
+                // layout without an orientation before this is reached.
+                let c = t.cluster.max(1) as u64;
                 let (p, q) =
                     WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
-                let tiles = blocks(p, t.bm)? as u64 * blocks(q, t.bn)? as u64;
-                let grid = tiles.min(self.info.sm_count.max(1) as u64);
+                let units = (blocks(p, t.bm)? as u64).div_ceil(c) * blocks(q, t.bn)? as u64;
+                let clusters = units.min((self.info.sm_count as u64 / c).max(1));
                 (
-                    (u32::try_from(grid).unwrap_or(u32::MAX), 1, 1),
+                    (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),
                     (t.threads, 1, 1),
                 )
             }

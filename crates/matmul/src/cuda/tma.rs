@@ -173,16 +173,19 @@ fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
 ///   32 M-elements, BM/32 boxes per stage); B is S (BN rows of K);
 /// - swapped (op(A) = N, op(B) = N): A is S (BN rows of K), B is R, N-major (BK rows of
 ///   32 N-elements, BM/32 boxes per stage).
+///
+/// With a cluster each block loads (and multicasts) its share of S's rows, BN / cluster.
 pub(crate) fn tf32_box_rows(problem: &Problem, tile: &TcTile) -> Result<(u32, u32)> {
+    let s_rows = tile.bn / tile.cluster.max(1);
     match WgmmaTf32Orientation::of(problem) {
         Some(WgmmaTf32Orientation::Direct) => {
             let a = match problem.op_a {
                 Op::N => tile.bm,
                 Op::T => tile.bk,
             };
-            Ok((a, tile.bn))
+            Ok((a, s_rows))
         }
-        Some(WgmmaTf32Orientation::Swapped) => Ok((tile.bn, tile.bk)),
+        Some(WgmmaTf32Orientation::Swapped) => Ok((s_rows, tile.bk)),
         None => Err(Error::Invalid(format!(
             "wgmma-tf32 on {problem}: {TF32_LAYOUT_RULE}"
         ))),
