@@ -225,26 +225,8 @@ __device__ __forceinline__ void wgmma_64xBNx16(float (&d)[ACC], u64 desc_a, u64 
 #endif
 }
 
-// The work units of this block: a cluster takes CLUSTER vertically adjacent tiles (one unit of
-// the grouped raster over ceil(tiles_m / CLUSTER) × tiles_n units), block `rank` the rank-th; a
-// tile past the last row (odd tiles_m) still loads and multicasts, and stores nothing.
-struct Units {
-    int first, step, count, units_m, tiles_n;
-    __device__ Units(int tiles_m, int tn_count)
-    {
-        units_m = (tiles_m + CLUSTER - 1) / CLUSTER;
-        tiles_n = tn_count;
-        first = blockIdx.x / CLUSTER;
-        step = gridDim.x / CLUSTER;
-        count = units_m * tiles_n;
-    }
-    __device__ void tile(int u, unsigned rank, int& tm, int& tn) const
-    {
-        int um;
-        tile_coords(u, units_m, tiles_n, GROUP_M, um, tn);
-        tm = um * CLUSTER + rank;
-    }
-};
+// The work units of this block (a cluster takes CLUSTER vertically adjacent tiles): tile_order.cuh.
+using Units = ClusterUnits<CLUSTER, GROUP_M>;
 
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int TA, int TB>

@@ -225,27 +225,9 @@ __device__ __forceinline__ void wgmma_64x256x8(float (&d)[ACC], const unsigned (
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_s), "r"(accumulate));
 }
 
-// ---- work units ------------------------------------------------------------------------------
-// A cluster takes CLUSTER vertically adjacent tiles of D (the same S rows, q): one unit of the
-// grouped raster over ceil(tiles_p / CLUSTER) × tiles_q units, block `rank` the rank-th tile; a
-// tile past the last row (odd tiles_p) still loads and multicasts, and stores nothing.
-struct Units {
-    int first, step, count, units_p, tiles_q;
-    __device__ Units(int tiles_p, int tq_count)
-    {
-        units_p = (tiles_p + CLUSTER - 1) / CLUSTER;
-        tiles_q = tq_count;
-        first = blockIdx.x / CLUSTER;
-        step = gridDim.x / CLUSTER;
-        count = units_p * tiles_q;
-    }
-    __device__ void tile(int u, unsigned rank, int& tp, int& tq) const
-    {
-        int up;
-        tile_coords(u, units_p, tiles_q, GROUP_M, up, tq);
-        tp = up * CLUSTER + rank;
-    }
-};
+// The work units of this block (a cluster takes CLUSTER vertically adjacent tiles of D, the same S
+// rows): tile_order.cuh. Here the tile-rows are D's (p) and the tile-columns its q.
+using Units = ClusterUnits<CLUSTER, GROUP_M>;
 
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int R_PMAJOR>
