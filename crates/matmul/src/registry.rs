@@ -1058,6 +1058,32 @@ macro_rules! wgmma_kernel {
     };
 }
 
+/// A kernel of 16_wgmma_tf32.cu (entry `wgmma_tf32`) at tile `$tile`: tf32, a layout with a
+/// K-major operand, TMA rows, Hopper.
+macro_rules! wgmma_tf32_kernel {
+    ($name:literal, $summary:literal, $tile:expr) => {
+        KernelSpec {
+            name: $name,
+            aliases: &[],
+            origin: TC_LADDER,
+            summary: $summary,
+            backend: BackendKind::Cuda,
+            dtypes: &[DType::Tf32],
+            constraints: &[
+                Constraint::TcTf32Layout,
+                Constraint::TmaRows,
+                Constraint::Sm90a,
+            ],
+            traffic: Traffic::BlockTiled,
+            implementation: Implementation::Cuda(CudaSource {
+                entry: Some("wgmma_tf32"),
+                includes: HOPPER_INCLUDES,
+                ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
+            }),
+        }
+    };
+}
+
 /// A SIMT-ladder rung: its file (after the shared tile loaders of `simt_tile.cuh`), its entry
 /// point when another entry shares the file, and its default tiling.
 macro_rules! simt {
@@ -1387,35 +1413,16 @@ pub static KERNELS: &[KernelSpec] = &[
         "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
         WGMMA.with_cluster(2)
     ),
-    KernelSpec {
-        name: "wgmma-tf32",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "tensor-core rung 4 (Hopper, tf32): wgmma with one operand from registers (C^T = B^T A^T for row-major B), TMA/mbarrier pipeline, persistent grid",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Tf32],
-        constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            includes: HOPPER_INCLUDES,
-            ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32 })
-        }),
-    },
-    KernelSpec {
-        name: "wgmma-tf32-cluster",
-        aliases: &[],
-        origin: TC_LADDER,
-        summary: "wgmma-tf32 with clusters of 2 blocks sharing the shared-memory operand by TMA multicast (cuBLAS's tf32 kernel runs clusters of 2)",
-        backend: BackendKind::Cuda,
-        dtypes: &[DType::Tf32],
-        constraints: &[Constraint::TcTf32Layout, Constraint::TmaRows, Constraint::Sm90a],
-        traffic: Traffic::BlockTiled,
-        implementation: Implementation::Cuda(CudaSource {
-            entry: Some("wgmma_tf32"),
-            includes: HOPPER_INCLUDES,
-            ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: WGMMA_TF32.with_cluster(2) })
-        }),
-    },
+    wgmma_tf32_kernel!(
+        "wgmma-tf32",
+        "tensor-core rung 4 (Hopper, tf32): wgmma with one operand from registers (C^T = B^T A^T for row-major B), TMA/mbarrier pipeline, persistent grid",
+        WGMMA_TF32
+    ),
+    wgmma_tf32_kernel!(
+        "wgmma-tf32-cluster",
+        "wgmma-tf32 with clusters of 2 blocks sharing the shared-memory operand by TMA multicast (cuBLAS's tf32 kernel runs clusters of 2)",
+        WGMMA_TF32.with_cluster(2)
+    ),
     KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],
