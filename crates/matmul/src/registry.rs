@@ -1598,6 +1598,14 @@ mod tests {
         );
         assert!(k.persistent());
         assert!(k.compiles_for("sm_90a") && !k.compiles_for("sm_80"));
+        // The cluster entry: the same file, entry, tile and shared memory, in clusters of two.
+        let c = find("wgmma-tf32-cluster").unwrap();
+        let ct = c.tc_tile().unwrap();
+        assert_eq!((ct.cluster, TcTile { cluster: 1, ..ct }), (2, tile));
+        assert_eq!(c.entry_point(), k.entry_point());
+        let bytes = |k: &KernelSpec| k.tile_shared_bytes(DType::Tf32, &opts).unwrap().1;
+        assert_eq!(bytes(c), bytes(k));
+        assert_eq!(c.constraints, k.constraints);
     }
 
     #[test]

@@ -339,6 +339,12 @@ mod tests {
         assert_eq!(rows(Op::T, Op::T), (32, 256)); // direct: A is R (M-major), B is S
         let e = tf32_box_rows(&p.with_ops(Op::T, Op::N), &tile).unwrap_err();
         assert!(e.to_string().contains("op(A)=N or op(B)=T"), "{e}");
+        // In a cluster of two each block loads half of S's rows (and multicasts them); R is whole.
+        let pair = tile.with_cluster(2);
+        let rows2 = |a, b| tf32_box_rows(&p.with_ops(a, b), &pair).unwrap();
+        assert_eq!(rows2(Op::N, Op::N), (128, 32));
+        assert_eq!(rows2(Op::N, Op::T), (128, 128));
+        assert_eq!(rows2(Op::T, Op::T), (32, 128));
         // 128-byte rows of f32: 32 elements, the swizzle span.
         assert_eq!(SWIZZLE_BYTES / DType::Tf32.input_bytes(), 32);
     }
