@@ -398,31 +398,16 @@ impl CudaBackend {
             Geometry::Mma { tile: t } => {
                 ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads, 1, 1))
             }
-            Geometry::Wgmma { tile: t } => {
+            Geometry::Wgmma { tile: t } | Geometry::WgmmaTf32 { tile: t } => {
                 // Persistent: one block per SM (or per tile when there are fewer tiles), in
-                // whole clusters of `t.cluster` blocks that take vertically adjacent tiles.
+                // whole clusters of `t.cluster` blocks that take vertically adjacent tiles of D.
+                // D is C, or C^T when both kernels swap the operands (op(A) = op(B) = N:
+                // tma::swaps_operands); then the tiles run BM along N and BN along M. (tf32's
+                // op(A) = T with op(B) = N has no orientation; can_run refuses it before this.)
                 let c = t.cluster.max(1) as u64;
-                // Swapped (C^T = B^T·A^T), the tiles run BM along N and BN along M.
-                let (rows, cols) = if tma::swaps_operands(problem) {
-                    (n, m)
-                } else {
-                    (m, n)
-                };
-                let units = (blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64;
-                let clusters = units.min((self.info.sm_count as u64 / c).max(1));
-                (
-                    (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),
-                    (t.threads, 1, 1),
-                )
-            }
-            Geometry::WgmmaTf32 { tile: t } => {
-                // Persistent over the BM×BN tiles of D (C or C^T), in whole clusters of
-                // `t.cluster` blocks that take vertically adjacent tiles; can_run refuses the
-                // layout without an orientation before this is reached.
-                let c = t.cluster.max(1) as u64;
-                let (p, q) =
+                let (rows, cols) =
                     WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
-                let units = (blocks(p, t.bm)? as u64).div_ceil(c) * blocks(q, t.bn)? as u64;
+                let units = (blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64;
                 let clusters = units.min((self.info.sm_count as u64 / c).max(1));
                 (
                     (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),
