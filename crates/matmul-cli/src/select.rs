@@ -26,18 +26,26 @@ pub struct Selection {
 /// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
 /// H100's 132 SMs idle with `wgmma`; `wgmma-n64` has four times the tiles (1024³ bf16, H100,
 /// 2026-11-23: 205 against `wgmma-n128`'s 178 and `wgmma`'s 122 TFLOP/s, while at 2048³ `wgmma`
-/// leads 588 to 542 and 382; docs/kernels.md).
+/// leads 588 to 542 and 382; docs/kernels.md). From [`LARGE_TILES`] tiles on, `wgmma-cluster`
+/// goes first: in 30-round benches on H100 (2026-11-25) it ran 0.2–1.8 % ahead of `wgmma` at 6144³
+/// and 8192³ (bf16 and f16, three runs) and 0.3–4.4 % ahead or 0.8 % behind at 16384³, and level
+/// at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (docs/kernels.md 15v).
 fn default_kernels(
     backend: BackendKind,
     dtype: DType,
     problem: Option<&Problem>,
 ) -> &'static [&'static str] {
-    let small = problem.is_some_and(few_wgmma_tiles);
+    let tiles = problem.and_then(wgmma_tiles);
+    let small = tiles.is_some_and(|t| t < SMALL_TILES);
+    let large = tiles.is_some_and(|t| t >= LARGE_TILES);
     match (backend, dtype) {
         (BackendKind::Cpu, _) => &["cpu"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
         (BackendKind::Cuda, DType::Bf16 | DType::F16) if small => {
             &["wgmma-n64", "wgmma-n128", "wgmma", "mma-sync"]
+        }
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) if large => {
+            &["wgmma-cluster", "wgmma", "wgmma-n128", "mma-sync"]
         }
         (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "wgmma-n128", "mma-sync"],
         (BackendKind::Cuda, DType::Tf32) => &["wgmma-tf32", "mma-sync-wide"],
@@ -46,6 +54,10 @@ fn default_kernels(
 
 /// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×64-tile wgmma kernel.
 const SMALL_TILES: usize = 64;
+
+/// From this many tiles of `wgmma`'s 128×256 on (about eight waves of an H100's 132 SMs), `auto`
+/// prefers the two-block clusters of `wgmma-cluster`.
+const LARGE_TILES: usize = 1024;
 
 /// The first of `specs` that can run `problem` (every one can when there is no problem) on a
 /// device with `limits`; the last when none can, which then refuses with a clear error.
@@ -63,14 +75,12 @@ fn first_runnable(
         .unwrap_or(specs[specs.len() - 1])
 }
 
-/// Whether `problem` has fewer than [`SMALL_TILES`] tiles of `wgmma`'s block tile (the registry's).
-fn few_wgmma_tiles(problem: &Problem) -> bool {
+/// How many tiles of `wgmma`'s block tile (the registry's) `problem` has.
+fn wgmma_tiles(problem: &Problem) -> Option<usize> {
     find("wgmma")
         .ok()
         .and_then(|k| k.block_tile(&Default::default()))
-        .is_some_and(|(bm, bn)| {
-            problem.m.div_ceil(bm as usize) * problem.n.div_ceil(bn as usize) < SMALL_TILES
-        })
+        .map(|(bm, bn)| problem.m.div_ceil(bm as usize) * problem.n.div_ceil(bn as usize))
 }
 
 /// `kernel` is a registry name, a seed alias, or `auto`. A named kernel decides the backend; a
@@ -208,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_prefers_the_128x128_wgmma_for_problems_with_few_tiles() {
+    fn auto_picks_the_wgmma_kernel_by_the_problems_tile_count() {
         let first = |m, n| {
             let p = Problem::new(m, n, 1024, DType::Bf16);
             default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))[0]
@@ -216,6 +226,24 @@ mod tests {
         assert_eq!(first(1024, 1024), "wgmma-n64"); // 8 × 4 = 32 tiles of 128×256
         assert_eq!(first(2048, 2048), "wgmma"); // 16 × 8 = 128
         assert_eq!(first(1024, 4096), "wgmma"); // 8 × 16 = 128
+        assert_eq!(first(4096, 4096), "wgmma"); // 32 × 16 = 512
+        assert_eq!(first(8192, 4096), "wgmma-cluster"); // 64 × 16 = 1024
+        assert_eq!(first(16384, 16384), "wgmma-cluster");
+        // A large problem whose stored rows TMA cannot read falls through to mma-sync.
+        let hopper = DeviceLimits {
+            max_shared_per_block: 232_448,
+            sm90a: true,
+        };
+        let pick = |k| {
+            let p = Problem::new(8192, 8192, k, DType::Bf16);
+            let specs = default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))
+                .iter()
+                .map(|n| find(n).unwrap())
+                .collect::<Vec<_>>();
+            first_runnable(&specs, Some(&p), Some(&hopper)).name
+        };
+        assert_eq!(pick(1024), "wgmma-cluster");
+        assert_eq!(pick(1023), "mma-sync"); // rows of 2,046 bytes
         assert_eq!(
             default_kernels(BackendKind::Cuda, DType::F16, None)[0],
             "wgmma"
