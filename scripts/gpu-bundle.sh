@@ -86,4 +86,4 @@ fi
     (cd "$out" && find . -type f ! -name MANIFEST | sort | xargs ls -l)
 } >"$out/MANIFEST"
 du -sh "$out"
-echo "== bundle ready: $out (on the GPU host, from the repo root: dist/gpu/gpu-check.sh, ~7 min on an H100)"
+echo "== bundle ready: $out (on the GPU host, from the repo root: dist/gpu/gpu-check.sh, ~9.3 min on an H100)"

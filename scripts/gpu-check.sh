@@ -9,10 +9,11 @@
 #              spills checked (in parallel: 32 s on the H100 host's 16 cores);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
-# The whole check fits one 10-minute device call since the compile test compiles in parallel
-# (c373ae9): on an H100 (2026-11-24/25, ~23:55 and 00:08 UTC) test-gpu took 263 s, test-compile
-# 32 s (424 s when it compiled one kernel at a time), memcheck 101 s and racecheck 15 s, ~7 min
-# in all. Parts can still run in separate calls (`tests`, then `compile sanitizer`). The step
+# The whole check still fits one 10-minute device call, barely: on an H100 (2026-11-25 ~15:29-15:38
+# UTC) test-gpu took 300 s, test-compile 54 s (424 s before it compiled in parallel, c373ae9),
+# memcheck 97 s and racecheck 102 s (15 s before the tf32 sweeps joined its `sweep_wgmma` filter),
+# ~9.3 min in all. With anything else in the same call, run the parts in two calls (`tests`, then
+# `compile sanitizer`). The step
 # limit (GPU_CHECK_TIMEOUT) is 420 s because test-gpu alone is past 260 s since the sweep gained
 # (4104, 1544, 264).
 # Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
