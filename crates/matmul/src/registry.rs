@@ -1014,47 +1014,60 @@ const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
-/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+/// A tensor-core ladder entry: the fields its kernels (the macros below) share.
+const fn tc_ladder_kernel(
+    name: &'static str,
+    summary: &'static str,
+    dtypes: &'static [DType],
+    constraints: &'static [Constraint],
+    source: CudaSource,
+) -> KernelSpec {
+    KernelSpec {
+        name,
+        aliases: &[],
+        origin: TC_LADDER,
+        summary,
+        backend: BackendKind::Cuda,
+        dtypes,
+        constraints,
+        traffic: Traffic::BlockTiled,
+        implementation: Implementation::Cuda(source),
+    }
+}
+
 /// A kernel of 14_mma_sync.cu: its block tile and its fixed `-D` values.
 macro_rules! mma_kernel {
     ($name:literal, $summary:literal, $tile:expr, $defines:expr) => {
-        KernelSpec {
-            name: $name,
-            aliases: &[],
-            origin: TC_LADDER,
-            summary: $summary,
-            backend: BackendKind::Cuda,
-            dtypes: TENSOR,
-            constraints: &[],
-            traffic: Traffic::BlockTiled,
-            implementation: Implementation::Cuda(CudaSource {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            TENSOR,
+            &[],
+            CudaSource {
                 entry: Some("mma_sync"),
                 includes: &[TF32],
                 defines: $defines,
                 ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
-            }),
-        }
+            },
+        )
     };
 }
 
+/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
 macro_rules! wgmma_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
-        KernelSpec {
-            name: $name,
-            aliases: &[],
-            origin: TC_LADDER,
-            summary: $summary,
-            backend: BackendKind::Cuda,
-            dtypes: &[DType::Bf16, DType::F16],
-            constraints: &[Constraint::TmaRows, Constraint::Sm90a],
-            traffic: Traffic::BlockTiled,
-            implementation: Implementation::Cuda(CudaSource {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            &[DType::Bf16, DType::F16],
+            &[Constraint::TmaRows, Constraint::Sm90a],
+            CudaSource {
                 entry: Some("wgmma"),
                 includes: HOPPER_INCLUDES,
                 narrow_c: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
-            }),
-        }
+            },
+        )
     };
 }
 
@@ -1062,25 +1075,21 @@ macro_rules! wgmma_kernel {
 /// K-major operand, TMA rows, Hopper.
 macro_rules! wgmma_tf32_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
-        KernelSpec {
-            name: $name,
-            aliases: &[],
-            origin: TC_LADDER,
-            summary: $summary,
-            backend: BackendKind::Cuda,
-            dtypes: &[DType::Tf32],
-            constraints: &[
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            &[DType::Tf32],
+            &[
                 Constraint::TcTf32Layout,
                 Constraint::TmaRows,
                 Constraint::Sm90a,
             ],
-            traffic: Traffic::BlockTiled,
-            implementation: Implementation::Cuda(CudaSource {
+            CudaSource {
                 entry: Some("wgmma_tf32"),
                 includes: HOPPER_INCLUDES,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
-            }),
-        }
+            },
+        )
     };
 }
 
