@@ -11,7 +11,8 @@
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
 # The whole check still fits one 10-minute device call, barely: on an H100 (2026-11-25 ~15:29-15:38
 # UTC) test-gpu took 300 s, test-compile 54 s (424 s before it compiled in parallel, c373ae9),
-# memcheck 97 s and racecheck 102 s (15 s before the tf32 sweeps joined its `sweep_wgmma` filter),
+# memcheck 97 s and racecheck 102 s (15 s at 00:08 UTC that day; since then the tf32 kernels stage C
+# in shared memory and `wgmma-tf32-cluster`'s sweep joined those its `sweep_wgmma` filter takes),
 # ~9.3 min in all. With anything else in the same call, run the parts in two calls (`tests`, then
 # `compile sanitizer`). The step
 # limit (GPU_CHECK_TIMEOUT) is 420 s because test-gpu alone is past 260 s since the sweep gained
