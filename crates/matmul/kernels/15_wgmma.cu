@@ -153,7 +153,8 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 
 
 // ---- clusters (the shared mbarrier and TMA helpers: hopper.cuh; C's epilogue: epilogue.cuh) ---
 // Every thread of every block of the cluster (a block-wide barrier when CLUSTER = 1). The split
-// halves (cluster_arrive, cluster_wait), the remote arrive and the multicast copy: hopper.cuh.
+// halves (cluster_arrive, cluster_wait), the rank, the remote arrive and B's share of a block
+// (tma_load_to_cluster: all of B, or with a cluster its part, multicast): hopper.cuh.
 __device__ __forceinline__ void cluster_sync()
 {
     if (CLUSTER > 1) {
@@ -161,15 +162,6 @@ __device__ __forceinline__ void cluster_sync()
     } else {
         __syncthreads();
     }
-}
-
-__device__ __forceinline__ unsigned cluster_rank() { return CLUSTER > 1 ? cluster_ctarank() : 0; }
-
-// B's share of one block: all of it, or with a cluster its part, multicast to every block.
-__device__ __forceinline__ void tma_load_b(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
-{
-    if (CLUSTER > 1) tma_load_multicast(dst, map, bar, c0, c1, (1u << CLUSTER) - 1);
-    else tma_load(dst, map, bar, c0, c1);
 }
 
 // ---- wgmma (the descriptor, fences and accumulator lists: hopper.cuh) ----------------------
@@ -255,11 +247,13 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
                     tma_load(a + j * MN_CHUNK_BYTES, map_a, &full[s], tm * BM + j * SWIZZLE_ELEMS, kb * BK);
             }
             if (TB == 0) {
-                tma_load_b(b + rank * B_ROWS * 128, map_b, &full[s], kb * BK, tn * BN + rank * B_ROWS);
+                tma_load_to_cluster<CLUSTER>(b + rank * B_ROWS * 128, map_b, &full[s], kb * BK,
+                                             tn * BN + rank * B_ROWS);
             } else {
 #pragma unroll
                 for (int j = rank * B_CHUNKS; j < (rank + 1) * B_CHUNKS; ++j)
-                    tma_load_b(b + j * MN_CHUNK_BYTES, map_b, &full[s], tn * BN + j * SWIZZLE_ELEMS, kb * BK);
+                    tma_load_to_cluster<CLUSTER>(b + j * MN_CHUNK_BYTES, map_b, &full[s], tn * BN + j * SWIZZLE_ELEMS,
+                                                 kb * BK);
             }
         }
     }
@@ -365,7 +359,7 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     const bool swap = !a_mn && b_mn;
     const Units units = swap ? Units((N + BM - 1) / BM, (M + BN - 1) / BN) : Units((M + BM - 1) / BM, (N + BN - 1) / BN);
     const int kblocks = (K + BK - 1) / BK;
-    const unsigned rank = cluster_rank();
+    const unsigned rank = rank_in_cluster<CLUSTER>();
 
 #if PROBE
     if (threadIdx.x == 0) {

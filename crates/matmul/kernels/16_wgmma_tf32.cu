@@ -252,10 +252,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
             } else {
                 tma_load(r, map_r, &full[s], kb * BK, tp * BM);
             }
-            if (CLUSTER > 1)
-                tma_load_multicast(sd + rank * S_ROWS * 128, map_s, &full[s], kb * BK, tq * BN + rank * S_ROWS,
-                                   (1u << CLUSTER) - 1);
-            else tma_load(sd, map_s, &full[s], kb * BK, tq * BN);
+            tma_load_to_cluster<CLUSTER>(sd + rank * S_ROWS * 128, map_s, &full[s], kb * BK, tq * BN + rank * S_ROWS);
         }
     }
     // With a cluster, instead of a cluster barrier at the exit (15_wgmma.cu's SPLIT_SYNC): once
@@ -370,7 +367,7 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
     const int P = swapped ? N : M, Q = swapped ? M : N;  // D is P×Q
     const Units units((P + BM - 1) / BM, (Q + BN - 1) / BN);
     const int kblocks = (K + BK - 1) / BK;
-    const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+    const unsigned rank = rank_in_cluster<CLUSTER>();
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {

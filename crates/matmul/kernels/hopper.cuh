@@ -99,6 +99,22 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TmaMap* map,
         : "memory");
 }
 
+// This block's share of an operand that the BLOCKS blocks of its cluster share: multicast to the
+// same offset in every block of the cluster, or (BLOCKS = 1) a plain load into this block.
+template <int BLOCKS>
+__device__ __forceinline__ void tma_load_to_cluster(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
+{
+    if (BLOCKS > 1) tma_load_multicast(dst, map, bar, c0, c1, (1u << BLOCKS) - 1);
+    else tma_load(dst, map, bar, c0, c1);
+}
+
+// This block's rank in its cluster of BLOCKS blocks (0 without clusters).
+template <int BLOCKS>
+__device__ __forceinline__ unsigned rank_in_cluster()
+{
+    return BLOCKS > 1 ? cluster_ctarank() : 0;
+}
+
 // ---- wgmma ---------------------------------------------------------------------------------
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading- and
 // stride-dimension byte offsets (each encoded >> 4), swizzle mode 1 in bits 62–63.
