@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sustained runs with the board's power and SM clock sampled, on the GPU host over a bundle from
 # scripts/gpu-bundle.sh: for each "KERNEL DTYPE SHAPE" argument, one `matmul bench` process with 5 s of
-# timed launches (the card reaches its power cap), while nvidia-smi samples power.draw.average,
+# timed launches (the card reaches its power cap; --max-iters lifts the bench's 1000-launch cap, which
+# until 2026-11-25 cut every launch shorter than 5 ms short of the 5 s), while nvidia-smi samples power.draw.average,
 # power.draw.instant, clocks.sm and clocks_event_reasons.active every 50 ms. Prints, per run, the
 # bench's median and rate, the medians over the samples above 250 W, and the most frequent
 # limiter bitmasks (0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW
@@ -36,7 +37,7 @@ for ((pass = 1; pass <= passes; pass++)); do
             --format=csv,noheader,nounits -lms 50 >"$out/smi.csv" 2>&1 &
         smi=$!
         timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
-            --min-time 5 --max-case-seconds 30 --out "$out/bench-tmp" >"$out/bench-$label.log" 2>&1
+            --min-time 5 --max-iters 1000000 --max-case-seconds 30 --out "$out/bench-tmp" >"$out/bench-$label.log" 2>&1
         rc=$?
         kill "$smi"
         wait "$smi" 2>/dev/null

@@ -29,6 +29,8 @@ pub struct BenchConfig {
     pub iters: Option<usize>,
     /// Keep timing until the timed launches add up to this many seconds (capped by `max_iters`).
     pub min_time: Option<f64>,
+    /// The most timed launches of a case (all rounds together) that `min_time` may ask for; an
+    /// `iters` above it is timed in full.
     pub max_iters: usize,
     /// The rotating input sets must together exceed this many bytes (pass 2 × the GPU's L2, or
     /// [`default_cpu_cache_bytes`] on the CPU).
@@ -104,7 +106,11 @@ impl BenchConfig {
             (None, Some(_)) => 1,
             (None, None) => DEFAULT_ITERS,
         };
-        let max_iters = self.max_iters.div_ceil(r).max(1);
+        let max_iters = self
+            .max_iters
+            .max(self.iters.unwrap_or(0))
+            .div_ceil(r)
+            .max(1);
         Launches {
             warmup,
             first: first.div_ceil(r).clamp(1, max_iters),
@@ -637,6 +643,25 @@ mod tests {
         c.tiling = Some(forced);
         assert_eq!(c.options_for(warptile, &p), RunOptions::tiling(forced));
         assert_eq!(c.options_for(tiled, &p), RunOptions::default());
+    }
+
+    #[test]
+    fn round_budget_times_every_asked_launch() {
+        let mut c = BenchConfig::new(vec![], vec![DType::F32], vec![]);
+        c.iters = Some(5000);
+        c.min_time = None;
+        let b = c.round_budget(3);
+        assert_eq!((b.first, b.max_iters), (5000, 5000));
+        c.rounds = 30;
+        let b = c.round_budget(3);
+        assert_eq!((b.first, b.max_iters), (167, 167));
+        // --min-time alone stops at max_iters, 1000 unless raised.
+        c.iters = None;
+        c.min_time = Some(5.0);
+        c.rounds = 1;
+        assert_eq!(c.round_budget(3).max_iters, 1000);
+        c.max_iters = 100_000;
+        assert_eq!(c.round_budget(3).max_iters, 100_000);
     }
 
     #[test]

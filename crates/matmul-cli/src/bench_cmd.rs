@@ -35,13 +35,17 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// Timed launches (default: as many as fit in --min-time).
-    #[arg(long, conflicts_with = "min_time")]
-    iters: Option<usize>,
-    /// Seconds of timed launches per case (default 0.25).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "min_time", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    iters: Option<u64>,
+    /// Seconds of timed launches per case (default 0.25), up to --max-iters launches.
+    #[arg(long, value_parser = positive_seconds)]
     min_time: Option<f64>,
+    /// The most launches --min-time may time per case, all rounds together: raise it for long
+    /// runs of short launches (scripts/gpu-power.sh's 5 s of 0.2 ms launches need 25,000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    max_iters: u64,
     /// Seconds a slow kernel may spend per case before its launch count is cut (default 5).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     max_case_seconds: f64,
     /// Timing rounds per shape: each kernel is timed this many times, in an order rotated every
     /// round, for its share of --min-time (or --iters) each time, and its statistics pool the
@@ -138,6 +142,14 @@ fn open(choice: BackendChoice) -> CliResult<Opened> {
     }
 }
 
+/// A duration in seconds given on the command line: a finite number above zero.
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+    }
+}
+
 pub fn bench(args: BenchArgs) -> CliResult {
     let opened = open(args.backend)?;
     let backend: &dyn Backend = match &opened {
@@ -163,12 +175,13 @@ pub fn bench(args: BenchArgs) -> CliResult {
     )];
     config.c = args.c_dtype;
     config.warmup = args.warmup;
-    config.iters = args.iters;
+    config.iters = args.iters.map(|i| i as usize);
     if args.iters.is_some() {
         config.min_time = None;
     } else if let Some(t) = args.min_time {
         config.min_time = Some(t);
     }
+    config.max_iters = args.max_iters as usize;
     config.max_case_seconds = Some(args.max_case_seconds);
     config.rounds = args.rounds as usize;
     config.tiling = args.tiling;

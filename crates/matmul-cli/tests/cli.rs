@@ -252,12 +252,51 @@ fn run_rejects_bad_arguments_with_status_2() {
         ],
         &["run", "--kernel", "cpu", "-m", "x", "-n", "2", "-k", "2"],
         &["bench", "--backend", "cpu", "--rounds", "0"],
+        &["bench", "--backend", "cpu", "--iters", "0"],
+        &["bench", "--backend", "cpu", "--min-time", "nan"],
+        &["bench", "--backend", "cpu", "--min-time=-1"],
+        &["bench", "--backend", "cpu", "--max-case-seconds", "0"],
+        &["bench", "--backend", "cpu", "--max-iters", "0"],
     ];
     for args in bad {
         let out = matmul(args, "");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).is_empty());
     }
+}
+
+#[test]
+fn bench_times_as_many_launches_as_asked() {
+    // --iters above the 1000 launches that --min-time stops at (before 2026-11-25 it was cut to
+    // 1000 without a word), and --min-time with a raised --max-iters.
+    let out_dir = temp_dir("bench-iters");
+    let timed = |extra: &[&str]| -> u64 {
+        let dir = out_dir.to_str().unwrap();
+        let mut args = vec![
+            "bench",
+            "--backend",
+            "cpu",
+            "--kernels",
+            "cpu",
+            "--dtypes",
+            "f32",
+            "--shapes",
+            "8x8x8",
+            "--no-ceilings",
+            "--out",
+            dir,
+        ];
+        args.extend_from_slice(extra);
+        let out = matmul(&args, "");
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+                .unwrap();
+        json["records"][0]["timing"]["iters"].as_u64().unwrap()
+    };
+    assert_eq!(timed(&["--iters", "1500"]), 1500);
+    assert_eq!(timed(&["--min-time", "1", "--max-iters", "1200"]), 1200);
+    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 #[test]
