@@ -257,6 +257,8 @@ fn run_rejects_bad_arguments_with_status_2() {
         &["bench", "--backend", "cpu", "--min-time=-1"],
         &["bench", "--backend", "cpu", "--max-case-seconds", "0"],
         &["bench", "--backend", "cpu", "--max-iters", "0"],
+        &["tune", "--iters", "0"],
+        &["tune", "--max-candidates", "0"],
     ];
     for args in bad {
         let out = matmul(args, "");
