@@ -35,15 +35,15 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// Timed launches (default: as many as fit in --min-time).
-    #[arg(long, conflicts_with = "min_time", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    iters: Option<u64>,
+    #[arg(long, conflicts_with = "min_time", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
+    iters: Option<usize>,
     /// Seconds of timed launches per case (default 0.25), up to --max-iters launches.
     #[arg(long, value_parser = positive_seconds)]
     min_time: Option<f64>,
     /// The most launches --min-time may time per case, all rounds together: raise it for long
     /// runs of short launches (scripts/gpu-power.sh's 5 s of 0.2 ms launches need 25,000).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    max_iters: u64,
+    #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
+    max_iters: usize,
     /// Seconds a slow kernel may spend per case before its launch count is cut (default 5).
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     max_case_seconds: f64,
@@ -175,13 +175,13 @@ pub fn bench(args: BenchArgs) -> CliResult {
     )];
     config.c = args.c_dtype;
     config.warmup = args.warmup;
-    config.iters = args.iters.map(|i| i as usize);
+    config.iters = args.iters;
     if args.iters.is_some() {
         config.min_time = None;
     } else if let Some(t) = args.min_time {
         config.min_time = Some(t);
     }
-    config.max_iters = args.max_iters as usize;
+    config.max_iters = args.max_iters;
     config.max_case_seconds = Some(args.max_case_seconds);
     config.rounds = args.rounds as usize;
     config.tiling = args.tiling;

@@ -32,22 +32,14 @@ pub struct TuneArgs {
     /// Candidates timed per kernel × dtype × shape in each of two passes: an even spread of the
     /// space (the default first, then the table's incumbent), then neighbours of the first pass's
     /// winner (one knob changed).
-    #[arg(long, default_value_t = 16, value_parser = at_least_one)]
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_candidates: usize,
     /// Timed launches per candidate (the median counts).
-    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
+    #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     iters: usize,
     /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory).
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-/// A count given on the command line: a whole number of at least 1.
-fn at_least_one(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("`{text}` is not a whole number of at least 1")),
-    }
 }
 
 /// Where the tune table of device `info` lives (None: no cache directory).
