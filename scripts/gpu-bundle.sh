@@ -21,6 +21,8 @@
 #                         with nvcc; docs/kernels.md 15x)
 #   cluster-placement.cu  where one-block-per-SM blocks and clusters land, and how many clusters fit
 #                         (built there with nvcc; docs/kernels.md 15z)
+#   tensormap-trace.c     a CUPTI injection library that prints every tensor map a process encodes
+#                         and every launch (built there with gcc; docs/kernels.md 15za)
 #   MANIFEST              commit, date, and what was bundled
 # The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
 # compute-sanitizer for the sanitizer steps; no Rust, no network.
@@ -77,7 +79,7 @@ fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh \
     scripts/gpu-ncu-source.sh scripts/gpu-power.sh scripts/ncu-source.py scripts/probe-summary.py scripts/bench-modes.py scripts/cubin-time.cu scripts/epilogue-bandwidth.cu \
-    scripts/cluster-placement.cu "$out/"
+    scripts/cluster-placement.cu scripts/tensormap-trace.c "$out/"
 cp -r scripts/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).

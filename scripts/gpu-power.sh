@@ -12,15 +12,17 @@
 #
 # Usage (repo root): dist/gpu/gpu-power.sh [PASSES] "wgmma-tf32 tf32 8192" "cublas tf32 8192" ...
 #   PASSES (default 2): the list is run that many times, in order, so ours and cuBLAS's alternate.
+#   A fourth word, e.g. "wgmma bf16 4096 TMA_L2_PROMOTION=2", is that run's MATMUL_KERNEL_DEFINES
+#   (comma-separated, no spaces), so variants of one kernel can alternate too.
 # Environment: OUT (default dist/gpu/logs): power.txt and each run's bench log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { echo 'usage: gpu-power.sh [PASSES] "KERNEL DTYPE SHAPE" ... (SHAPE: N or MxNxK)' >&2; exit 2; }
+usage() { echo 'usage: gpu-power.sh [PASSES] "KERNEL DTYPE SHAPE [DEFINES]" ... (SHAPE: N or MxNxK)' >&2; exit 2; }
 passes=2
 [[ ${1:-} =~ ^[1-9][0-9]*$ ]] && { passes=$1; shift; }
 (($# > 0)) || usage
 for spec in "$@"; do
-    read -r kernel dtype shape extra <<<"$spec"
+    read -r kernel dtype shape defines extra <<<"$spec"
     [[ -n $dtype && $shape =~ ^[1-9][0-9]*(x[1-9][0-9]*x[1-9][0-9]*)?$ && -z $extra ]] ||
         { echo "gpu-power.sh: bad argument '$spec'" >&2; usage; }
 done
@@ -31,12 +33,12 @@ source "$here/gpu-steps.sh"
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/power.txt"
 for ((pass = 1; pass <= passes; pass++)); do
     for spec in "$@"; do
-        read -r kernel dtype shape <<<"$spec"
-        label=$kernel-$dtype-$shape-$pass
+        read -r kernel dtype shape defines <<<"$spec"
+        label=$kernel-$dtype-$shape${defines:+-${defines//[=,]/_}}-$pass
         nvidia-smi --query-gpu=power.draw.average,power.draw.instant,clocks.sm,clocks_event_reasons.active \
             --format=csv,noheader,nounits -lms 50 >"$out/smi.csv" 2>&1 &
         smi=$!
-        timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
+        MATMUL_KERNEL_DEFINES=${defines:-} timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
             --min-time 5 --max-iters 1000000 --max-case-seconds 30 --out "$out/bench-tmp" >"$out/bench-$label.log" 2>&1
         rc=$?
         kill "$smi"
