@@ -3,14 +3,15 @@
 // library.
 //
 // The L2 counts of 15z turn on which blocks share a TPC (the SM pair 2t, 2t + 1), since requests of
-// the two SMs of a TPC for the same lines are merged before the L2. The wgmma kernels run 384 threads
-// with 230,400 bytes of dynamic shared memory, one block per SM; this launches a kernel of that shape
-// that records %smid and %cluster_ctarank per block, for clusters of 2 in four grid shapes (cuBLAS's 2x66 of 2x1 among them) and for
-// no cluster, and asks cudaOccupancyMaxActiveClusters how many clusters of 1, 2, 4 and 8 fit. Each
-// clustered shape runs under the three cluster scheduling policies (the launch attribute
-// cudaLaunchAttributeClusterSchedulingPolicyPreference: default, spread, load balancing), and for each
-// launch the TPCs whose two SMs hold blocks of different clusters are counted by how far apart the
-// clusters are and whether the two blocks have the same rank (the pairs a tile order could make
+// the two SMs of a TPC for the same lines are merged before the L2. The wgmma kernels run 384
+// threads with 230,400 bytes of dynamic shared memory, one block per SM; this launches a kernel of
+// that shape that records %smid and %cluster_ctarank per block, for clusters of 2 in four grid
+// shapes (cuBLAS's 2x66 of 2x1 among them) and for no cluster, and asks
+// cudaOccupancyMaxActiveClusters how many clusters of 1, 2, 4 and 8 fit. Each clustered shape runs
+// under the three cluster scheduling policies (the launch attribute
+// cudaLaunchAttributeClusterSchedulingPolicyPreference: default, spread, load balancing), and for
+// each launch the TPCs whose two SMs hold blocks of different clusters are counted by how far apart
+// the clusters are and whether the two blocks have the same rank (the pairs a tile order could make
 // share the operand the cluster does not multicast).
 //
 // Build and run on the GPU host:
