@@ -12,7 +12,7 @@
 #
 # Usage (repo root): dist/gpu/gpu-power.sh [PASSES] "wgmma-tf32 tf32 8192" "cublas tf32 8192" ...
 #   PASSES (default 2): the list is run that many times, in order, so ours and cuBLAS's alternate.
-#   A fourth word, e.g. "wgmma bf16 4096 TMA_L2_PROMOTION=2", is that run's MATMUL_KERNEL_DEFINES
+#   A fourth word, e.g. "wgmma bf16 4096 WAIT_DEPTH=1", is that run's MATMUL_KERNEL_DEFINES
 #   (comma-separated, no spaces), so variants of one kernel can alternate too.
 # Environment: OUT (default dist/gpu/logs): power.txt and each run's bench log.
 set -uo pipefail
