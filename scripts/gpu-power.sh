@@ -13,7 +13,8 @@
 # Usage (repo root): dist/gpu/gpu-power.sh [PASSES] "wgmma-tf32 tf32 8192" "cublas tf32 8192" ...
 #   PASSES (default 2): the list is run that many times, in order, so ours and cuBLAS's alternate.
 #   A fourth word, e.g. "wgmma bf16 4096 WAIT_DEPTH=1", is that run's MATMUL_KERNEL_DEFINES
-#   (comma-separated, no spaces), so variants of one kernel can alternate too.
+#   (comma-separated, no spaces), so variants of one kernel can alternate too; a run without one
+#   keeps the MATMUL_KERNEL_DEFINES of the environment, as every run did before.
 # Environment: OUT (default dist/gpu/logs): power.txt and each run's bench log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +39,7 @@ for ((pass = 1; pass <= passes; pass++)); do
         nvidia-smi --query-gpu=power.draw.average,power.draw.instant,clocks.sm,clocks_event_reasons.active \
             --format=csv,noheader,nounits -lms 50 >"$out/smi.csv" 2>&1 &
         smi=$!
-        MATMUL_KERNEL_DEFINES=${defines:-} timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
+        MATMUL_KERNEL_DEFINES=${defines:-${MATMUL_KERNEL_DEFINES:-}} timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
             --min-time 5 --max-iters 1000000 --max-case-seconds 30 --out "$out/bench-tmp" >"$out/bench-$label.log" 2>&1
         rc=$?
         kill "$smi"
