@@ -8,7 +8,7 @@
 // source-level CUDA, and its SASS (readable here, unlike cuBLAS's copy) shows what to learn;
 // if it does not, the 16384 figure is that size's alone.
 //
-// Build (here, no GPU needed): scripts/cutlass-build.sh (nvcc, CUDA headers, cuBLAS and CUTLASS's
+// Build (here, no GPU needed): lab/cutlass-build.sh (nvcc, CUDA headers, cuBLAS and CUTLASS's
 // headers from PyPI wheels) writes dist/cutlass/cutlass-sgemm.
 // Run (GPU host): dist/cutlass/cutlass-sgemm ROUNDS SIZE...   e.g. cutlass-sgemm 3 4096 8192
 // Every variant's C is checked against cuBLAS's (largest |difference| / largest |C|) before timing.

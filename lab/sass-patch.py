@@ -40,11 +40,11 @@ is the point of leaving ptxas's data flow alone) but should not fault: `bank` ch
 only, and `dc` makes an FFMA write the register of the accumulator it reads, which holds a float
 at that point; where another instruction writes that register soon after (an address, maybe),
 the FFMA is left alone. Their output is garbage and their times are the answer; the tests and
-the bench never load them. `scripts/cubin-time.cu` times them on the GPU host beside
+the bench never load them. `lab/cubin-time.cu` times them on the GPU host beside
 the unpatched cubin and cuBLAS.
 
-Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-patch.py OUTDIR TILING [f32] [NAME=VALUE ...]
-  e.g. scripts/sass-patch.py dist/gpu/patched 128x256x16/8x4/w64x64n2/s3/p4 f32
+Usage: LD_LIBRARY_PATH=<nvrtc lib dir> lab/sass-patch.py OUTDIR TILING [f32] [NAME=VALUE ...]
+  e.g. lab/sass-patch.py dist/gpu/patched 128x256x16/8x4/w64x64n2/s3/p4 f32
 Writes OUTDIR/multistage-<variant>.cubin and OUTDIR/launch.txt (tiling, grid rule, threads, dynamic
 shared bytes) and prints each variant's loop figures (sass-loop.py's operand_banks).
 Needs nvdisasm on PATH (or NVDISASM). SASS_PATCH_DEBUG=1 prints where scheduled_order's walk got

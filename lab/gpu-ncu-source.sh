@@ -3,7 +3,7 @@
 # from scripts/gpu-bundle.sh: profiles `matmul run` with the SourceCounters section, exports the
 # source page (one row per SASS instruction: stall samples by reason, executions, shared-memory
 # wavefronts) as $OUT/ncu-source-KERNEL-DTYPE-MxNxK.csv and prints ncu-source.py's summary of it.
-# The CSV (~2 MB) comes back for a closer look here: scripts/ncu-source.py CSV --bin 50.
+# The CSV (~2 MB) comes back for a closer look here: lab/ncu-source.py CSV --bin 50.
 #
 # Usage (repo root): dist/gpu/gpu-ncu-source.sh KERNEL DTYPE M N K [extra `matmul run` arguments]
 #   e.g. dist/gpu/gpu-ncu-source.sh multistage f32 4096 4096 4096   (the tuned tiling, as bench)

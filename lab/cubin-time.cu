@@ -1,4 +1,4 @@
-// cubin-time.cu — times multistage cubins written by scripts/sass-patch.py, beside cuBLAS SGEMM.
+// cubin-time.cu — times multistage cubins written by lab/sass-patch.py, beside cuBLAS SGEMM.
 //
 // A research harness for the GPU host, not part of the library: the patched cubins compute wrong
 // sums on purpose (sass-patch.py says why), so neither the tests nor `matmul bench`, which verify
@@ -101,7 +101,7 @@ int main(int argc, char** argv)
     std::map<std::string, int> geo;  // launch.txt: bm, bn, threads, shared
     std::ifstream lf(dir + "/launch.txt");
     if (!lf) {
-        fprintf(stderr, "cannot read %s/launch.txt (scripts/sass-patch.py writes it beside the cubins)\n", dir.c_str());
+        fprintf(stderr, "cannot read %s/launch.txt (lab/sass-patch.py writes it beside the cubins)\n", dir.c_str());
         return 2;
     }
     for (std::string key, value; lf >> key >> value;)

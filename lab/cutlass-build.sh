@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds scripts/cutlass-sgemm.cu (CUTLASS's SIMT SGEMM beside cuBLAS: a yardstick for
+# Builds lab/cutlass-sgemm.cu (CUTLASS's SIMT SGEMM beside cuBLAS: a yardstick for
 # docs/kernels.md, not part of the library) here, without a GPU or a CUDA install: nvcc, its
 # headers, cuBLAS and CUTLASS's headers come from PyPI wheels pinned to the GPU hosts' CUDA 13.0,
 # installed into .venv-cutlass/ (ignored by git). The binary goes to dist/cutlass/cutlass-sgemm
 # (statically linked CUDA runtime; libcublas.so.13 from the GPU host).
 #
-# Usage (repo root): scripts/cutlass-build.sh
+# Usage (repo root): lab/cutlass-build.sh
 # Then on the GPU host: `run` with carry ["dist/cutlass"] and `dist/cutlass/cutlass-sgemm 3 4096 8192`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +28,5 @@ mkdir -p dist/cutlass
 echo "== nvcc (5 CUTLASS instantiations: ~30 s)"
 PATH=$cuda/bin:$PATH nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr \
     -I"$cutlass" -I"$cuda/include" -I"$cuda/include/cccl" -L"$cuda/lib" \
-    scripts/cutlass-sgemm.cu -lcublas -o dist/cutlass/cutlass-sgemm 2> >(grep -v "warning #20013\|^ *\(std::\|{std::\|pad_\)\|^ *\^\|^$\|Remark: The warnings" >&2)
+    lab/cutlass-sgemm.cu -lcublas -o dist/cutlass/cutlass-sgemm 2> >(grep -v "warning #20013\|^ *\(std::\|{std::\|pad_\)\|^ *\^\|^$\|Remark: The warnings" >&2)
 echo "== built dist/cutlass/cutlass-sgemm"

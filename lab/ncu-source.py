@@ -2,7 +2,7 @@
 """Where a kernel's warps stall, per SASS instruction, from Nsight Compute's source page.
 
 Reads the CSV that `ncu -i REPORT --page source --csv --print-source sass` writes for a report
-taken with the SourceCounters section (scripts/gpu-ncu-source.sh makes one on the GPU host) and
+taken with the SourceCounters section (lab/gpu-ncu-source.sh makes one on the GPU host) and
 prints, per kernel:
   - every stall reason's samples per issued instruction (the "selected" samples), as ncu's Warp
     State table, but from the per-instruction sampling;
@@ -13,7 +13,7 @@ prints, per kernel:
     bins of BIN instructions: the chosen reasons per 1,000 issued, and the non-FFMA opcodes of
     each bin, so a stall can be placed next to the barrier, the copies or the loop's top.
 
-Usage: scripts/ncu-source.py CSV [--bin N] [--reasons dispatch,no_inst,short_sb]
+Usage: lab/ncu-source.py CSV [--bin N] [--reasons dispatch,no_inst,short_sb]
        (reasons: ncu's column names without the stall_ prefix: barrier, dispatch, long_sb, math,
        mio, no_inst, not_selected, short_sb, wait, ...)
 docs/kernels.md, "Per-instruction stall sampling" shows what it found for multistage and cuBLAS.

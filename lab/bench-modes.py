@@ -8,7 +8,7 @@ lands wherever the share of slow launches puts it. The fastest launches compare 
 same (unthrottled) clock; the mean is the sustained rate. The JSON keeps every sample
 (`timing.samples_s`), so this needs no GPU.
 
-Usage: scripts/bench-modes.py RESULTS.json [--baseline cublas]
+Usage: lab/bench-modes.py RESULTS.json [--baseline cublas]
 Prints, per dtype, shape and ops, the ratio of cuBLAS's time to the best of ours for each
 statistic (each its own best kernel; above 1: ours is faster), the kernel with the best median,
 and the slow mode's size (90th percentile over the fastest launch) of that kernel and of cuBLAS.

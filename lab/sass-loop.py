@@ -12,9 +12,9 @@ are from their first use, and the shortest load-to-use distances. Figures for do
 
 Also the loop FFMAs' operand-reuse and register-bank figures (operand_banks).
 
-Usage: LD_LIBRARY_PATH=<nvrtc lib dir> scripts/sass-loop.py TILING [f32|u32] [NAME=VALUE ...]
-  e.g. scripts/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
-       scripts/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
+Usage: LD_LIBRARY_PATH=<nvrtc lib dir> lab/sass-loop.py TILING [f32|u32] [NAME=VALUE ...]
+  e.g. lab/sass-loop.py 128x256x32/8x4/w64x64n1/s3/p4 f32 FRAG_PREFETCH=1 COPY_PARTS=4
+       lab/sass-loop.py --sass FILE [FUNCTION]   the same figures for a `cuobjdump -sass` listing
        (e.g. cuBLAS's SGEMM kernel from libcublasLt.so; BK=<k-steps per trip> for the first-k-step line)
 Environment: SASS_KERNEL (multistage, the default, multistage-tail (add SPLIT_TAIL_PIECES=1) or
   simt-tma: its N·N loop), SASS_LOOP (which N·N
