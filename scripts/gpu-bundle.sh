@@ -1,31 +1,17 @@
 #!/usr/bin/env bash
-# Builds everything the GPU host needs, here (no GPU, no CUDA needed), into dist/gpu/:
+# Builds everything the GPU host needs, here (no GPU, no CUDA needed), into dist/gpu/ (flat):
 #   bin/matmul            the CLI release binary (when the workspace builds it)
-#   bin/test-<name>       the matmul crate's test executables (release): lib (unit tests), cpu,
-#                         gpu, compile, ...
+#   bin/test-<name>       the matmul crate's release test executables (lib, cpu, gpu, compile, ...)
 #   tests/data/           judge vectors and puzzle expectations
-#   gpu-check.sh          the check to run there, in parts that each fit a device call (see that file)
-#   gpu-bench.sh          the user-facing checks and `matmul bench`
-#   gpu-ab.sh             interleaved A/B benchmark of kernel variants (see that file)
-#   ab-specs/             its variant lists
-#   gpu-ncu.sh            Nsight Compute on one launch of a kernel (see that file)
-#   gpu-ncu-l2.sh         Nsight Compute: L2 traffic by source for a few kernels (see that file)
-#   gpu-ncu-source.sh     Nsight Compute: per-instruction stall sampling of one launch, summarized by
-#                         ncu-source.py (see those files)
-#   gpu-power.sh          sustained runs with the board's power, SM clock and clock limiters sampled
-#   probe-summary.py      summarizes a wgmma timeline probe (PROBE=1, MATMUL_PROBE; see that file)
-#   bench-modes.py        ours against cuBLAS in a results.json by median, mean and fastest launch
-#   cubin-time.cu         times patched multistage cubins beside cuBLAS (built there with nvcc; the
-#                         cubins come from scripts/sass-patch.py, e.g. into dist/gpu/patched)
-#   epilogue-bandwidth.cu an SM's ways of writing a 128×256 f32 tile of C, timed alone (built there
-#                         with nvcc; docs/kernels.md 15x)
-#   cluster-placement.cu  where one-block-per-SM blocks and clusters land, and how many clusters fit
-#                         (built there with nvcc; docs/kernels.md 15z)
-#   tensormap-trace.c     a CUPTI injection library that prints every tensor map a process encodes
-#                         and every launch (built there with gcc; docs/kernels.md 15za)
+#   gpu-check.sh          the check of record: tests, kernel compiles, compute-sanitizer
+#   gpu-bench.sh          ./test.sh, the puzzles and `matmul bench`
+#   gpu-steps.sh          the step runner both of them source
+#   lab tools             everything in lab/ that runs on the GPU host (gpu-ab.sh and ab-specs/,
+#                         gpu-ncu*.sh, gpu-power.sh, the *.py summarizers, the *.cu/*.c harnesses
+#                         built there with nvcc/gcc); not a contract, see lab/README.md
 #   MANIFEST              commit, date, and what was bundled
 # The GPU host needs the NVIDIA driver and CUDA 13 libraries (libnvrtc, libcublas), and
-# compute-sanitizer for the sanitizer steps; no Rust, no network.
+# compute-sanitizer for the sanitizer part; no Rust, no network. docs/gpu-host.md has the routine.
 #
 # Usage (repo root): scripts/gpu-bundle.sh      honours CARGO_TARGET_DIR.
 set -euo pipefail
@@ -77,10 +63,10 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-ab.sh scripts/gpu-ncu.sh scripts/gpu-ncu-l2.sh \
-    scripts/gpu-ncu-source.sh scripts/gpu-power.sh scripts/ncu-source.py scripts/probe-summary.py scripts/bench-modes.py scripts/cubin-time.cu scripts/epilogue-bandwidth.cu \
-    scripts/cluster-placement.cu scripts/tensormap-trace.c "$out/"
-cp -r scripts/ab-specs "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh "$out/"
+# The lab's GPU-host tools, flat beside them (they source gpu-steps.sh from their own directory).
+cp lab/gpu-*.sh lab/*.py lab/*.cu lab/*.c "$out/"
+cp -r lab/ab-specs "$out/"
 chmod +x "$out"/gpu-*.sh
 # Smaller to carry: debug info is not needed on the GPU host (symbols stay for backtraces).
 if command -v strip >/dev/null; then
@@ -93,4 +79,4 @@ fi
     (cd "$out" && find . -type f ! -name MANIFEST | sort | xargs ls -l)
 } >"$out/MANIFEST"
 du -sh "$out"
-echo "== bundle ready: $out (on the GPU host, from the repo root: dist/gpu/gpu-check.sh, ~9.3 min on an H100)"
+echo "== bundle ready: $out (on the GPU host, from the repo root: dist/gpu/gpu-check.sh)"

@@ -6,17 +6,13 @@
 #              MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails
 #              instead of skipping), and `matmul devices`;
 #   compile    test-compile: every kernel compiled by NVRTC for this GPU, ptxas's registers and
-#              spills checked (in parallel: 32 s on the H100 host's 16 cores);
+#              spills checked (in parallel);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
 #              (MATMUL_TEST_SMALL=1); more tools with GPU_CHECK_TOOLS="memcheck racecheck synccheck ...".
-# The whole check still fits one 10-minute device call, barely: on an H100 (2026-11-25 ~15:29-15:38
-# UTC) test-gpu took 300 s, test-compile 54 s (424 s before it compiled in parallel, c373ae9),
-# memcheck 97 s and racecheck 102 s (15 s at 00:08 UTC that day; since then the tf32 kernels stage C
-# in shared memory and `wgmma-tf32-cluster`'s sweep joined those its `sweep_wgmma` filter takes),
-# ~9.3 min in all. With anything else in the same call, run the parts in two calls (`tests`, then
-# `compile sanitizer`). The step
-# limit (GPU_CHECK_TIMEOUT) is 420 s because test-gpu alone is past 260 s since the sweep gained
-# (4104, 1544, 264).
+# On an H100 the whole check takes ~9.3 min (test-gpu ~300 s, test-compile ~54 s, memcheck ~97 s,
+# racecheck ~102 s): it fits one 10-minute device call, barely. With anything else in the same
+# call, run the parts in two calls (`tests`, then `compile sanitizer`). The step limit
+# (GPU_CHECK_TIMEOUT) is 420 s because test-gpu alone takes over 260 s.
 # Prints a PASS/FAIL table last and exits non-zero if any step failed (2 for an unknown part).
 #
 # Environment: OUT (log directory; default dist/gpu/logs), GPU_CHECK_TIMEOUT (seconds per step,

@@ -14,6 +14,7 @@ pub mod ceilings;
 pub mod check;
 pub mod fmt;
 pub mod profile;
+pub mod record;
 pub mod report;
 pub mod roofline;
 pub mod runner;

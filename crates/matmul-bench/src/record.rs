@@ -1,0 +1,316 @@
+//! The run of record: the small benchmark reports kept in the repository under
+//! `bench/baselines/<device>/<ladder>/` (results.json without its per-launch samples, and its
+//! roofline.svg), and the README's results table, rendered from them so the two cannot drift.
+//!
+//! - [`write_baseline`] turns a `matmul bench` results.json into a run of record
+//!   (`cargo run -p matmul-bench --example baseline -- RESULTS.json DIR`).
+//! - [`readme_table`] renders the README's table from the runs in [`README_RUNS`];
+//!   [`splice`] puts it between [`BEGIN`] and [`END`] in README.md
+//!   (`cargo run -p matmul-bench --example readme_table -- --write`), and the test
+//!   `tests/readme_table.rs` fails when README.md's section differs from the rendering.
+//!
+//! Every number in the table is a field of a results.json (`rate_gops`, `vs_cublas`, the device
+//! line), rounded for print; nothing is typed by hand.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use matmul::{DType, Op};
+
+use crate::{Record, Report, Status};
+
+/// Where the runs of record live, relative to the repository root.
+pub const BASELINES_DIR: &str = "bench/baselines";
+
+/// The runs the README table is rendered from, as `<device>/<ladder>` under [`BASELINES_DIR`],
+/// in the order their dtypes appear in the table.
+pub const README_RUNS: &[&str] = &["h100-80gb-hbm3/simt", "h100-80gb-hbm3/tensor-cores"];
+
+/// The table's columns: square products m = n = k of these sizes.
+pub const README_SIZES: &[usize] = &[1024, 2048, 4096, 8192, 16384];
+
+/// The marker lines around the generated section of README.md.
+pub const BEGIN: &str = "<!-- results-table:begin -->";
+/// See [`BEGIN`].
+pub const END: &str = "<!-- results-table:end -->";
+
+/// The command that rewrites README.md's section (named in the test's failure message).
+pub const REGENERATE: &str = "cargo run -p matmul-bench --example readme_table -- --write";
+
+/// Reads a results.json (with or without its samples).
+pub fn load(path: &Path) -> io::Result<Report> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Report::from_json(&text)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// Empties every record's per-launch samples (`timing.samples_s`); statistics, round medians and
+/// everything else stay. What makes a run of record small.
+pub fn strip_samples(report: &mut Report) {
+    for timing in report.records.iter_mut().filter_map(|r| r.timing.as_mut()) {
+        timing.samples_s.clear();
+    }
+}
+
+/// Writes `report` without its samples into `dir` (created if missing) as results.json and its
+/// roofline.svg; returns the two paths.
+pub fn write_baseline(report: &Report, dir: &Path) -> io::Result<[PathBuf; 2]> {
+    let mut report = report.clone();
+    strip_samples(&mut report);
+    std::fs::create_dir_all(dir)?;
+    let json = dir.join("results.json");
+    let svg = dir.join("roofline.svg");
+    let mut text = report.to_json()?;
+    text.push('\n');
+    std::fs::write(&json, text)?;
+    std::fs::write(&svg, report.roofline_svg())?;
+    Ok([json, svg])
+}
+
+/// Loads the [`README_RUNS`] under `root` (the repository root).
+pub fn load_readme_runs(root: &Path) -> io::Result<Vec<Report>> {
+    README_RUNS
+        .iter()
+        .map(|run| load(&root.join(BASELINES_DIR).join(run).join("results.json")))
+        .collect()
+}
+
+/// The README's section, markers excluded, rendered from the runs of record under `root`.
+pub fn readme_section(root: &Path) -> io::Result<String> {
+    Ok(readme_table(&load_readme_runs(root)?, README_SIZES))
+}
+
+/// A plain N·N product with C in the accumulator type, m = n = k = `size`.
+fn is_square(r: &Record, size: usize) -> bool {
+    let p = &r.problem;
+    p.m == size
+        && p.n == size
+        && p.k == size
+        && p.op_a == Op::N
+        && p.op_b == Op::N
+        && !p.types().narrow_c()
+}
+
+/// Our fastest verified kernel (not the vendor's) on `dtype` at `size`³ in `report`.
+fn best(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
+    let vendor = report.baselines.vendor.as_deref();
+    report
+        .records
+        .iter()
+        .filter(|r| r.dtype == dtype && is_square(r, size) && r.status == Status::Ok)
+        .filter(|r| Some(r.kernel.as_str()) != vendor && r.rate_gops.is_some())
+        .fold(None, |acc: Option<&Record>, r| match acc {
+            Some(b) if b.rate_gops >= r.rate_gops => Some(b),
+            _ => Some(r),
+        })
+}
+
+/// The vendor library's verified record on `dtype` at `size`³.
+fn vendor(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
+    let vendor = report.baselines.vendor.as_deref()?;
+    report.records.iter().find(|r| {
+        r.kernel == vendor && r.dtype == dtype && is_square(r, size) && r.status == Status::Ok
+    })
+}
+
+/// G(FL)OP/s as T(FL)OP/s with three significant digits (52.4, 743, 0.0198).
+fn tera(gops: f64) -> String {
+    let t = gops / 1000.0;
+    if !t.is_finite() || t <= 0.0 {
+        format!("{t}")
+    } else if t >= 100.0 {
+        format!("{t:.0}")
+    } else if t >= 10.0 {
+        format!("{t:.1}")
+    } else if t >= 1.0 {
+        format!("{t:.2}")
+    } else {
+        // 0.114, 0.0198: two more decimals than the first significant digit's place.
+        let decimals = (2.0 - t.log10().floor()).min(12.0) as usize;
+        format!("{t:.decimals$}")
+    }
+}
+
+/// The command line as a user types it: `matmul` for the binary's path, without `--out DIR`.
+fn command(argv: &[String]) -> String {
+    let mut words = vec!["matmul".to_string()];
+    let mut args = argv.iter().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--out" {
+            args.next();
+        } else if !a.starts_with("--out=") {
+            words.push(a.clone());
+        }
+    }
+    words.join(" ")
+}
+
+/// The dtypes of `report`'s records, in their first appearance's order.
+fn dtypes(report: &Report) -> Vec<DType> {
+    let mut out = Vec::new();
+    for r in &report.records {
+        if !out.contains(&r.dtype) {
+            out.push(r.dtype);
+        }
+    }
+    out
+}
+
+/// The README's results table: one row per dtype of `runs` (in order), one column per size of
+/// `sizes`; each cell our fastest kernel's rate / cuBLAS's rate (cuBLAS's median / ours), then the
+/// device, date, commit and command of each run. Markdown, ending in a newline.
+pub fn readme_table(runs: &[Report], sizes: &[usize]) -> String {
+    let mut out = String::new();
+    let mut devices: Vec<&str> = runs.iter().map(|r| r.system.device.as_str()).collect();
+    devices.dedup();
+    let _ = writeln!(
+        out,
+        "<!-- generated from {BASELINES_DIR}/ by `{REGENERATE}`; do not edit by hand -->"
+    );
+    if let [device] = devices.as_slice() {
+        let _ = writeln!(out, "On {device}:");
+        out.push('\n');
+    }
+    out.push_str("| dtype |");
+    for s in sizes {
+        let _ = write!(out, " {s}³ |");
+    }
+    out.push_str(" our kernels |\n|---|");
+    for _ in sizes {
+        out.push_str("---|");
+    }
+    out.push_str("---|\n");
+    for report in runs {
+        for dtype in dtypes(report) {
+            let _ = write!(out, "| {dtype} |");
+            let mut kernels: Vec<&str> = Vec::new();
+            for &size in sizes {
+                let Some(ours) = best(report, dtype, size) else {
+                    out.push_str(" — |");
+                    continue;
+                };
+                if !kernels.contains(&ours.kernel.as_str()) {
+                    kernels.push(&ours.kernel);
+                }
+                let theirs = vendor(report, dtype, size)
+                    .and_then(|r| r.rate_gops)
+                    .map_or("—".to_string(), tera);
+                let _ = write!(out, " {} / {theirs}", tera(ours.rate_gops.unwrap_or(0.0)));
+                if let Some(ratio) = ours.vs_cublas {
+                    let _ = write!(out, " ({ratio:.3}×)");
+                }
+                out.push_str(" |");
+            }
+            let names: Vec<String> = kernels.iter().map(|k| format!("`{k}`")).collect();
+            let _ = writeln!(out, " {} |", names.join(", "));
+        }
+    }
+    out.push('\n');
+    out.push_str(
+        "Each cell: our fastest kernel / cuBLAS, TFLOP/s (u32: TOPS, where cuBLAS has no \
+         kernel), from the median launch time; in brackets cuBLAS's median time / ours \
+         (above 1: ours is faster). The runs:\n\n",
+    );
+    for report in runs {
+        let dt: Vec<String> = dtypes(report).iter().map(|d| d.to_string()).collect();
+        let s = &report.system;
+        let date = s.date.get(..10).unwrap_or(&s.date);
+        let commit = s
+            .git_commit
+            .as_deref()
+            .map_or("?", |c| c.get(..7).unwrap_or(c));
+        let _ = write!(out, "- {}: {date}, commit {commit}", dt.join(", "));
+        if devices.len() > 1 {
+            let _ = write!(out, ", {}", s.device);
+        }
+        let _ = writeln!(out, ", `{}`.", command(&s.command_line));
+    }
+    out
+}
+
+/// Why README.md's section could not be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingMarkers;
+
+impl std::fmt::Display for MissingMarkers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "README.md has no `{BEGIN}` line followed by an `{END}` line"
+        )
+    }
+}
+
+impl std::error::Error for MissingMarkers {}
+
+/// The byte range of the text between the marker lines (after `BEGIN`'s line, up to `END`).
+fn section_range(readme: &str) -> Result<std::ops::Range<usize>, MissingMarkers> {
+    let begin = readme.find(BEGIN).ok_or(MissingMarkers)?;
+    let start = readme[begin..]
+        .find('\n')
+        .map(|i| begin + i + 1)
+        .ok_or(MissingMarkers)?;
+    let end = readme[start..]
+        .find(END)
+        .map(|i| start + i)
+        .ok_or(MissingMarkers)?;
+    Ok(start..end)
+}
+
+/// The text between README.md's marker lines.
+pub fn section(readme: &str) -> Result<&str, MissingMarkers> {
+    Ok(&readme[section_range(readme)?])
+}
+
+/// README.md with the text between its marker lines replaced by `table`.
+pub fn splice(readme: &str, table: &str) -> Result<String, MissingMarkers> {
+    let range = section_range(readme)?;
+    let mut out = String::with_capacity(readme.len() + table.len());
+    out.push_str(&readme[..range.start]);
+    out.push_str(table);
+    out.push_str(&readme[range.end..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tera_keeps_three_significant_digits() {
+        assert_eq!(tera(743_123.0), "743");
+        assert_eq!(tera(52_412.0), "52.4");
+        assert_eq!(tera(8_150.0), "8.15");
+        assert_eq!(tera(114.2), "0.114");
+        assert_eq!(tera(19.8), "0.0198");
+        assert_eq!(tera(0.0), "0");
+    }
+
+    #[test]
+    fn command_drops_the_binary_path_and_out() {
+        let argv: Vec<String> = [
+            "dist/gpu/bin/matmul",
+            "bench",
+            "--out",
+            "/x",
+            "--rounds",
+            "3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(command(&argv), "matmul bench --rounds 3");
+    }
+
+    #[test]
+    fn splice_replaces_only_the_section() {
+        let readme = format!("a\n{BEGIN}\nold\n{END}\nb\n");
+        let new = splice(&readme, "new\n").unwrap();
+        assert_eq!(new, format!("a\n{BEGIN}\nnew\n{END}\nb\n"));
+        assert_eq!(section(&new).unwrap(), "new\n");
+        assert_eq!(splice("no markers", "x"), Err(MissingMarkers));
+        assert_eq!(section(&format!("{END}\n{BEGIN}\n")), Err(MissingMarkers));
+    }
+}

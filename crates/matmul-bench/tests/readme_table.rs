@@ -1,0 +1,45 @@
+//! README.md's results table is the rendering of the runs of record under bench/baselines/:
+//! this fails when the two differ, so neither can change without the other.
+
+use std::path::Path;
+
+use matmul_bench::record;
+
+#[test]
+fn readme_table_matches_the_run_of_record() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let rendered = record::readme_section(&root).expect("the runs of record load");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md reads");
+    let section = record::section(&readme).expect("README.md has the results-table markers");
+    assert!(
+        section == rendered,
+        "README.md's results table differs from its rendering from {}/.\n\
+         Regenerate it with `{}` (never edit it by hand).\n\
+         --- README.md ---\n{section}--- rendering ---\n{rendered}",
+        record::BASELINES_DIR,
+        record::REGENERATE,
+    );
+}
+
+#[test]
+fn runs_of_record_are_small_and_load() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for run in record::README_RUNS {
+        let path = root
+            .join(record::BASELINES_DIR)
+            .join(run)
+            .join("results.json");
+        let report = record::load(&path).expect("a run of record loads");
+        assert!(!report.records.is_empty(), "{}: no records", path.display());
+        assert!(
+            report
+                .records
+                .iter()
+                .filter_map(|r| r.timing.as_ref())
+                .all(|t| t.samples_s.is_empty()),
+            "{}: per-launch samples belong in raw runs, not in a run of record \
+             (cargo run -p matmul-bench --example baseline -- RESULTS.json DIR)",
+            path.display()
+        );
+    }
+}
