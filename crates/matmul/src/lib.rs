@@ -4,16 +4,25 @@
 //! Layers (data flows down): registry → backends (cpu, cuda) → kernels/*.cu.
 
 pub mod backend;
+pub mod compat;
 pub mod cpu;
 pub mod cuda;
+pub mod dispatch;
 pub mod dtype;
 pub mod error;
-pub mod judge;
 pub mod matrix;
 pub mod problem;
 pub mod registry;
-pub mod tune;
 pub mod verify;
+
+pub use compat::judge;
+
+/// The tune tables and the tuner's search space, at their former path: [`dispatch::tune`] and
+/// [`dispatch::search`].
+pub mod tune {
+    pub use crate::dispatch::search::*;
+    pub use crate::dispatch::tune::*;
+}
 
 use std::str::FromStr;
 
