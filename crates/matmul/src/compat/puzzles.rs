@@ -38,9 +38,9 @@ pub enum PuzzleName {
     Tiled,
     /// p16 --idiomatic-tiled: SIZE 9, TPB 3, async copies.
     IdiomaticTiled,
-    /// old p14 --naive: SIZE 2, A[i] = B[i] = i, C = A·Bᵀ.
+    /// old p14 --naive: SIZE 2, `A[i] = B[i] = i`, C = A·Bᵀ.
     P14Naive,
-    /// old p14 --tiled: SIZE 8, TPB 3 (grid 3×3), A[i] = B[i] = i, C = A·Bᵀ.
+    /// old p14 --tiled: SIZE 8, TPB 3 (grid 3×3), `A[i] = B[i] = i`, C = A·Bᵀ.
     P14Tiled,
 }
 
@@ -117,7 +117,7 @@ pub struct Puzzle {
     pub size: usize,
     /// The registry kernel that runs it (at tile [`TPB`]).
     pub kernel: &'static str,
-    /// B[i] = i · b_scale (A[i] = i always).
+    /// `B[i] = i · b_scale` (`A[i] = i` always).
     pub b_scale: u32,
     /// How B is used: p16 multiplies A·B, old p14 A·Bᵀ.
     pub op_b: Op,
@@ -157,7 +157,7 @@ impl Puzzle {
         Problem::square(self.size, DType::F32).with_ops(Op::N, self.op_b)
     }
 
-    /// A[i] = i and B[i] = i · b_scale, row-major, as the puzzles fill them.
+    /// `A[i] = i` and `B[i] = i · b_scale`, row-major, as the puzzles fill them.
     pub fn inputs(&self) -> Result<(AnyMatrix, AnyMatrix)> {
         let (a, b) = (
             Init::Arange { scale: 1 },
