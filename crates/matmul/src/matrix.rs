@@ -244,12 +244,21 @@ macro_rules! with_matrix {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Init {
     /// Seeded pseudo-random values: uniform in [-1, 1) for floats, uniform u32 for u32.
-    Random { seed: u64 },
+    Random {
+        /// The generator's seed.
+        seed: u64,
+    },
     /// Small random integers in [-4, 4] (floats) or [0, 8] (u32): every product and sum is exact
     /// in f32 for k up to millions, so kernels can be compared bit for bit.
-    SmallInt { seed: u64 },
+    SmallInt {
+        /// The generator's seed.
+        seed: u64,
+    },
     /// Element e (row-major index) = e · scale, as the Mojo puzzles fill their inputs.
-    Arange { scale: u32 },
+    Arange {
+        /// The step between neighbouring elements.
+        scale: u32,
+    },
 }
 
 /// splitmix64: tiny, fast, and good enough for test and benchmark inputs.
