@@ -204,10 +204,13 @@ pub fn bench(args: BenchArgs) -> CliResult {
             config.cache_bytes = 2 * cuda.info().l2_bytes.max(1);
             config.gpu_info = serde_json::to_value(cuda.info()).ok();
             if !args.no_tuned {
-                if let Some((path, table)) = crate::tune_cmd::load_table(cuda.info()) {
+                let lookup = matmul::dispatch::tune::load_table(cuda.info());
+                if let Some(w) = lookup.warning {
+                    eprintln!("matmul: ignoring the tune table: {w}");
+                }
+                if let Some((source, table)) = lookup.found {
                     eprintln!(
-                        "matmul: SIMT kernels use the tilings tuned in {} ({} entries; --no-tuned for the registry's)",
-                        path.display(),
+                        "matmul: SIMT kernels use the tilings tuned in {source} ({} entries; --no-tuned for the registry's)",
                         table.entries.len()
                     );
                     config.tuned = Some(table);

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
+use matmul::dispatch::Selection;
 use matmul::judge::{self, Case, Generator};
-use matmul::{AnyMatrix, BackendChoice, DType, Problem, RunOptions};
+use matmul::BackendChoice;
 
 use crate::cli_error::{CliError, CliResult};
-use crate::select::{select, Selection};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum GeneratorArg {
@@ -69,38 +69,24 @@ fn read_text(path: Option<&Path>) -> CliResult<String> {
     Ok(text)
 }
 
+/// The kernel and backend for judge cases (a kernel without u32 is an input error); the
+/// selection's notes go to stderr.
 fn select_u32(kernel: &str, backend: BackendChoice) -> CliResult<Selection> {
-    let sel = select(kernel, backend, DType::U32, None)?;
-    if !sel.kernel.supports(DType::U32) {
-        return Err(CliError::input(format!(
-            "kernel `{}` has no u32 version; the judge's arithmetic is u32",
-            sel.kernel.name
-        )));
+    let sel = judge::select(kernel, backend)?;
+    for note in &sel.notes {
+        eprintln!("matmul: {note}");
     }
     Ok(sel)
 }
 
 /// The signature of C = A·B for one case, on the selected kernel.
 fn case_signature(sel: &Selection, case: &Case, generator: Generator) -> CliResult<u32> {
-    let problem = Problem::square(case.n as usize, DType::U32);
-    let bytes = problem.host_bytes()?;
-    matmul::ensure_host_memory(&problem, bytes)?;
-    let (a, b) = judge::inputs(case, generator)?;
-    let c = sel.backend.run(
+    Ok(judge::case_signature(
+        sel.backend.as_ref(),
         sel.kernel,
-        &problem,
-        &AnyMatrix::U32(a),
-        &AnyMatrix::U32(b),
-        RunOptions::default(),
-    )?;
-    match c {
-        AnyMatrix::U32(c) => Ok(judge::signature(&c.data)),
-        other => Err(CliError::failure(format!(
-            "kernel `{}` returned {} elements for a u32 problem",
-            sel.kernel.name,
-            other.dtype()
-        ))),
-    }
+        case,
+        generator,
+    )?)
 }
 
 pub fn signature(args: SignatureArgs) -> CliResult {

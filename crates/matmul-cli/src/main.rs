@@ -6,7 +6,6 @@ mod judge_cmd;
 mod list_cmd;
 mod puzzle_cmd;
 mod run_cmd;
-mod select;
 mod tune_cmd;
 
 use std::process::ExitCode;

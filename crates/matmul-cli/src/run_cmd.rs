@@ -9,7 +9,6 @@ use matmul::verify;
 use matmul::{AnyMatrix, BackendChoice, COut, DType, Init, Op, Problem, RunOptions};
 
 use crate::cli_error::{CliError, CliResult};
-use crate::select::select;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InitArg {
@@ -77,7 +76,10 @@ pub fn run(args: RunArgs) -> CliResult {
         .with_c(args.c_dtype);
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
-    let sel = select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
+    let sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
+    for note in &sel.notes {
+        eprintln!("matmul: {note}");
+    }
     let opts = RunOptions {
         tile: args.tile,
         tiling: args.tiling.or(sel.tiling),

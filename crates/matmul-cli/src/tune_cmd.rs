@@ -1,14 +1,16 @@
 //! `matmul tune`: searches the tiling of the SIMT ladder's top kernels on this GPU, per dtype and
-//! shape class, and caches the winners (see `matmul::tune`). Each candidate is compiled (one
-//! that spills is skipped), verified against the CPU reference on an awkward shape with both
-//! operand layouts, then timed with CUDA events; the fastest verified one wins.
+//! shape class, and caches the winners (`matmul::dispatch::tune`; the search space is
+//! `matmul::dispatch::search`). Each candidate is compiled (one that spills is skipped), verified
+//! against the CPU reference on an awkward shape with both operand layouts, then timed with CUDA
+//! events; the fastest verified one wins.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use matmul::cpu::reference;
-use matmul::cuda::{CudaBackend, DeviceInfo};
-use matmul::tune::{self, ShapeClass, TuneEntry, TuneTable};
+use matmul::cuda::CudaBackend;
+use matmul::dispatch::search;
+use matmul::dispatch::tune::{self, ShapeClass, TuneEntry, TuneTable};
 use matmul::verify::compare;
 use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape};
 
@@ -40,32 +42,6 @@ pub struct TuneArgs {
     /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory).
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-/// Where the tune table of device `info` lives (None: no cache directory).
-pub fn table_path(info: &DeviceInfo) -> Option<PathBuf> {
-    let dir = matmul::cuda::DiskCache::from_env().dir()?.to_path_buf();
-    Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
-}
-
-/// The table for device `info`: the one `matmul tune` wrote, else the one this project measured
-/// on the same GPU model (shipped in the binary); a corrupt file is reported and skipped. The
-/// path names where it came from.
-pub fn load_table(info: &DeviceInfo) -> Option<(PathBuf, TuneTable)> {
-    let user = table_path(info).and_then(|path| match TuneTable::load(&path) {
-        Ok(t) => t.map(|t| (path, t)),
-        Err(e) => {
-            eprintln!("matmul: ignoring the tune table: {e}");
-            None
-        }
-    });
-    user.or_else(|| {
-        let name = &info.name;
-        tune::builtin(name).map(|t| {
-            let origin = format!("the built-in table for {name}, measured {}", t.date);
-            (PathBuf::from(origin), t)
-        })
-    })
 }
 
 /// Awkward shapes for `verify`: no edge a multiple of a tile. The second has every stored row a
@@ -128,7 +104,7 @@ pub fn tune(args: TuneArgs) -> CliResult {
     let backend = CudaBackend::new(0)
         .map_err(|e| CliError::failure(format!("tuning needs a CUDA device: {e}")))?;
     let kernels: Vec<&'static KernelSpec> = if args.kernels.is_empty() {
-        tune::tunable_kernels()
+        search::tunable_kernels()
     } else {
         args.kernels
             .iter()
@@ -145,7 +121,7 @@ pub fn tune(args: TuneArgs) -> CliResult {
     }
     let path = match &args.out {
         Some(p) => p.clone(),
-        None => table_path(backend.info())
+        None => tune::table_path(backend.info())
             .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
     };
     let info = backend.info().clone();
@@ -190,13 +166,13 @@ pub fn tune(args: TuneArgs) -> CliResult {
                 if !kernel.supports(dtype) {
                     continue;
                 }
-                let all = tune::candidates(kernel, dtype, max_shared);
+                let all = search::candidates(kernel, dtype, max_shared);
                 let mut tried: Vec<matmul::Tiling> = Vec::new();
                 let mut best: Option<(matmul::Tiling, f64)> = None;
                 let mut default_rate = 0.0;
                 for pass in 0..2 {
                     let batch: Vec<matmul::Tiling> = match (pass, best) {
-                        (0, _) => tune::first_pass(
+                        (0, _) => search::first_pass(
                             &all,
                             args.max_candidates,
                             &table,
@@ -205,7 +181,7 @@ pub fn tune(args: TuneArgs) -> CliResult {
                             class,
                         ),
                         (_, Some((b, _))) => {
-                            tune::spread(&tune::neighbours(&b, &all), args.max_candidates)
+                            search::spread(&search::neighbours(&b, &all), args.max_candidates)
                         }
                         _ => Vec::new(),
                     };

@@ -68,6 +68,37 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+
+    /// A CUDA kernel was named and no CUDA device could be opened.
+    #[error("kernel `{kernel}` needs a CUDA device: {reason}")]
+    NeedsGpu {
+        /// The kernel's registry name.
+        kernel: String,
+        /// Why the device could not be opened.
+        reason: String,
+    },
+
+    /// A verified product differs from the CPU reference beyond the tolerance.
+    #[error("{kernel} does not match the CPU reference on {problem}: {detail}")]
+    Mismatch {
+        /// The kernel's registry name.
+        kernel: String,
+        /// The problem, as `Problem`'s `Display` writes it.
+        problem: String,
+        /// The comparison's figures.
+        detail: String,
+    },
+
+    /// A backend returned C in another element type than the problem's.
+    #[error("kernel `{kernel}` returned {found} elements for a {expected} C")]
+    WrongOutput {
+        /// The kernel's registry name.
+        kernel: String,
+        /// The problem's C type.
+        expected: crate::dtype::DType,
+        /// The type the backend returned.
+        found: crate::dtype::DType,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

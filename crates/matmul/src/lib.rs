@@ -1,36 +1,139 @@
-//! `matmul`: matrix multiplication from the seed documents' teaching kernels to Hopper tensor
-//! cores, with a CPU backend that works with no GPU and the Judge Girl contract bit for bit.
+//! Matrix multiplication from the seed documents' teaching kernels to Hopper tensor cores, with
+//! a CPU backend that needs no GPU and the Judge Girl contract bit for bit.
 //!
-//! Layers (data flows down): registry → backends (cpu, cuda) → kernels/*.cu.
+//! # Multiply two matrices
+//!
+//! [`gemm()`] runs C = A·B on the best backend ([`CudaBackend`] when a device is present, else
+//! [`CpuBackend`]) with the `auto` kernel, the same choice as `matmul run --kernel auto`:
+//!
+//! ```
+//! let a = matmul::Matrix::<f32>::from_vec(2, 3, vec![1., 2., 3., 4., 5., 6.])?;
+//! let b = matmul::Matrix::<f32>::from_vec(3, 2, vec![1., 0., 0., 1., 1., 1.])?;
+//! let c: matmul::Matrix<f32> = matmul::gemm(&a, &b)?;
+//! assert_eq!(c.data, [4., 5., 10., 11.]);
+//! assert_eq!((c.get(1, 0), c.get(2, 0)), (Some(10.), None));
+//! # Ok::<(), matmul::Error>(())
+//! ```
+//!
+//! C has the inputs' element type. u32 products wrap modulo 2^32, as the judge requires:
+//!
+//! ```
+//! use matmul::{BackendChoice, Gemm, Matrix};
+//!
+//! let a = Matrix::<u32>::from_vec(1, 2, vec![u32::MAX, 2])?;
+//! let b = Matrix::<u32>::from_vec(2, 1, vec![2, 3])?;
+//! let c = Gemm::new(&a, &b).backend(BackendChoice::Cpu).run()?;
+//! assert_eq!(c.data, [4]); // (2^32 − 1)·2 + 2·3 = 2^33 + 4 ≡ 4
+//! # Ok::<(), matmul::Error>(())
+//! ```
+//!
+//! # Choose the kernel, the backend, and verify
+//!
+//! The [`Gemm`] builder takes a kernel by registry name or seed alias (any case; `matmul list`
+//! shows them), a backend to open or one already open ([`Gemm::on`]: opening CUDA creates a
+//! context, so open it once for many products), a compute dtype, transposes and a tiling.
+//! Nothing is verified unless [`Gemm::verify`] asks; then C is compared with the CPU reference
+//! and a difference beyond the tolerance is an [`Error::Mismatch`].
+//!
+//! ```
+//! use matmul::{BackendChoice, CpuBackend, Gemm, Matrix};
+//!
+//! let a = Matrix::<f32>::from_fn(100, 80, |i, j| ((i + 2 * j) % 5) as f32)?;
+//! let b = Matrix::<f32>::from_fn(80, 60, |i, j| ((3 * i + j) % 7) as f32)?;
+//! // `reference` is the alias of the `cpu-reference` kernel.
+//! let out = Gemm::new(&a, &b)
+//!     .kernel("reference")
+//!     .backend(BackendChoice::Cpu)
+//!     .verify(true)
+//!     .run_detailed()?;
+//! println!("{} on {}", out.kernel.name, out.backend);
+//! assert_eq!(out.kernel.name, "cpu-reference");
+//!
+//! let cpu = CpuBackend; // or `matmul::open_backend(BackendChoice::Auto)?.0`
+//! let c = Gemm::new(&a, &b).kernel("CPU-FAST").on(&cpu).run()?;
+//! assert_eq!(c, out.c); // small integers: every kernel is exact
+//! # Ok::<(), matmul::Error>(())
+//! ```
+//!
+//! On a GPU, the seed kernels by their seed names, tf32 tensor cores on f32 storage, a tiling:
+//!
+//! ```no_run
+//! use matmul::{open_backend, BackendChoice, DType, Gemm, Matrix};
+//!
+//! let (gpu, _) = open_backend(BackendChoice::Cuda)?;
+//! let a = Matrix::<f32>::filled(4096, 4096, 1.0)?;
+//! let tiled = Gemm::new(&a, &a).kernel("TILING").on(gpu.as_ref()).run()?;
+//! let tf32 = Gemm::new(&a, &a).dtype(DType::Tf32).on(gpu.as_ref()).run()?;
+//! let tuned = Gemm::new(&a, &a)
+//!     .kernel("warptile")
+//!     .tiling("128x128x16/8x4/w64x32n2/s3".parse()?)
+//!     .on(gpu.as_ref())
+//!     .verify(true)
+//!     .run()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`AnyMatrix`] holds a matrix whose element type is chosen at run time (the CLI's, the
+//! backends'): `AnyMatrix::from(m)`, `Matrix::<f32>::try_from(any)?`, `any.as_f32()`.
+//! `examples/multiply.rs` is a whole program (`cargo run -p matmul --example multiply`).
+//!
+//! # Layout
+//!
+//! - [`registry`]: every kernel (names, aliases, dtypes, the rules of `can_run`, the traffic
+//!   model); `matmul list` prints it.
+//! - [`dispatch`]: which kernel runs (`auto`), with which tiling (the tune tables), and the
+//!   tuner's search space.
+//! - [`Backend`] and its two implementations: [`cpu`] (the reference every result is checked
+//!   against, and a fast path) and [`cuda`] (NVRTC-compiled kernels from `kernels/*.cu`,
+//!   cuBLAS for comparison). CUDA libraries load at run time: no GPU is an error, not a crash.
+//! - [`matrix`], [`problem`], [`dtype`], [`error`]: the data and its types; [`verify`]: the
+//!   comparison with the reference.
+//! - [`compat`]: the seeds' contracts (the Judge Girl problem, the Mojo puzzles).
 
+mod api;
 pub mod backend;
+pub mod compat;
 pub mod cpu;
 pub mod cuda;
+pub mod dispatch;
 pub mod dtype;
 pub mod error;
-pub mod judge;
 pub mod matrix;
 pub mod problem;
 pub mod registry;
-pub mod tune;
 pub mod verify;
+
+pub use compat::judge;
+
+/// The tune tables and the tuner's search space, at their former path: [`dispatch::tune`] and
+/// [`dispatch::search`].
+pub mod tune {
+    pub use crate::dispatch::search::*;
+    pub use crate::dispatch::tune::*;
+}
 
 use std::str::FromStr;
 
+pub use api::{gemm, Gemm, GemmOutput};
 pub use backend::{Backend, Inputs, RunOptions};
+pub use cpu::CpuBackend;
+pub use cuda::CudaBackend;
 pub use dtype::{DType, Element, Types};
 pub use error::{Error, Result, Unsupported};
 pub use matrix::{AnyMatrix, Init, Matrix};
 pub use problem::{COut, Op, Problem, Shape};
 pub use registry::{find, BackendKind, KernelSpec, Tiling, KERNELS};
+pub use verify::Verdict;
 
-/// Which backend the user asked for.
+/// Which backend to open (`--backend auto|cpu|cuda`; "gpu" also means CUDA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// CUDA when a device is present, else the CPU.
     #[default]
     Auto,
+    /// The CPU, always available.
     Cpu,
+    /// CUDA device 0; an error when there is none.
     Cuda,
 }
 
@@ -48,8 +151,18 @@ impl FromStr for BackendChoice {
     }
 }
 
-/// Opens the chosen backend. `Auto` falls back to the CPU when CUDA is unavailable and returns
-/// the reason alongside, so callers can say why.
+/// Opens the chosen backend (CUDA: device 0). `Auto` falls back to the CPU when CUDA is
+/// unavailable and returns the reason alongside, so callers can say why.
+///
+/// ```
+/// use matmul::{open_backend, BackendChoice, BackendKind};
+///
+/// let (cpu, _) = open_backend(BackendChoice::Cpu)?;
+/// assert_eq!(cpu.kind(), BackendKind::Cpu);
+/// let (any, why_not_cuda) = open_backend(BackendChoice::Auto)?;
+/// assert_eq!(any.kind() == BackendKind::Cpu, why_not_cuda.is_some());
+/// # Ok::<(), matmul::Error>(())
+/// ```
 pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<String>)> {
     match choice {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),

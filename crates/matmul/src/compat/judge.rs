@@ -5,8 +5,14 @@
 
 use std::fmt;
 
+use crate::backend::{Backend, RunOptions};
+use crate::dispatch::{self, Selection};
+use crate::dtype::DType;
 use crate::error::Error;
-use crate::matrix::Matrix;
+use crate::matrix::{AnyMatrix, Matrix};
+use crate::problem::Problem;
+use crate::registry::KernelSpec;
+use crate::BackendChoice;
 
 /// Largest N whose N·N still fits in u32 (the generator reduces modulo N·N).
 pub const MAX_N: u32 = 65535;
@@ -53,17 +59,24 @@ pub fn signature(c: &[u32]) -> u32 {
 /// One judge case: `N S1 S2`, with the line it started on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
+    /// The input line the case starts on (1-based).
     pub line: usize,
+    /// The matrices' side.
     pub n: u32,
+    /// A's generator seed.
     pub s1: u32,
+    /// B's generator seed.
     pub s2: u32,
 }
 
 /// A judge input that breaks the rules; names the line, the token and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseError {
+    /// The line (1-based) of the offending token, or of the case's first token.
     pub line: usize,
+    /// The offending token, if there is one (none for an incomplete case).
     pub token: Option<String>,
+    /// The rule it breaks.
     pub rule: String,
 }
 
@@ -180,6 +193,48 @@ pub fn inputs(case: &Case, generator: Generator) -> Result<(Matrix<u32>, Matrix<
     ))
 }
 
+/// Opens a backend and chooses the kernel for judge cases ([`dispatch::select`] for u32): a
+/// kernel without a u32 version is an [`Error::Invalid`], since the judge's arithmetic is u32.
+pub fn select(kernel: &str, backend: BackendChoice) -> Result<Selection, Error> {
+    let sel = dispatch::select(kernel, backend, DType::U32, None)?;
+    if !sel.kernel.supports(DType::U32) {
+        return Err(Error::Invalid(format!(
+            "kernel `{}` has no u32 version; the judge's arithmetic is u32",
+            sel.kernel.name
+        )));
+    }
+    Ok(sel)
+}
+
+/// The signature of C = A·B for one case, computed by `kernel` on `backend`. The host memory the
+/// case needs is checked before anything is allocated.
+pub fn case_signature(
+    backend: &dyn Backend,
+    kernel: &KernelSpec,
+    case: &Case,
+    generator: Generator,
+) -> Result<u32, Error> {
+    let problem = Problem::square(case.n as usize, DType::U32);
+    let bytes = problem.host_bytes()?;
+    crate::ensure_host_memory(&problem, bytes)?;
+    let (a, b) = inputs(case, generator)?;
+    let c = backend.run(
+        kernel,
+        &problem,
+        &AnyMatrix::U32(a),
+        &AnyMatrix::U32(b),
+        RunOptions::default(),
+    )?;
+    match c {
+        AnyMatrix::U32(c) => Ok(signature(&c.data)),
+        other => Err(Error::WrongOutput {
+            kernel: kernel.name.to_string(),
+            expected: DType::U32,
+            found: other.dtype(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,5 +290,24 @@ mod tests {
         assert!(bad("4 1 99999999999").contains("at most 4294967295"));
         // Valid cases before an error are still yielded.
         assert!(parse_cases("2 2 5\nfoo").next().unwrap().is_ok());
+    }
+
+    /// The fast CPU kernel and the reference sign a case alike; a kernel without u32 is refused
+    /// (or, with no GPU here, cannot be opened).
+    #[test]
+    fn case_signature_on_the_cpu() {
+        let sel = select("auto", BackendChoice::Cpu).unwrap();
+        let case = parse_cases("64 2 3").next().unwrap().unwrap();
+        let sig = case_signature(sel.backend.as_ref(), sel.kernel, &case, Generator::Judge);
+        let reference = crate::find("reference").unwrap();
+        let want = case_signature(sel.backend.as_ref(), reference, &case, Generator::Judge);
+        assert_eq!(sig.unwrap(), want.unwrap());
+        let e = select("wgmma", BackendChoice::Auto)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Invalid(_) | Error::NeedsGpu { .. }),
+            "{e}"
+        );
     }
 }
