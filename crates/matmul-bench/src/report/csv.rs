@@ -129,3 +129,19 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{parse_csv, synthetic_report};
+
+    #[test]
+    fn csv_has_one_row_per_record_and_quotes_properly() {
+        let report = synthetic_report();
+        let csv = report.to_csv();
+        let rows = parse_csv(&csv).unwrap();
+        assert_eq!(rows.len(), 1 + report.records.len());
+        let reason_col = rows[0].iter().position(|h| h == "reason").unwrap();
+        assert_eq!(rows[1][reason_col], "note, with \"quotes\"\nand a newline");
+        assert!(rows.iter().all(|r| r.len() == rows[0].len()));
+    }
+}

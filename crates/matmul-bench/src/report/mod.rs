@@ -345,3 +345,56 @@ impl Report {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::synthetic_report;
+
+    #[test]
+    fn json_round_trip() {
+        let report = synthetic_report();
+        let text = report.to_json().unwrap();
+        let back = Report::from_json(&text).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(back.to_json().unwrap(), text);
+        assert!(Report::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn ratios_use_only_baselines_that_ran() {
+        let mut report = synthetic_report();
+        let find = |r: &Report, k: &str, d: DType, n: usize| {
+            r.records
+                .iter()
+                .find(|x| x.kernel == k && x.dtype == d && x.problem.m == n)
+                .cloned()
+                .unwrap()
+        };
+        // Synthetic records keep the template's timing; give the baselines distinct medians.
+        for r in &mut report.records {
+            let t = r.timing.as_mut().unwrap();
+            t.stats.median = match r.kernel.as_str() {
+                "cublas" => 1.0,
+                "naive" => 8.0,
+                _ => 2.0,
+            };
+        }
+        report.compute_ratios();
+        let tiled = find(&report, "tiled", DType::F32, 1024);
+        assert_eq!(tiled.vs_cublas, Some(0.5));
+        assert_eq!(tiled.vs_naive, Some(4.0));
+        // A failed baseline gives no ratio.
+        for r in &mut report.records {
+            if r.kernel == "cublas" && r.dtype == DType::F32 {
+                r.status = Status::Failed;
+            }
+        }
+        report.compute_ratios();
+        assert_eq!(find(&report, "tiled", DType::F32, 1024).vs_cublas, None);
+        assert_eq!(
+            find(&report, "tiled", DType::U32, 1024).vs_cublas,
+            Some(0.5)
+        );
+    }
+}

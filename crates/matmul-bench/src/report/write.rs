@@ -44,3 +44,45 @@ impl Report {
         render_svg(&title, subtitle, &self.roofs(), &self.plot_points())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::tests::{check_xml, synthetic_report};
+
+    #[test]
+    fn svg_is_well_formed_with_one_point_per_result() {
+        let report = synthetic_report();
+        let points = report.plot_points();
+        // Largest shape per kernel × dtype: 6 kernels × 4 dtypes.
+        assert_eq!(points.len(), 24);
+        assert!(points.iter().all(|p| p.shape.starts_with("4096")));
+        let svg = report.roofline_svg();
+        let elements = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        assert!(elements > 50);
+        assert_eq!(svg.matches(r#"class="point""#).count(), points.len());
+        assert_eq!(svg.matches(r#"class="point-label""#).count(), points.len());
+        // Measured roofs solid, the datasheet ones they override dashed; tf32 from the datasheet.
+        assert!(svg.contains("memory 3.00 TB/s (measured)"));
+        assert!(svg.contains("memory 3.35 TB/s (datasheet)"));
+        assert!(svg.contains("tf32 495 TFLOP/s (datasheet)"));
+        assert!(svg.contains("int32 33.5 TOP/s (datasheet)"));
+        assert!(svg.contains("&lt;test&gt; &amp; co"));
+        if let Some(dir) = std::env::var_os("MATMUL_BENCH_DUMP") {
+            let dir = PathBuf::from(dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("synthetic.svg"), &svg).unwrap();
+            std::fs::write(
+                dir.join("synthetic.md"),
+                report.to_markdown("synthetic.svg"),
+            )
+            .unwrap();
+            std::fs::write(dir.join("synthetic.html"), report.to_html()).unwrap();
+            println!("{}", report.table());
+        }
+        assert!(check_xml("<a><b></a></b>").is_err());
+        assert!(check_xml("<a x=1/>").is_err());
+        assert!(check_xml("<a>&nope;</a>").is_err());
+    }
+}
