@@ -74,12 +74,19 @@ impl Ceilings {
 /// occurs in the device name (case-insensitive).
 #[derive(Debug, Clone, Copy)]
 pub struct DatasheetRow {
+    /// The device name the ceilings are reported under.
     pub name: &'static str,
+    /// Substrings that must all occur in the device name.
     pub includes: &'static [&'static str],
+    /// Substrings none of which may occur in the device name.
     pub excludes: &'static [&'static str],
+    /// DRAM bandwidth, GB/s.
     pub memory_bandwidth_gbs: f64,
+    /// FP32 (FFMA) peak, GFLOP/s.
     pub fp32_gflops: f64,
+    /// INT32 (IMAD) peak, GOP/s, where the datasheet gives one.
     pub int32_gops: Option<f64>,
+    /// Dense tensor-core peaks by roof name (tf32, bf16, f16), GFLOP/s.
     pub tensor: &'static [(&'static str, f64)],
 }
 
@@ -138,6 +145,7 @@ pub static DATASHEET: &[DatasheetRow] = &[
 ];
 
 impl DatasheetRow {
+    /// Whether this row describes `device_name` (case-insensitive substrings).
     pub fn matches(&self, device_name: &str) -> bool {
         let name = device_name.to_ascii_uppercase();
         self.includes
@@ -149,6 +157,7 @@ impl DatasheetRow {
                 .any(|s| name.contains(&s.to_ascii_uppercase()))
     }
 
+    /// The row as [`Ceilings`].
     pub fn ceilings(&self) -> Ceilings {
         Ceilings {
             device: self.name.to_string(),

@@ -10,6 +10,8 @@
 //!
 //! Everything is written against the `Backend` trait; the tests use `matmul::cpu::CpuBackend`.
 
+#![warn(missing_docs)]
+
 pub mod ceilings;
 pub mod check;
 pub mod fmt;

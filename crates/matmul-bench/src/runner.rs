@@ -16,8 +16,11 @@ pub const DEFAULT_ITERS: usize = 10;
 /// What to measure and how.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
+    /// The kernels to run; within a problem, in this order (rotated per round).
     pub kernels: Vec<&'static KernelSpec>,
+    /// The dtypes to run every shape in.
     pub dtypes: Vec<DType>,
+    /// The shapes (m × n × k) to run.
     pub shapes: Vec<Shape>,
     /// Operand transpositions to run each shape with (default: only N·N).
     pub ops: Vec<(Op, Op)>,
@@ -175,24 +178,37 @@ fn parse_size(s: &str) -> Option<usize> {
 #[derive(Debug, Clone, Copy)]
 pub enum ProgressEvent<'a> {
     /// Before anything runs: the number of kernel × problem cases.
-    Planned { total: usize },
+    Planned {
+        /// Kernel × problem cases to run.
+        total: usize,
+    },
     /// Case `index` (0-based) starts: checks, then verification.
     Started {
+        /// The case, 0-based.
         index: usize,
+        /// Cases in the run.
         total: usize,
+        /// The kernel's registry name.
         kernel: &'a str,
+        /// The problem it runs.
         problem: &'a Problem,
     },
     /// Case `index` verified and is being timed.
     Timing {
+        /// The case, 0-based.
         index: usize,
+        /// Input sets rotated among.
         input_sets: usize,
+        /// Untimed launches before the timed ones.
         warmup: usize,
     },
     /// Case `index` is done, whatever its status.
     Finished {
+        /// The case, 0-based.
         index: usize,
+        /// Cases in the run.
         total: usize,
+        /// What the case gave.
         record: &'a Record,
     },
 }

@@ -43,6 +43,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// "OK", "FAILED" or "SKIPPED", as in results.json and the tables.
     pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "OK",
@@ -83,6 +84,7 @@ pub struct Baselines {
 }
 
 impl Baselines {
+    /// cuBLAS and `naive` on CUDA; no vendor and `cpu-reference` on the CPU.
     pub fn for_backend(kind: BackendKind) -> Baselines {
         match kind {
             BackendKind::Cuda => Baselines {
@@ -100,15 +102,23 @@ impl Baselines {
 /// The measurement settings a run used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
+    /// Untimed launches before the timed ones (per kernel × problem).
     pub warmup: usize,
+    /// Timed launches; with `min_time_s` also set, the minimum.
     pub iters: Option<usize>,
+    /// Timing continued until the timed launches summed to this (capped by `max_iters`).
     pub min_time_s: Option<f64>,
+    /// Cap on timed launches.
     pub max_iters: usize,
+    /// The rotating input sets together exceed this many bytes.
     pub cache_bytes: u64,
+    /// Cap on input sets.
     pub max_input_sets: usize,
     /// Products with m·n·k at most this are verified in full; larger ones by sampling.
     pub verify_full_limit: u64,
+    /// Random entries of a sampled verification (the last row, last column and corners added).
     pub verify_samples: usize,
+    /// Seed of the random inputs.
     pub seed: u64,
     /// Timing rounds per problem (see `BenchConfig::rounds`); 1 in reports written before it.
     #[serde(default = "one_round")]
@@ -122,7 +132,9 @@ fn one_round() -> usize {
 /// The device's ceilings as measured in this run and as its datasheet gives them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CeilingsInfo {
+    /// Measured on this machine in this run (None when not measured).
     pub measured: Option<Ceilings>,
+    /// The datasheet's, when the device is in the table.
     pub datasheet: Option<Ceilings>,
 }
 
@@ -136,14 +148,19 @@ pub struct Record {
     pub tiling: Option<String>,
     /// "cpu" or "cuda" (the kernel's backend).
     pub backend: String,
+    /// The element type.
     pub dtype: DType,
     /// "MxNxK", with " (TN)" etc. when an operand is transposed.
     pub shape: String,
+    /// The product run (shape, transpositions, dtype, C's type).
     pub problem: Problem,
+    /// OK, FAILED or SKIPPED.
     pub status: Status,
     /// Why it failed or was skipped.
     pub reason: Option<String>,
+    /// The check against the CPU reference (None when not run).
     pub verification: Option<Verification>,
+    /// How it was timed (None unless verified and timed).
     pub timing: Option<Timing>,
     /// 2·m·n·k.
     pub flops: f64,
@@ -163,6 +180,7 @@ pub struct Record {
     pub rate_gops: Option<f64>,
     /// min_bytes / median time, GB/s.
     pub bandwidth_gbs: Option<f64>,
+    /// The roof that bounds this result and how close it came (None when skipped or no ceilings).
     pub roof: Option<RoofBound>,
     /// cuBLAS median / this median for the same dtype and problem: 1.0 is parity.
     pub vs_cublas: Option<f64>,
@@ -205,6 +223,7 @@ impl Record {
         }
     }
 
+    /// The median launch time, seconds (None when not timed).
     pub fn median_s(&self) -> Option<f64> {
         self.timing.as_ref().map(|t| t.stats.median)
     }
@@ -233,11 +252,17 @@ impl Record {
 /// A whole benchmark run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// [`SCHEMA_VERSION`] of the code that wrote it.
     pub schema_version: u32,
+    /// The machine, the date, the commit and the command line.
     pub system: SystemInfo,
+    /// How the run measured.
     pub settings: Settings,
+    /// The kernels ratios are taken against.
     pub baselines: Baselines,
+    /// The ceilings the roofs come from.
     pub ceilings: CeilingsInfo,
+    /// One per kernel × dtype × shape, in run order.
     pub records: Vec<Record>,
 }
 
@@ -306,10 +331,12 @@ impl Report {
         }
     }
 
+    /// results.json: pretty-printed JSON.
     pub fn to_json(&self) -> io::Result<String> {
         serde_json::to_string_pretty(self).map_err(io::Error::other)
     }
 
+    /// Reads results.json (an error names what does not fit the schema).
     pub fn from_json(text: &str) -> io::Result<Report> {
         serde_json::from_str(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }

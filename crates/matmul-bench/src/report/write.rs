@@ -10,10 +10,15 @@ use super::Report;
 /// Paths of the files [`write_reports`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportFiles {
+    /// results.json.
     pub json: PathBuf,
+    /// results.csv.
     pub csv: PathBuf,
+    /// roofline.svg.
     pub svg: PathBuf,
+    /// report.md.
     pub markdown: PathBuf,
+    /// report.html.
     pub html: PathBuf,
 }
 
@@ -37,6 +42,7 @@ pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
 }
 
 impl Report {
+    /// roofline.svg: the largest timed shape of every kernel × dtype against the roofs in force.
     pub fn roofline_svg(&self) -> String {
         let title = format!("Roofline: {} ({})", self.system.device, self.system.date);
         let subtitle = "Largest timed shape per kernel and dtype; intensity from each kernel's \

@@ -11,11 +11,14 @@ use crate::ceilings::Ceilings;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RoofSource {
+    /// Measured on this machine.
     Measured,
+    /// The device's datasheet.
     Datasheet,
 }
 
 impl RoofSource {
+    /// "measured" or "datasheet".
     pub fn name(self) -> &'static str {
         match self {
             RoofSource::Measured => "measured",
@@ -27,15 +30,20 @@ impl RoofSource {
 /// One roof: "memory" (value in GB/s) or a compute roof such as "fp32" (GFLOP/s or GOP/s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Roof {
+    /// "memory", or the compute roof's name (fp32, int32, tf32, bf16, f16).
     pub name: String,
+    /// GB/s for memory, else G(FL)OP/s.
     pub value: f64,
+    /// Where the value comes from.
     pub source: RoofSource,
 }
 
 /// The roofs in force: each value from the measurement where there is one, else the datasheet.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Roofs {
+    /// The bandwidth roof.
     pub memory: Option<Roof>,
+    /// The compute roofs, one per name.
     pub compute: Vec<Roof>,
     /// Datasheet roofs that a measurement overrides (drawn dashed, for comparison).
     pub datasheet_overridden: Vec<Roof>,
@@ -55,7 +63,9 @@ pub struct RoofBound {
     pub percent: Option<f64>,
     /// The compute roof for this dtype and its value, whether or not it is the binding one.
     pub compute_roof: Option<String>,
+    /// The value of `compute_roof`, G(FL)OP/s.
     pub compute_gops: Option<f64>,
+    /// Where the binding roof's value comes from.
     pub source: RoofSource,
 }
 
@@ -166,13 +176,17 @@ impl Roofs {
 pub struct PlotPoint {
     /// The number printed beside the marker and in the legend (1-based).
     pub number: usize,
+    /// Registry name.
     pub kernel: String,
+    /// The element type (the marker's shape).
     pub dtype: DType,
+    /// "MxNxK" as in the record.
     pub shape: String,
     /// ops/byte.
     pub intensity: f64,
     /// G(FL)OP/s.
     pub rate_gops: f64,
+    /// The roof that bounds it, for the legend's percentage.
     pub bound: Option<RoofBound>,
 }
 
