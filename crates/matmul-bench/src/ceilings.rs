@@ -214,6 +214,20 @@ impl CpuCeilingOptions {
     }
 }
 
+/// The GPU's own limits, measured now: a device-to-device copy, an FFMA loop, an IMAD loop, and
+/// cuBLAS tf32 / bf16 / f16 at a large size (`quick`: smaller and shorter).
+pub fn measure_gpu(cuda: &matmul::cuda::CudaBackend, quick: bool) -> matmul::Result<Ceilings> {
+    let m = matmul::cuda::ceilings::measure(cuda, quick)?;
+    Ok(Ceilings {
+        device: cuda.info().name.clone(),
+        memory_bandwidth_gbs: Some(m.copy_gbs),
+        fp32_gflops: Some(m.fp32_gflops),
+        int32_gops: Some(m.int32_gops),
+        tensor: m.tensor_gflops,
+        source: format!("measured: {}", m.method),
+    })
+}
+
 /// Measures the CPU's memory-copy bandwidth, FP32 FMA peak and INT32 multiply-add peak on every
 /// thread of rayon's pool.
 pub fn measure_cpu(opts: &CpuCeilingOptions) -> Ceilings {

@@ -14,6 +14,7 @@
 
 pub mod ceilings;
 pub mod check;
+pub mod defaults;
 pub mod fmt;
 pub mod profile;
 pub mod report;
@@ -25,7 +26,7 @@ pub mod system;
 #[cfg(test)]
 mod tests;
 
-pub use ceilings::{datasheet, measure_cpu, Ceilings, CpuCeilingOptions};
+pub use ceilings::{datasheet, measure_cpu, measure_gpu, Ceilings, CpuCeilingOptions};
 pub use check::{Verification, VerifyMethod};
 pub use report::{
     write_reports, Baselines, CeilingsInfo, Record, Report, ReportFiles, Settings, Status, Timing,

@@ -135,6 +135,13 @@ impl BenchConfig {
         }
     }
 
+    /// Sets what a CUDA device decides: input sets rotated past twice its L2 cache, and its
+    /// details (name, SMs, clocks, versions) for the report.
+    pub fn use_cuda_device(&mut self, info: &matmul::cuda::DeviceInfo) {
+        self.cache_bytes = 2 * info.l2_bytes.max(1);
+        self.gpu_info = serde_json::to_value(info).ok();
+    }
+
     /// The problems run, in order: dtype, then shape, then ops.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
