@@ -74,12 +74,19 @@ impl Ceilings {
 /// occurs in the device name (case-insensitive).
 #[derive(Debug, Clone, Copy)]
 pub struct DatasheetRow {
+    /// The device name the ceilings are reported under.
     pub name: &'static str,
+    /// Substrings that must all occur in the device name.
     pub includes: &'static [&'static str],
+    /// Substrings none of which may occur in the device name.
     pub excludes: &'static [&'static str],
+    /// DRAM bandwidth, GB/s.
     pub memory_bandwidth_gbs: f64,
+    /// FP32 (FFMA) peak, GFLOP/s.
     pub fp32_gflops: f64,
+    /// INT32 (IMAD) peak, GOP/s, where the datasheet gives one.
     pub int32_gops: Option<f64>,
+    /// Dense tensor-core peaks by roof name (tf32, bf16, f16), GFLOP/s.
     pub tensor: &'static [(&'static str, f64)],
 }
 
@@ -138,6 +145,7 @@ pub static DATASHEET: &[DatasheetRow] = &[
 ];
 
 impl DatasheetRow {
+    /// Whether this row describes `device_name` (case-insensitive substrings).
     pub fn matches(&self, device_name: &str) -> bool {
         let name = device_name.to_ascii_uppercase();
         self.includes
@@ -149,6 +157,7 @@ impl DatasheetRow {
                 .any(|s| name.contains(&s.to_ascii_uppercase()))
     }
 
+    /// The row as [`Ceilings`].
     pub fn ceilings(&self) -> Ceilings {
         Ceilings {
             device: self.name.to_string(),
@@ -203,6 +212,20 @@ impl CpuCeilingOptions {
             compute_seconds: 0.01,
         }
     }
+}
+
+/// The GPU's own limits, measured now: a device-to-device copy, an FFMA loop, an IMAD loop, and
+/// cuBLAS tf32 / bf16 / f16 at a large size (`quick`: smaller and shorter).
+pub fn measure_gpu(cuda: &matmul::cuda::CudaBackend, quick: bool) -> matmul::Result<Ceilings> {
+    let m = matmul::cuda::ceilings::measure(cuda, quick)?;
+    Ok(Ceilings {
+        device: cuda.info().name.clone(),
+        memory_bandwidth_gbs: Some(m.copy_gbs),
+        fp32_gflops: Some(m.fp32_gflops),
+        int32_gops: Some(m.int32_gops),
+        tensor: m.tensor_gflops,
+        source: format!("measured: {}", m.method),
+    })
 }
 
 /// Measures the CPU's memory-copy bandwidth, FP32 FMA peak and INT32 multiply-add peak on every

@@ -21,7 +21,9 @@ pub enum VerifyMethod {
 /// The outcome of a verification.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
+    /// Every element, or a sample.
     pub method: VerifyMethod,
+    /// Whether no checked element mismatched and the relative error is within tolerance.
     pub passed: bool,
     /// ‖C − R‖_F / ‖R‖_F over the checked elements; `None` when infinite or NaN (C held NaN/∞, or
     /// R is zero and C is not).
@@ -78,7 +80,9 @@ pub enum Reference {
     Full(AnyMatrix),
     /// C at [`sample_positions`], in f64 (floats) or exact wrapping u32 widened to f64.
     Sampled {
+        /// The (row, column) of each checked element.
         positions: Vec<(usize, usize)>,
+        /// The reference value at each position.
         values: Vec<f64>,
     },
 }
@@ -101,6 +105,7 @@ impl Reference {
         }
     }
 
+    /// All of C from the CPU reference.
     pub fn full(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<Reference> {
         Ok(Reference::Full(matmul::cpu::reference::matmul(
             problem, a, b,

@@ -1,4 +1,5 @@
-//! Number formatting shared by the table, Markdown, HTML and SVG renderers.
+//! Number and text-table formatting shared by the table, Markdown, HTML and SVG renderers and
+//! the CLI.
 
 /// `x` with about `sig` significant digits, never in scientific notation for ordinary magnitudes
 /// (1e-9 ≤ |x| < 1e15).
@@ -114,6 +115,42 @@ pub fn align(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     out
 }
 
+/// Left-aligned columns separated by two spaces, under a header and a rule of dashes (the
+/// style of `matmul list`); lines end without trailing spaces, and a short row's missing cells
+/// are left empty.
+pub fn ruled_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let mut out = vec![
+        line(header.to_vec()),
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  "),
+    ];
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    out.join("\n")
+}
+
 /// Escapes text for XML / HTML content and attribute values.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -154,5 +191,8 @@ mod tests {
             &[false, true],
         );
         assert_eq!(t, "a    bb\nxyz   1\n");
+        let t = ruled_table(&["a", "bb"], &[vec!["xyz".into(), "1".into()]]);
+        assert_eq!(t, "a    bb\n---  --\nxyz  1");
+        assert_eq!(ruled_table(&["a", "b"], &[vec![]]), "a  b\n-  -\n");
     }
 }

@@ -10,8 +10,11 @@
 //!
 //! Everything is written against the `Backend` trait; the tests use `matmul::cpu::CpuBackend`.
 
+#![warn(missing_docs)]
+
 pub mod ceilings;
 pub mod check;
+pub mod defaults;
 pub mod fmt;
 pub mod profile;
 pub mod record;
@@ -24,7 +27,7 @@ pub mod system;
 #[cfg(test)]
 mod tests;
 
-pub use ceilings::{datasheet, measure_cpu, Ceilings, CpuCeilingOptions};
+pub use ceilings::{datasheet, measure_cpu, measure_gpu, Ceilings, CpuCeilingOptions};
 pub use check::{Verification, VerifyMethod};
 pub use report::{
     write_reports, Baselines, CeilingsInfo, Record, Report, ReportFiles, Settings, Status, Timing,

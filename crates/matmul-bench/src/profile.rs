@@ -1,9 +1,12 @@
 //! Measured DRAM traffic for the roofline (`matmul bench --profile`): each verified CUDA record is
 //! run once more under Nsight Compute (`ncu`), which reads the DRAM byte counters of the kernel's
 //! launch; the record's measured intensity then places it on the roofline instead of the traffic
-//! model's. This module builds the ncu command and parses its CSV; the CLI runs it.
+//! model's. This module builds the ncu command, parses its CSV and, in [`profile_report`], runs it
+//! for every record; the caller says how to run one record (`matmul run ...` for the CLI).
 
 use std::path::{Path, PathBuf};
+
+use crate::report::{Record, Report, Status};
 
 /// The ncu metrics read: bytes read from and written to DRAM by one launch.
 pub const DRAM_METRICS: &str = "dram__bytes_read.sum,dram__bytes_write.sum";
@@ -102,6 +105,68 @@ pub fn parse_dram_bytes(csv: &str) -> Option<f64> {
     Some(read? + write?)
 }
 
+/// What profiling one record gave.
+#[derive(Debug)]
+pub enum Profiled {
+    /// ncu counted this many DRAM bytes (read + written); the record now carries them.
+    Bytes(f64),
+    /// ncu ran but printed no DRAM metrics.
+    NoMetrics,
+    /// ncu exited with an error (often: no permission for the GPU's counters).
+    Failed,
+    /// ncu could not be started.
+    CannotRun(std::io::Error),
+}
+
+/// Profiles every verified CUDA record of `report`: runs `program` with `run_args(record)` under
+/// `ncu` (the first launch of the kernel's entry point; for cuBLAS, whose kernels have names of
+/// their own, the first launch), sets the record's measured bytes from the DRAM counters, tells
+/// `on_record` each outcome, then re-evaluates every roof with the report's ceilings.
+pub fn profile_report(
+    report: &mut Report,
+    ncu: &Path,
+    program: &Path,
+    run_args: impl Fn(&Record) -> Vec<String>,
+    mut on_record: impl FnMut(&Record, &Profiled),
+) {
+    for rec in report.records.iter_mut() {
+        if rec.status != Status::Ok || rec.backend != "cuda" {
+            continue;
+        }
+        let Ok(kernel) = matmul::find(&rec.kernel) else {
+            continue;
+        };
+        let args = run_args(rec);
+        // Our kernels by entry point; cuBLAS's kernel names are its own: the first launch.
+        let entry = kernel.cuda_source().map(|_| kernel.entry_point());
+        let out = std::process::Command::new(ncu)
+            .args(ncu_args(entry.as_deref(), program, &args))
+            .output();
+        let outcome = match out.map(|o| {
+            (
+                o.status.success(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            )
+        }) {
+            Ok((true, text)) => match parse_dram_bytes(&text) {
+                Some(bytes) => Profiled::Bytes(bytes),
+                None => Profiled::NoMetrics,
+            },
+            Ok((false, _)) => Profiled::Failed,
+            Err(e) => Profiled::CannotRun(e),
+        };
+        if let Profiled::Bytes(bytes) = outcome {
+            rec.set_measured_bytes(bytes);
+        }
+        on_record(rec, &outcome);
+    }
+    let (measured, sheet) = (
+        report.ceilings.measured.clone(),
+        report.ceilings.datasheet.clone(),
+    );
+    report.apply_ceilings(measured, sheet);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +203,78 @@ mod tests {
             .any(|w| w[0] == "--kernel-name" && w[1] == "regex:^multistage$"));
         assert_eq!(a.last().unwrap(), "run");
         assert!(!ncu_args(None, Path::new("m"), &[]).contains(&"--kernel-name".to_string()));
+    }
+
+    /// A stand-in for ncu: a shell script that prints `csv` (or fails), and the report's
+    /// records as CUDA ones, one of them FAILED.
+    #[cfg(unix)]
+    fn fake_ncu(tag: &str, exit: u8) -> (PathBuf, Report) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::env::temp_dir().join(format!("matmul-bench-ncu-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("out.csv"), CSV).unwrap();
+        let script = dir.join("ncu");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ncat \"$(dirname \"$0\")/out.csv\"\nexit {exit}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut report = crate::tests::synthetic_report();
+        for r in &mut report.records {
+            r.backend = "cuda".into();
+        }
+        report.records[0].status = Status::Failed;
+        (script, report)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn profiling_sets_measured_bytes_and_moves_the_roof() {
+        let (ncu, mut report) = fake_ncu("ok", 0);
+        let bytes = 1234.5e6 + 512e3;
+        let mut seen = 0;
+        profile_report(
+            &mut report,
+            &ncu,
+            Path::new("matmul"),
+            |r| vec!["run".into(), r.kernel.clone()],
+            |_, outcome| {
+                assert!(matches!(outcome, Profiled::Bytes(b) if (b - bytes).abs() < 1.0));
+                seen += 1;
+            },
+        );
+        assert_eq!(seen, report.records.len() - 1, "every OK CUDA record");
+        assert_eq!(report.records[0].measured_bytes, None, "not the FAILED one");
+        for r in &report.records[1..] {
+            let intensity = r.flops / r.measured_bytes.unwrap();
+            assert_eq!(r.intensity_measured, Some(intensity));
+            assert_eq!(r.roof.as_ref().unwrap().intensity, intensity);
+        }
+        std::fs::remove_dir_all(ncu.parent().unwrap()).unwrap();
+
+        let (ncu, mut report) = fake_ncu("fails", 1);
+        let mut failed = 0;
+        profile_report(
+            &mut report,
+            &ncu,
+            Path::new("m"),
+            |_| vec![],
+            |_, o| failed += matches!(o, Profiled::Failed) as usize,
+        );
+        assert_eq!(failed, report.records.len() - 1);
+        assert!(report.records.iter().all(|r| r.measured_bytes.is_none()));
+
+        let mut missing = 0;
+        profile_report(
+            &mut report,
+            &ncu.with_file_name("absent"),
+            Path::new("m"),
+            |_| vec![],
+            |_, o| missing += matches!(o, Profiled::CannotRun(_)) as usize,
+        );
+        assert_eq!(missing, report.records.len() - 1);
+        std::fs::remove_dir_all(ncu.parent().unwrap()).unwrap();
     }
 }

@@ -16,8 +16,11 @@ pub const DEFAULT_ITERS: usize = 10;
 /// What to measure and how.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
+    /// The kernels to run; within a problem, in this order (rotated per round).
     pub kernels: Vec<&'static KernelSpec>,
+    /// The dtypes to run every shape in.
     pub dtypes: Vec<DType>,
+    /// The shapes (m × n × k) to run.
     pub shapes: Vec<Shape>,
     /// Operand transpositions to run each shape with (default: only N·N).
     pub ops: Vec<(Op, Op)>,
@@ -132,6 +135,13 @@ impl BenchConfig {
         }
     }
 
+    /// Sets what a CUDA device decides: input sets rotated past twice its L2 cache, and its
+    /// details (name, SMs, clocks, versions) for the report.
+    pub fn use_cuda_device(&mut self, info: &matmul::cuda::DeviceInfo) {
+        self.cache_bytes = 2 * info.l2_bytes.max(1);
+        self.gpu_info = serde_json::to_value(info).ok();
+    }
+
     /// The problems run, in order: dtype, then shape, then ops.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
@@ -175,24 +185,37 @@ fn parse_size(s: &str) -> Option<usize> {
 #[derive(Debug, Clone, Copy)]
 pub enum ProgressEvent<'a> {
     /// Before anything runs: the number of kernel × problem cases.
-    Planned { total: usize },
+    Planned {
+        /// Kernel × problem cases to run.
+        total: usize,
+    },
     /// Case `index` (0-based) starts: checks, then verification.
     Started {
+        /// The case, 0-based.
         index: usize,
+        /// Cases in the run.
         total: usize,
+        /// The kernel's registry name.
         kernel: &'a str,
+        /// The problem it runs.
         problem: &'a Problem,
     },
     /// Case `index` verified and is being timed.
     Timing {
+        /// The case, 0-based.
         index: usize,
+        /// Input sets rotated among.
         input_sets: usize,
+        /// Untimed launches before the timed ones.
         warmup: usize,
     },
     /// Case `index` is done, whatever its status.
     Finished {
+        /// The case, 0-based.
         index: usize,
+        /// Cases in the run.
         total: usize,
+        /// What the case gave.
         record: &'a Record,
     },
 }
@@ -604,7 +627,14 @@ fn finish_rounds(rec: &mut Record) {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
+    use matmul::cpu::CpuBackend;
+    use matmul::registry::{BackendKind, DeviceLimits};
+
     use super::*;
+    use crate::check::VerifyMethod;
+    use crate::tests::{check_xml, cpu_kernels, small_config};
 
     #[test]
     fn sizes_parse() {
@@ -679,5 +709,205 @@ mod tests {
             Problem::new(2, 3, 4, DType::F32).with_ops(Op::T, Op::N)
         );
         assert_eq!(p[2].dtype, DType::U32);
+    }
+
+    /// What [`TestBackend::run`] does with the CPU backend's result.
+    #[derive(Clone, Copy, PartialEq)]
+    enum RunMode {
+        Correct,
+        /// One element of the last row changed (the sampled check reads all of it).
+        Corrupt,
+        /// An error instead of a result.
+        Error,
+    }
+
+    /// The CPU backend with switches: `run` per [`RunMode`]; `time` logs the kernels it timed and,
+    /// when `synthetic`, answers call c (1-based) with `iters` copies of c ms instead of timing, so
+    /// every round of a case has its own median.
+    struct TestBackend {
+        mode: RunMode,
+        synthetic: bool,
+        timed: RefCell<Vec<&'static str>>,
+    }
+
+    impl TestBackend {
+        fn new(mode: RunMode, synthetic: bool) -> Self {
+            TestBackend {
+                mode,
+                synthetic,
+                timed: Default::default(),
+            }
+        }
+    }
+
+    impl Backend for TestBackend {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Cpu
+        }
+        fn describe(&self) -> String {
+            "test backend".into()
+        }
+        fn limits(&self) -> Option<DeviceLimits> {
+            None
+        }
+        fn run(
+            &self,
+            kernel: &KernelSpec,
+            problem: &Problem,
+            a: &AnyMatrix,
+            b: &AnyMatrix,
+            opts: RunOptions,
+        ) -> matmul::Result<AnyMatrix> {
+            if self.mode == RunMode::Error {
+                return Err(matmul::Error::Invalid("launch failed (simulated)".into()));
+            }
+            let mut c = CpuBackend.run(kernel, problem, a, b, opts)?;
+            if self.mode == RunMode::Corrupt {
+                match &mut c {
+                    AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
+                    AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
+                    _ => unreachable!(),
+                }
+            }
+            Ok(c)
+        }
+        fn time(
+            &self,
+            kernel: &KernelSpec,
+            problem: &Problem,
+            inputs: &[Inputs],
+            warmup: usize,
+            iters: usize,
+            opts: RunOptions,
+        ) -> matmul::Result<Vec<f64>> {
+            let mut timed = self.timed.borrow_mut();
+            timed.push(kernel.name);
+            if self.synthetic {
+                return Ok(vec![timed.len() as f64 * 1e-3; iters]);
+            }
+            CpuBackend.time(kernel, problem, inputs, warmup, iters, opts)
+        }
+    }
+
+    #[test]
+    fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
+        for error in [false, true] {
+            let mode = if error {
+                RunMode::Error
+            } else {
+                RunMode::Corrupt
+            };
+            let backend = TestBackend::new(mode, false);
+            let mut config = small_config(cpu_kernels());
+            config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
+            let report = run(&backend, &config, &mut |_| {});
+            assert!(
+                backend.timed.borrow().is_empty(),
+                "a failed kernel must not be timed"
+            );
+            assert_eq!(report.records.len(), 8);
+            for r in &report.records {
+                assert_eq!(r.status, Status::Failed, "{r:?}");
+                assert!(r.timing.is_none() && r.rate_gops.is_none() && r.vs_naive.is_none());
+                let reason = r.reason.as_deref().unwrap();
+                if error {
+                    assert!(reason.contains("simulated"), "{reason}");
+                    assert!(r.verification.is_none());
+                } else {
+                    assert!(reason.starts_with("verification FAILED"), "{reason}");
+                    let v = r.verification.as_ref().unwrap();
+                    assert!(!v.passed && v.mismatches >= 1);
+                    assert_eq!(v.method, VerifyMethod::Sampled);
+                }
+            }
+            let table = report.table();
+            assert_eq!(
+                table.lines().filter(|l| l.starts_with("FAILED ")).count(),
+                8
+            );
+            assert!(check_xml(&report.roofline_svg()).is_ok());
+            assert_eq!(report.roofline_svg().matches(r#"class="point""#).count(), 0);
+        }
+    }
+
+    #[test]
+    fn large_products_are_verified_by_sampling() {
+        let mut config = small_config(cpu_kernels());
+        config.shapes = vec![Shape {
+            m: 17,
+            n: 33,
+            k: 65,
+        }];
+        config.verify_full_limit = 17 * 33 * 65 - 1;
+        config.verify_samples = 16;
+        let report = run(&CpuBackend, &config, &mut |_| {});
+        assert_eq!(report.records.len(), 4);
+        for r in &report.records {
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            let v = r.verification.as_ref().unwrap();
+            assert_eq!(v.method, VerifyMethod::Sampled);
+            // 16 random entries at most, plus the last row (33) and column (17) sharing a corner.
+            assert!(
+                v.checked >= 33 + 17 - 1 && v.checked <= 33 + 17 + 16 + 3,
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rounds_interleave_the_kernels_and_pool_their_samples() {
+        let backend = TestBackend::new(RunMode::Correct, true);
+        let mut config = small_config(cpu_kernels());
+        config.dtypes = vec![DType::F32];
+        config.shapes.truncate(1);
+        config.iters = Some(6);
+        config.rounds = 3;
+        let report = run(&backend, &config, &mut |_| {});
+        // Round 1 in registry order, then rotated by one kernel per round.
+        assert_eq!(
+            *backend.timed.borrow(),
+            [
+                "cpu",
+                "cpu-reference",
+                "cpu-reference",
+                "cpu",
+                "cpu",
+                "cpu-reference"
+            ]
+        );
+        assert_eq!(report.settings.rounds, 3);
+        assert_eq!(report.records.len(), 2);
+        for (r, calls) in report
+            .records
+            .iter()
+            .zip([[1.0, 4.0, 5.0], [2.0, 3.0, 6.0]])
+        {
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            let t = r.timing.as_ref().unwrap();
+            // iters 6 over 3 rounds: 2 launches a round, each round's own time.
+            assert_eq!(t.iters, 6);
+            let medians: Vec<f64> = calls.iter().map(|c| c * 1e-3).collect();
+            assert_eq!(t.round_medians_s, medians, "{}", r.kernel);
+            // The statistics pool every round: the median of six samples, two of each round.
+            assert!((t.stats.median - medians[1]).abs() < 1e-12, "{}", r.kernel);
+            assert!((r.rate_gops.unwrap() - r.flops / medians[1] / 1e9).abs() < 1e-6);
+        }
+        // The table's spread: (5 − 1) / 4 for `cpu`, (6 − 2) / 3 for `cpu-reference`.
+        let table = report.table();
+        assert!(
+            table.lines().next().unwrap().trim_end().ends_with("spread"),
+            "{table}"
+        );
+        assert!(table.contains("100%") && table.contains("133%"), "{table}");
+        // One round: no per-round medians in the record.
+        config.rounds = 1;
+        let single = run(&backend, &config, &mut |_| {});
+        assert!(single.records.iter().all(|r| r
+            .timing
+            .as_ref()
+            .unwrap()
+            .round_medians_s
+            .is_empty()));
+        assert!(!single.table().contains("spread"));
     }
 }

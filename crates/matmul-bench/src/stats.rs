@@ -6,13 +6,17 @@ use serde::{Deserialize, Serialize};
 /// (seconds for every timing in this crate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Samples.
     pub count: usize,
     /// The middle value; the mean of the two middle values for an even count.
     pub median: f64,
+    /// The arithmetic mean.
     pub mean: f64,
     /// Sample standard deviation (divisor n − 1); 0 for a single sample.
     pub std_dev: f64,
+    /// The smallest sample.
     pub min: f64,
+    /// The largest sample.
     pub max: f64,
 }
 

@@ -20,7 +20,9 @@ pub struct SystemInfo {
     pub cpu_cores: usize,
     /// Threads in rayon's global pool (what the CPU backend uses).
     pub cpu_threads: usize,
+    /// `std::env::consts::OS`.
     pub os: String,
+    /// `std::env::consts::ARCH`.
     pub arch: String,
     /// The commit this binary was built from (git at build time; None when built outside a
     /// repository).

@@ -1,12 +1,12 @@
-//! End-to-end tests: a CPU benchmark written to disk and read back, a failing kernel, and the
-//! well-formedness of what the renderers write.
+//! Test fixtures the modules' tests share (a small CPU configuration, a synthetic GPU-like
+//! report, XML and CSV checkers) and the end-to-end test: a CPU benchmark written to disk as
+//! every report file and read back.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use matmul::cpu::CpuBackend;
-use matmul::registry::{BackendKind, DeviceLimits};
-use matmul::{AnyMatrix, Backend, DType, Inputs, KernelSpec, Problem, RunOptions, Shape};
+use matmul::registry::BackendKind;
+use matmul::{DType, KernelSpec, Problem, Shape};
 
 use crate::*;
 
@@ -152,14 +152,14 @@ fn temp_dir(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("matmul-bench-{tag}-{}-{nanos}", std::process::id()))
 }
 
-fn cpu_kernels() -> Vec<&'static KernelSpec> {
+pub(crate) fn cpu_kernels() -> Vec<&'static KernelSpec> {
     vec![
         matmul::find("cpu").unwrap(),
         matmul::find("cpu-reference").unwrap(),
     ]
 }
 
-fn small_config(kernels: Vec<&'static KernelSpec>) -> BenchConfig {
+pub(crate) fn small_config(kernels: Vec<&'static KernelSpec>) -> BenchConfig {
     let mut c = BenchConfig::new(
         kernels,
         vec![DType::F32, DType::U32],
@@ -181,6 +181,52 @@ fn small_config(kernels: Vec<&'static KernelSpec>) -> BenchConfig {
     c.min_time = None;
     c.cache_bytes = 64 << 10;
     c
+}
+
+pub(crate) fn synthetic_report() -> Report {
+    let mut config = small_config(cpu_kernels());
+    config.dtypes = vec![DType::F32];
+    config.shapes = vec![Shape { m: 8, n: 8, k: 8 }];
+    let mut report = run(&CpuBackend, &config, &mut |_| {});
+    // Make it look like a GPU run: many kernels and dtypes, datasheet and measured ceilings.
+    let template = report.records[0].clone();
+    let mut records = Vec::new();
+    let kernels = ["naive", "tiled", "tiled-async", "cublas", "row", "ele"];
+    for (ki, k) in kernels.iter().enumerate() {
+        for (di, dtype) in [DType::F32, DType::U32, DType::Tf32, DType::Bf16]
+            .iter()
+            .enumerate()
+        {
+            for (si, n) in [1024usize, 4096].iter().enumerate() {
+                let mut r = template.clone();
+                r.kernel = k.to_string();
+                r.dtype = *dtype;
+                r.problem = Problem::square(*n, *dtype);
+                r.shape = r.problem.shape_label();
+                r.flops = r.problem.flops();
+                r.intensity_model = 0.25 * (1 + ki * 8) as f64;
+                r.rate_gops = Some(1_000.0 * (1 + ki + di + si) as f64);
+                r.rate_unit = format!("{}/s", dtype.rate_unit());
+                r.reason = Some("note, with \"quotes\"\nand a newline".into());
+                records.push(r);
+            }
+        }
+    }
+    report.records = records;
+    report.baselines = Baselines::for_backend(BackendKind::Cuda);
+    report.system.device = "NVIDIA H100 80GB HBM3 <test> & co".into();
+    report.system.gpu = Some(serde_json::json!({"name": "H100", "sms": 132}));
+    let measured = Ceilings {
+        device: "H100".into(),
+        memory_bandwidth_gbs: Some(3_000.0),
+        fp32_gflops: Some(60_000.0),
+        int32_gops: None,
+        tensor: vec![("bf16".into(), 800_000.0)],
+        source: "measured: test".into(),
+    };
+    report.apply_ceilings(Some(measured), datasheet("NVIDIA H100 80GB HBM3"));
+    report.compute_ratios();
+    report
 }
 
 #[test]
@@ -290,341 +336,4 @@ fn cpu_end_to_end_writes_every_report() {
         html.matches("</table>").count()
     );
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// What [`TestBackend::run`] does with the CPU backend's result.
-#[derive(Clone, Copy, PartialEq)]
-enum RunMode {
-    Correct,
-    /// One element of the last row changed (the sampled check reads all of it).
-    Corrupt,
-    /// An error instead of a result.
-    Error,
-}
-
-/// The CPU backend with switches: `run` per [`RunMode`]; `time` logs the kernels it timed and,
-/// when `synthetic`, answers call c (1-based) with `iters` copies of c ms instead of timing, so
-/// every round of a case has its own median.
-struct TestBackend {
-    mode: RunMode,
-    synthetic: bool,
-    timed: RefCell<Vec<&'static str>>,
-}
-
-impl TestBackend {
-    fn new(mode: RunMode, synthetic: bool) -> Self {
-        TestBackend {
-            mode,
-            synthetic,
-            timed: Default::default(),
-        }
-    }
-}
-
-impl Backend for TestBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Cpu
-    }
-    fn describe(&self) -> String {
-        "test backend".into()
-    }
-    fn limits(&self) -> Option<DeviceLimits> {
-        None
-    }
-    fn run(
-        &self,
-        kernel: &KernelSpec,
-        problem: &Problem,
-        a: &AnyMatrix,
-        b: &AnyMatrix,
-        opts: RunOptions,
-    ) -> matmul::Result<AnyMatrix> {
-        if self.mode == RunMode::Error {
-            return Err(matmul::Error::Invalid("launch failed (simulated)".into()));
-        }
-        let mut c = CpuBackend.run(kernel, problem, a, b, opts)?;
-        if self.mode == RunMode::Corrupt {
-            match &mut c {
-                AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
-                AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
-                _ => unreachable!(),
-            }
-        }
-        Ok(c)
-    }
-    fn time(
-        &self,
-        kernel: &KernelSpec,
-        problem: &Problem,
-        inputs: &[Inputs],
-        warmup: usize,
-        iters: usize,
-        opts: RunOptions,
-    ) -> matmul::Result<Vec<f64>> {
-        let mut timed = self.timed.borrow_mut();
-        timed.push(kernel.name);
-        if self.synthetic {
-            return Ok(vec![timed.len() as f64 * 1e-3; iters]);
-        }
-        CpuBackend.time(kernel, problem, inputs, warmup, iters, opts)
-    }
-}
-
-#[test]
-fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
-    for error in [false, true] {
-        let mode = if error {
-            RunMode::Error
-        } else {
-            RunMode::Corrupt
-        };
-        let backend = TestBackend::new(mode, false);
-        let mut config = small_config(cpu_kernels());
-        config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
-        let report = run(&backend, &config, &mut |_| {});
-        assert!(
-            backend.timed.borrow().is_empty(),
-            "a failed kernel must not be timed"
-        );
-        assert_eq!(report.records.len(), 8);
-        for r in &report.records {
-            assert_eq!(r.status, Status::Failed, "{r:?}");
-            assert!(r.timing.is_none() && r.rate_gops.is_none() && r.vs_naive.is_none());
-            let reason = r.reason.as_deref().unwrap();
-            if error {
-                assert!(reason.contains("simulated"), "{reason}");
-                assert!(r.verification.is_none());
-            } else {
-                assert!(reason.starts_with("verification FAILED"), "{reason}");
-                let v = r.verification.as_ref().unwrap();
-                assert!(!v.passed && v.mismatches >= 1);
-                assert_eq!(v.method, VerifyMethod::Sampled);
-            }
-        }
-        let table = report.table();
-        assert_eq!(
-            table.lines().filter(|l| l.starts_with("FAILED ")).count(),
-            8
-        );
-        assert!(check_xml(&report.roofline_svg()).is_ok());
-        assert_eq!(report.roofline_svg().matches(r#"class="point""#).count(), 0);
-    }
-}
-
-fn synthetic_report() -> Report {
-    let mut config = small_config(cpu_kernels());
-    config.dtypes = vec![DType::F32];
-    config.shapes = vec![Shape { m: 8, n: 8, k: 8 }];
-    let mut report = run(&CpuBackend, &config, &mut |_| {});
-    // Make it look like a GPU run: many kernels and dtypes, datasheet and measured ceilings.
-    let template = report.records[0].clone();
-    let mut records = Vec::new();
-    let kernels = ["naive", "tiled", "tiled-async", "cublas", "row", "ele"];
-    for (ki, k) in kernels.iter().enumerate() {
-        for (di, dtype) in [DType::F32, DType::U32, DType::Tf32, DType::Bf16]
-            .iter()
-            .enumerate()
-        {
-            for (si, n) in [1024usize, 4096].iter().enumerate() {
-                let mut r = template.clone();
-                r.kernel = k.to_string();
-                r.dtype = *dtype;
-                r.problem = Problem::square(*n, *dtype);
-                r.shape = r.problem.shape_label();
-                r.flops = r.problem.flops();
-                r.intensity_model = 0.25 * (1 + ki * 8) as f64;
-                r.rate_gops = Some(1_000.0 * (1 + ki + di + si) as f64);
-                r.rate_unit = format!("{}/s", dtype.rate_unit());
-                r.reason = Some("note, with \"quotes\"\nand a newline".into());
-                records.push(r);
-            }
-        }
-    }
-    report.records = records;
-    report.baselines = Baselines::for_backend(BackendKind::Cuda);
-    report.system.device = "NVIDIA H100 80GB HBM3 <test> & co".into();
-    report.system.gpu = Some(serde_json::json!({"name": "H100", "sms": 132}));
-    let measured = Ceilings {
-        device: "H100".into(),
-        memory_bandwidth_gbs: Some(3_000.0),
-        fp32_gflops: Some(60_000.0),
-        int32_gops: None,
-        tensor: vec![("bf16".into(), 800_000.0)],
-        source: "measured: test".into(),
-    };
-    report.apply_ceilings(Some(measured), datasheet("NVIDIA H100 80GB HBM3"));
-    report.compute_ratios();
-    report
-}
-
-#[test]
-fn json_round_trip() {
-    let report = synthetic_report();
-    let text = report.to_json().unwrap();
-    let back = Report::from_json(&text).unwrap();
-    assert_eq!(back, report);
-    assert_eq!(back.to_json().unwrap(), text);
-    assert!(Report::from_json("{}").is_err());
-}
-
-#[test]
-fn csv_has_one_row_per_record_and_quotes_properly() {
-    let report = synthetic_report();
-    let csv = report.to_csv();
-    let rows = parse_csv(&csv).unwrap();
-    assert_eq!(rows.len(), 1 + report.records.len());
-    let reason_col = rows[0].iter().position(|h| h == "reason").unwrap();
-    assert_eq!(rows[1][reason_col], "note, with \"quotes\"\nand a newline");
-    assert!(rows.iter().all(|r| r.len() == rows[0].len()));
-}
-
-#[test]
-fn svg_is_well_formed_with_one_point_per_result() {
-    let report = synthetic_report();
-    let points = report.plot_points();
-    // Largest shape per kernel × dtype: 6 kernels × 4 dtypes.
-    assert_eq!(points.len(), 24);
-    assert!(points.iter().all(|p| p.shape.starts_with("4096")));
-    let svg = report.roofline_svg();
-    let elements = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
-    assert!(elements > 50);
-    assert_eq!(svg.matches(r#"class="point""#).count(), points.len());
-    assert_eq!(svg.matches(r#"class="point-label""#).count(), points.len());
-    // Measured roofs solid, the datasheet ones they override dashed; tf32 from the datasheet.
-    assert!(svg.contains("memory 3.00 TB/s (measured)"));
-    assert!(svg.contains("memory 3.35 TB/s (datasheet)"));
-    assert!(svg.contains("tf32 495 TFLOP/s (datasheet)"));
-    assert!(svg.contains("int32 33.5 TOP/s (datasheet)"));
-    assert!(svg.contains("&lt;test&gt; &amp; co"));
-    if let Some(dir) = std::env::var_os("MATMUL_BENCH_DUMP") {
-        let dir = PathBuf::from(dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("synthetic.svg"), &svg).unwrap();
-        std::fs::write(
-            dir.join("synthetic.md"),
-            report.to_markdown("synthetic.svg"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("synthetic.html"), report.to_html()).unwrap();
-        println!("{}", report.table());
-    }
-    assert!(check_xml("<a><b></a></b>").is_err());
-    assert!(check_xml("<a x=1/>").is_err());
-    assert!(check_xml("<a>&nope;</a>").is_err());
-}
-
-#[test]
-fn ratios_use_only_baselines_that_ran() {
-    let mut report = synthetic_report();
-    let find = |r: &Report, k: &str, d: DType, n: usize| {
-        r.records
-            .iter()
-            .find(|x| x.kernel == k && x.dtype == d && x.problem.m == n)
-            .cloned()
-            .unwrap()
-    };
-    // Synthetic records keep the template's timing; give the baselines distinct medians.
-    for r in &mut report.records {
-        let t = r.timing.as_mut().unwrap();
-        t.stats.median = match r.kernel.as_str() {
-            "cublas" => 1.0,
-            "naive" => 8.0,
-            _ => 2.0,
-        };
-    }
-    report.compute_ratios();
-    let tiled = find(&report, "tiled", DType::F32, 1024);
-    assert_eq!(tiled.vs_cublas, Some(0.5));
-    assert_eq!(tiled.vs_naive, Some(4.0));
-    // A failed baseline gives no ratio.
-    for r in &mut report.records {
-        if r.kernel == "cublas" && r.dtype == DType::F32 {
-            r.status = Status::Failed;
-        }
-    }
-    report.compute_ratios();
-    assert_eq!(find(&report, "tiled", DType::F32, 1024).vs_cublas, None);
-    assert_eq!(
-        find(&report, "tiled", DType::U32, 1024).vs_cublas,
-        Some(0.5)
-    );
-}
-
-#[test]
-fn large_products_are_verified_by_sampling() {
-    let mut config = small_config(cpu_kernels());
-    config.shapes = vec![Shape {
-        m: 17,
-        n: 33,
-        k: 65,
-    }];
-    config.verify_full_limit = 17 * 33 * 65 - 1;
-    config.verify_samples = 16;
-    let report = run(&CpuBackend, &config, &mut |_| {});
-    assert_eq!(report.records.len(), 4);
-    for r in &report.records {
-        assert_eq!(r.status, Status::Ok, "{r:?}");
-        let v = r.verification.as_ref().unwrap();
-        assert_eq!(v.method, VerifyMethod::Sampled);
-        // 16 random entries at most, plus the last row (33) and column (17) sharing a corner.
-        assert!(
-            v.checked >= 33 + 17 - 1 && v.checked <= 33 + 17 + 16 + 3,
-            "{v:?}"
-        );
-    }
-}
-
-#[test]
-fn rounds_interleave_the_kernels_and_pool_their_samples() {
-    let backend = TestBackend::new(RunMode::Correct, true);
-    let mut config = small_config(cpu_kernels());
-    config.dtypes = vec![DType::F32];
-    config.shapes.truncate(1);
-    config.iters = Some(6);
-    config.rounds = 3;
-    let report = run(&backend, &config, &mut |_| {});
-    // Round 1 in registry order, then rotated by one kernel per round.
-    assert_eq!(
-        *backend.timed.borrow(),
-        [
-            "cpu",
-            "cpu-reference",
-            "cpu-reference",
-            "cpu",
-            "cpu",
-            "cpu-reference"
-        ]
-    );
-    assert_eq!(report.settings.rounds, 3);
-    assert_eq!(report.records.len(), 2);
-    for (r, calls) in report
-        .records
-        .iter()
-        .zip([[1.0, 4.0, 5.0], [2.0, 3.0, 6.0]])
-    {
-        assert_eq!(r.status, Status::Ok, "{r:?}");
-        let t = r.timing.as_ref().unwrap();
-        // iters 6 over 3 rounds: 2 launches a round, each round's own time.
-        assert_eq!(t.iters, 6);
-        let medians: Vec<f64> = calls.iter().map(|c| c * 1e-3).collect();
-        assert_eq!(t.round_medians_s, medians, "{}", r.kernel);
-        // The statistics pool every round: the median of six samples, two of each round.
-        assert!((t.stats.median - medians[1]).abs() < 1e-12, "{}", r.kernel);
-        assert!((r.rate_gops.unwrap() - r.flops / medians[1] / 1e9).abs() < 1e-6);
-    }
-    // The table's spread: (5 − 1) / 4 for `cpu`, (6 − 2) / 3 for `cpu-reference`.
-    let table = report.table();
-    assert!(
-        table.lines().next().unwrap().trim_end().ends_with("spread"),
-        "{table}"
-    );
-    assert!(table.contains("100%") && table.contains("133%"), "{table}");
-    // One round: no per-round medians in the record.
-    config.rounds = 1;
-    let single = run(&backend, &config, &mut |_| {});
-    assert!(single
-        .records
-        .iter()
-        .all(|r| r.timing.as_ref().unwrap().round_medians_s.is_empty()));
-    assert!(!single.table().contains("spread"));
 }

@@ -5,8 +5,11 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use matmul::cuda::CudaBackend;
-use matmul::{Backend, BackendChoice, BackendKind, COut, DType, KernelSpec, Op, Shape, KERNELS};
-use matmul_bench::{measure_cpu, BenchConfig, Ceilings, CpuCeilingOptions, ProgressEvent};
+use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
+use matmul_bench::profile::{find_ncu, profile_report, Profiled};
+use matmul_bench::{
+    defaults, measure_cpu, measure_gpu, BenchConfig, CpuCeilingOptions, ProgressEvent, Record,
+};
 
 use crate::cli_error::{CliError, CliResult};
 
@@ -83,43 +86,12 @@ fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
     if !args.shapes.is_empty() {
         return args.shapes.clone();
     }
-    let sizes = match (args.sizes.is_empty(), kind, args.quick) {
-        (false, _, _) => args.sizes.clone(),
-        (true, BackendKind::Cuda, false) => vec![1024, 2048, 4096],
-        (true, BackendKind::Cuda, true) => vec![1024, 2048],
-        (true, BackendKind::Cpu, false) => vec![256, 512, 1024],
-        (true, BackendKind::Cpu, true) => vec![128, 256, 512],
+    let sizes = if args.sizes.is_empty() {
+        defaults::sizes(kind, args.quick)
+    } else {
+        args.sizes.clone()
     };
     sizes.into_iter().map(|n| Shape { m: n, n, k: n }).collect()
-}
-
-fn kernels(args: &BenchArgs, kind: BackendKind) -> CliResult<Vec<&'static KernelSpec>> {
-    if args.kernels.eq_ignore_ascii_case("all") {
-        let slow_in_quick = ["row-global", "row", "rowpack", "single-block"];
-        return Ok(KERNELS
-            .iter()
-            .filter(|k| k.backend == kind && !(args.quick && slow_in_quick.contains(&k.name)))
-            .collect());
-    }
-    let mut out = Vec::new();
-    for name in args
-        .kernels
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        let k = matmul::find(name)?;
-        if k.backend != kind {
-            return Err(CliError::input(format!(
-                "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
-                k.name, k.backend
-            )));
-        }
-        if !out.iter().any(|o: &&KernelSpec| o.name == k.name) {
-            out.push(k);
-        }
-    }
-    Ok(out)
 }
 
 /// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
@@ -157,14 +129,12 @@ pub fn bench(args: BenchArgs) -> CliResult {
         Opened::Cuda(b) => b.as_ref(),
     };
     let kind = backend.kind();
-    let dtypes = if !args.dtypes.is_empty() {
-        args.dtypes.clone()
-    } else if kind == BackendKind::Cuda {
-        DType::ALL.to_vec()
+    let dtypes = if args.dtypes.is_empty() {
+        defaults::dtypes(kind)
     } else {
-        vec![DType::F32, DType::U32]
+        args.dtypes.clone()
     };
-    let kernels = kernels(&args, kind)?;
+    let kernels = defaults::select_kernels(&args.kernels, kind, args.quick)?;
     if kernels.is_empty() {
         return Err(CliError::input("no kernels to benchmark"));
     }
@@ -201,8 +171,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
             }
         }
         Opened::Cuda(cuda) => {
-            config.cache_bytes = 2 * cuda.info().l2_bytes.max(1);
-            config.gpu_info = serde_json::to_value(cuda.info()).ok();
+            config.use_cuda_device(cuda.info());
             if !args.no_tuned {
                 let lookup = matmul::dispatch::tune::load_table(cuda.info());
                 if let Some(w) = lookup.warning {
@@ -218,7 +187,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
             }
             if !args.no_ceilings {
                 eprintln!("matmul: measuring GPU ceilings (copy bandwidth, FFMA, IMAD, cuBLAS tensor cores)...");
-                config.measured_ceilings = Some(gpu_ceilings(cuda, args.quick)?);
+                config.measured_ceilings = Some(measure_gpu(cuda, args.quick)?);
             }
         }
     }
@@ -266,24 +235,9 @@ pub fn bench(args: BenchArgs) -> CliResult {
     Ok(())
 }
 
-/// The GPU's own limits, measured now: a device-to-device copy, an FFMA loop, an IMAD loop, and
-/// cuBLAS tf32 / bf16 / f16 at a large size.
-fn gpu_ceilings(cuda: &CudaBackend, quick: bool) -> CliResult<Ceilings> {
-    let m = matmul::cuda::ceilings::measure(cuda, quick)?;
-    Ok(Ceilings {
-        device: cuda.info().name.clone(),
-        memory_bandwidth_gbs: Some(m.copy_gbs),
-        fp32_gflops: Some(m.fp32_gflops),
-        int32_gops: Some(m.int32_gops),
-        tensor: m.tensor_gflops,
-        source: format!("measured: {}", m.method),
-    })
-}
-
 /// `--profile`: each OK CUDA record runs once more under ncu (`matmul run` of the same kernel,
 /// dtype, shape and tiling), and its DRAM bytes become the record's measured traffic.
 fn profile(report: &mut matmul_bench::Report) {
-    use matmul_bench::profile::{find_ncu, ncu_args, parse_dram_bytes};
     let Some(ncu) = find_ncu() else {
         eprintln!("matmul: --profile: ncu was not found; DRAM bytes not measured (the roofline uses the traffic models)");
         return;
@@ -292,79 +246,57 @@ fn profile(report: &mut matmul_bench::Report) {
         eprintln!("matmul: --profile: cannot find this program's path; DRAM bytes not measured");
         return;
     };
-    for rec in report.records.iter_mut() {
-        if rec.status != matmul_bench::Status::Ok || rec.backend != "cuda" {
-            continue;
-        }
-        let Ok(kernel) = matmul::find(&rec.kernel) else {
-            continue;
-        };
-        let p = rec.problem;
-        let mut args: Vec<String> = vec![
-            "run".into(),
-            "--backend".into(),
-            "cuda".into(),
-            "--no-check".into(),
-            "--kernel".into(),
-            rec.kernel.clone(),
-            "--dtype".into(),
-            p.dtype.name().into(),
-            "-m".into(),
-            p.m.to_string(),
-            "-n".into(),
-            p.n.to_string(),
-            "-k".into(),
-            p.k.to_string(),
-        ];
-        if p.op_a == Op::T {
-            args.push("--transpose-a".into());
-        }
-        if p.op_b == Op::T {
-            args.push("--transpose-b".into());
-        }
-        if p.c == COut::Input {
-            args.extend(["--c-dtype".to_string(), "input".to_string()]);
-        }
-        if let Some(t) = &rec.tiling {
-            args.extend(["--tiling".to_string(), t.clone()]);
-        }
-        // Our kernels by entry point; cuBLAS's kernel names are its own: the first launch.
-        let entry = kernel.cuda_source().map(|_| kernel.entry_point());
-        let out = std::process::Command::new(&ncu)
-            .args(ncu_args(entry.as_deref(), &me, &args))
-            .output();
-        match out.map(|o| {
-            (
-                o.status.success(),
-                String::from_utf8_lossy(&o.stdout).into_owned(),
-            )
-        }) {
-            Ok((true, text)) => match parse_dram_bytes(&text) {
-                Some(bytes) => {
-                    rec.set_measured_bytes(bytes);
-                    eprintln!(
-                        "matmul: --profile: {} {} {}: {:.3} GB of DRAM traffic",
-                        rec.kernel,
-                        rec.dtype,
-                        rec.shape,
-                        bytes / 1e9
-                    );
-                }
-                None => eprintln!(
-                    "matmul: --profile: {} {}: ncu printed no DRAM metrics",
-                    rec.kernel, rec.shape
-                ),
-            },
-            Ok((false, _)) => eprintln!(
-                "matmul: --profile: ncu failed on {} {} (permissions for GPU counters?)",
-                rec.kernel, rec.shape
-            ),
-            Err(e) => eprintln!("matmul: --profile: cannot run {}: {e}", ncu.display()),
-        }
+    profile_report(report, &ncu, &me, run_args, |rec, outcome| match outcome {
+        Profiled::Bytes(bytes) => eprintln!(
+            "matmul: --profile: {} {} {}: {:.3} GB of DRAM traffic",
+            rec.kernel,
+            rec.dtype,
+            rec.shape,
+            bytes / 1e9
+        ),
+        Profiled::NoMetrics => eprintln!(
+            "matmul: --profile: {} {}: ncu printed no DRAM metrics",
+            rec.kernel, rec.shape
+        ),
+        Profiled::Failed => eprintln!(
+            "matmul: --profile: ncu failed on {} {} (permissions for GPU counters?)",
+            rec.kernel, rec.shape
+        ),
+        Profiled::CannotRun(e) => eprintln!("matmul: --profile: cannot run {}: {e}", ncu.display()),
+    });
+}
+
+/// The `matmul run` arguments that repeat `rec`: its kernel, dtype, shape, transpositions, C's
+/// type and tiling, unchecked.
+fn run_args(rec: &Record) -> Vec<String> {
+    let p = rec.problem;
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--backend".into(),
+        "cuda".into(),
+        "--no-check".into(),
+        "--kernel".into(),
+        rec.kernel.clone(),
+        "--dtype".into(),
+        p.dtype.name().into(),
+        "-m".into(),
+        p.m.to_string(),
+        "-n".into(),
+        p.n.to_string(),
+        "-k".into(),
+        p.k.to_string(),
+    ];
+    if p.op_a == Op::T {
+        args.push("--transpose-a".into());
     }
-    let (measured, sheet) = (
-        report.ceilings.measured.clone(),
-        report.ceilings.datasheet.clone(),
-    );
-    report.apply_ceilings(measured, sheet);
+    if p.op_b == Op::T {
+        args.push("--transpose-b".into());
+    }
+    if p.c == COut::Input {
+        args.extend(["--c-dtype".to_string(), "input".to_string()]);
+    }
+    if let Some(t) = &rec.tiling {
+        args.extend(["--tiling".to_string(), t.clone()]);
+    }
+    args
 }

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use matmul::{Backend, KERNELS};
+use matmul_bench::fmt::ruled_table;
 
 use crate::cli_error::{CliError, CliResult};
 
@@ -22,40 +23,6 @@ pub struct ListArgs {
     /// With --verbose: compile the SIMT-ladder kernels with this tiling instead of their default.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
-}
-
-/// Renders rows as an aligned text table with a header rule.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let mut out = vec![
-        line(header.to_vec()),
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  "),
-    ];
-    out.extend(
-        rows.iter()
-            .map(|r| line(r.iter().map(String::as_str).collect())),
-    );
-    out.join("\n")
 }
 
 pub fn list(args: ListArgs) -> CliResult {
@@ -91,7 +58,7 @@ pub fn list(args: ListArgs) -> CliResult {
         .collect();
     println!(
         "{}",
-        table(
+        ruled_table(
             &[
                 "kernel",
                 "aliases",
@@ -179,7 +146,7 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
     let (major, minor) = matmul::cuda::nvrtc_version()?;
     Ok(format!(
         "ptxas for {arch} (NVRTC {major}.{minor}):\n{}",
-        table(
+        ruled_table(
             &[
                 "kernel",
                 "dtype",

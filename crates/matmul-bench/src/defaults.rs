@@ -1,0 +1,94 @@
+//! What a benchmark runs when not told otherwise: the kernels, dtypes and sizes of each backend
+//! (a full run and a `quick` one), and kernel lists given by name.
+
+use matmul::{BackendKind, DType, KernelSpec, KERNELS};
+
+/// Kernels a quick run leaves out of `all`: the seeds' slowest, which take seconds per shape.
+pub const SLOW_IN_QUICK: [&str; 4] = ["row-global", "row", "rowpack", "single-block"];
+
+/// Every kernel of `kind`, in registry order; a quick run leaves out [`SLOW_IN_QUICK`].
+pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
+    KERNELS
+        .iter()
+        .filter(|k| k.backend == kind && !(quick && SLOW_IN_QUICK.contains(&k.name)))
+        .collect()
+}
+
+/// Every dtype on CUDA; f32 and u32 on the CPU (it has no tensor cores).
+pub fn dtypes(kind: BackendKind) -> Vec<DType> {
+    match kind {
+        BackendKind::Cuda => DType::ALL.to_vec(),
+        BackendKind::Cpu => vec![DType::F32, DType::U32],
+    }
+}
+
+/// Square sizes: 1024, 2048, 4096 on CUDA (quick: 1024, 2048); 256, 512, 1024 on the CPU
+/// (quick: 128, 256, 512).
+pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
+    match (kind, quick) {
+        (BackendKind::Cuda, false) => vec![1024, 2048, 4096],
+        (BackendKind::Cuda, true) => vec![1024, 2048],
+        (BackendKind::Cpu, false) => vec![256, 512, 1024],
+        (BackendKind::Cpu, true) => vec![128, 256, 512],
+    }
+}
+
+/// The kernels `list` names: `all` (any case) for [`kernels`], else comma-separated registry
+/// names or aliases, each once, in the order given. A name that is not in the registry, or a
+/// kernel of another backend than `kind`, is an error.
+pub fn select_kernels(
+    list: &str,
+    kind: BackendKind,
+    quick: bool,
+) -> matmul::Result<Vec<&'static KernelSpec>> {
+    if list.eq_ignore_ascii_case("all") {
+        return Ok(kernels(kind, quick));
+    }
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let k = matmul::find(name)?;
+        if k.backend != kind {
+            return Err(matmul::Error::Invalid(format!(
+                "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
+                k.name, k.backend
+            )));
+        }
+        if !out.iter().any(|o: &&KernelSpec| o.name == k.name) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_the_backends_kernels_less_the_slow_ones_when_quick() {
+        let cpu = select_kernels("ALL", BackendKind::Cpu, false).unwrap();
+        assert!(!cpu.is_empty() && cpu.iter().all(|k| k.backend == BackendKind::Cpu));
+        let full = kernels(BackendKind::Cuda, false);
+        let quick = kernels(BackendKind::Cuda, true);
+        assert!(full.iter().any(|k| k.name == "row") && !quick.iter().any(|k| k.name == "row"));
+        assert_eq!(full.len(), quick.len() + SLOW_IN_QUICK.len());
+        assert_eq!(dtypes(BackendKind::Cpu), [DType::F32, DType::U32]);
+        assert_eq!(sizes(BackendKind::Cuda, true), [1024, 2048]);
+    }
+
+    #[test]
+    fn named_kernels_are_checked_and_deduplicated() {
+        let k = select_kernels(" cpu ,cpu-reference,,cpu", BackendKind::Cpu, false).unwrap();
+        let names: Vec<_> = k.iter().map(|k| k.name).collect();
+        assert_eq!(names, ["cpu", "cpu-reference"]);
+        let e = select_kernels("cpu,naive", BackendKind::Cpu, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `naive` runs on the cuda backend, but this bench runs on cpu"
+        );
+        assert!(matches!(
+            select_kernels("no-such-kernel", BackendKind::Cpu, false),
+            Err(matmul::Error::UnknownKernel(_))
+        ));
+    }
+}

@@ -1,0 +1,181 @@
+//! Text renderers: the aligned table for stdout and report.md.
+
+use std::fmt::Write as _;
+
+use crate::fmt;
+
+use super::{Record, Report, Status};
+
+impl Report {
+    /// A compact aligned table for stdout: OK and FAILED rows, then skipped cases grouped.
+    pub fn table(&self) -> String {
+        let naive = self.baselines.naive.as_deref().unwrap_or("naive");
+        let vendor_h = self.vendor_header();
+        let header = [
+            "kernel",
+            "dtype",
+            "shape",
+            "median",
+            "rate",
+            vendor_h.as_str(),
+            "vs naive",
+            "roof",
+            "status",
+        ];
+        let rounds = self.settings.rounds > 1;
+        let rows: Vec<Vec<String>> = self
+            .records
+            .iter()
+            .filter(|r| r.status != Status::Skipped)
+            .map(|r| {
+                let mut row = vec![
+                    r.kernel.clone(),
+                    r.dtype.to_string(),
+                    r.shape.clone(),
+                    r.median_s().map_or("-".into(), fmt::time),
+                    r.rate_text(),
+                    r.vs_cublas
+                        .map_or("-".into(), |v| format!("{}%", fmt::sig(v * 100.0, 3))),
+                    r.vs_naive
+                        .map_or("-".into(), |v| format!("{}x", fmt::sig(v, 3))),
+                    r.roof
+                        .as_ref()
+                        .filter(|_| r.status == Status::Ok)
+                        .and_then(|b| b.percent.map(|p| format!("{}% {}", fmt::sig(p, 3), b.roof)))
+                        .unwrap_or_else(|| "-".into()),
+                    r.status.name().to_string(),
+                ];
+                if rounds {
+                    row.push(
+                        r.round_spread()
+                            .map_or("-".into(), |s| format!("{}%", fmt::sig(s * 100.0, 2))),
+                    );
+                }
+                row
+            })
+            .collect();
+        let mut header = header.to_vec();
+        let mut right = vec![false, false, false, true, true, true, true, true, false];
+        if rounds {
+            header.push("spread");
+            right.push(true);
+        }
+        let mut out = fmt::align(&header, &rows, &right);
+        if rows.is_empty() {
+            out.push_str("(no kernel ran)\n");
+        }
+        let source = self.intensity_source();
+        let _ = writeln!(
+            out,
+            "vs naive = speedup over `{naive}`; roof = % of the bounding roof (intensity: {source})"
+        );
+        if rounds {
+            let _ = writeln!(
+                out,
+                "{} timing rounds per shape, kernels rotated each round; spread = (slowest − fastest round median) / median",
+                self.settings.rounds
+            );
+        }
+        for r in self.records.iter().filter(|r| r.status == Status::Failed) {
+            let _ = writeln!(
+                out,
+                "FAILED {} {} {}: {}",
+                r.kernel,
+                r.dtype,
+                r.shape,
+                r.reason.as_deref().unwrap_or("")
+            );
+        }
+        for (what, count, reason) in self.skipped_groups() {
+            let _ = writeln!(out, "skipped {what} ({count}x): {reason}");
+        }
+        out
+    }
+
+    /// report.md: system, results table, the roofline image (`svg_path`), ceilings, problems.
+    pub fn to_markdown(&self, svg_path: &str) -> String {
+        let md = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let table = |header: &[String], rows: &[Vec<String>]| {
+            let mut t = format!(
+                "| {} |\n",
+                header.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
+            );
+            t.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+            for r in rows {
+                t.push_str(&format!(
+                    "| {} |\n",
+                    r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
+                ));
+            }
+            t
+        };
+        let mut out = format!("# matmul benchmark: {}\n\n", md(&self.system.device));
+        for (k, v) in self.system_lines() {
+            let _ = writeln!(out, "- **{k}**: {}", md(&v));
+        }
+        if let Some(gpu) = &self.system.gpu {
+            let _ = writeln!(
+                out,
+                "\nGPU:\n\n```json\n{}\n```",
+                serde_json::to_string_pretty(gpu).unwrap_or_default()
+            );
+        }
+        let (header, rows) = self.result_rows();
+        out.push_str("\n## Results\n\n");
+        if rows.is_empty() {
+            out.push_str("No kernel ran.\n");
+        } else {
+            out.push_str(&table(&header, &rows));
+        }
+        let _ = writeln!(
+            out,
+            "\nRates from the median time; `% of roof` against the lower of bandwidth × intensity \
+             ({}) and the dtype's compute peak.",
+            self.intensity_source()
+        );
+        let _ = writeln!(out, "\n## Roofline\n\n![roofline]({svg_path})\n");
+        out.push_str("## Ceilings\n\n");
+        let ceil = self.ceiling_rows();
+        if ceil.is_empty() {
+            out.push_str("No ceilings were measured or found in the datasheet table.\n");
+        } else {
+            out.push_str(&table(
+                &["roof".into(), "measured".into(), "datasheet".into()],
+                &ceil,
+            ));
+            out.push('\n');
+            for c in [&self.ceilings.measured, &self.ceilings.datasheet]
+                .into_iter()
+                .flatten()
+            {
+                let _ = writeln!(out, "- {}: {}", md(&c.device), md(&c.source));
+            }
+        }
+        let failed: Vec<&Record> = self
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+            .collect();
+        if !failed.is_empty() {
+            out.push_str("\n## Failed\n\n");
+            for r in failed {
+                let _ = writeln!(
+                    out,
+                    "- `{}` {} {}: {}",
+                    r.kernel,
+                    r.dtype,
+                    r.shape,
+                    md(r.reason.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        let skipped = self.skipped_groups();
+        if !skipped.is_empty() {
+            out.push_str("\n## Skipped\n\n");
+            for (what, count, reason) in skipped {
+                let _ = writeln!(out, "- {what} ({count}x): {}", md(&reason));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,427 @@
+//! The report model: one [`Record`] per kernel × dtype × shape, the machine, the settings and
+//! the ceilings, with the ratios and roofline bounds computed from them, and its JSON form
+//! (schema: docs/results-schema.md). The renderers live beside it: `csv` (results.csv),
+//! `markdown` (the text table for stdout and report.md), `html` (report.html), with the rows they
+//! share in `rows`; `write` holds [`write_reports`], which writes every file.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use matmul::{BackendKind, DType, Problem};
+
+use crate::ceilings::Ceilings;
+use crate::check::Verification;
+use crate::roofline::{PlotPoint, RoofBound, Roofs};
+use crate::stats::Stats;
+use crate::system::SystemInfo;
+
+mod csv;
+mod html;
+mod markdown;
+mod rows;
+mod write;
+
+pub use csv::csv_field;
+pub use write::{write_reports, ReportFiles};
+
+/// Bumped whenever a field of results.json changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What happened to one kernel × dtype × shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    /// Verified, then timed.
+    #[serde(rename = "OK")]
+    Ok,
+    /// The run errored or the result was wrong; not timed (or the timing itself errored).
+    #[serde(rename = "FAILED")]
+    Failed,
+    /// Not attempted: wrong backend, unsupported dtype, a `can_run` rule, or no memory for inputs.
+    #[serde(rename = "SKIPPED")]
+    Skipped,
+}
+
+impl Status {
+    /// "OK", "FAILED" or "SKIPPED", as in results.json and the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Failed => "FAILED",
+            Status::Skipped => "SKIPPED",
+        }
+    }
+}
+
+/// How one record was timed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Untimed launches before the timed ones.
+    pub warmup: usize,
+    /// Timed launches.
+    pub iters: usize,
+    /// Input sets rotated among (so that together they exceed `cache_bytes`).
+    pub input_sets: usize,
+    /// Bytes of A and B in one input set.
+    pub input_set_bytes: u64,
+    /// Statistics of the per-launch times, seconds.
+    pub stats: Stats,
+    /// Every timed launch, seconds, in order.
+    pub samples_s: Vec<f64>,
+    /// With `--rounds` > 1: the median launch time of each round, seconds (the spread of these is
+    /// the run-to-run noise that interleaving averages out); empty for a single round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_medians_s: Vec<f64>,
+}
+
+/// The kernels ratios are taken against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baselines {
+    /// The vendor library ("cublas" on CUDA; none on the CPU): `vs_cublas`.
+    pub vendor: Option<String>,
+    /// The seeds' naive kernel ("naive" on CUDA, "cpu-reference" on the CPU): `vs_naive`.
+    pub naive: Option<String>,
+}
+
+impl Baselines {
+    /// cuBLAS and `naive` on CUDA; no vendor and `cpu-reference` on the CPU.
+    pub fn for_backend(kind: BackendKind) -> Baselines {
+        match kind {
+            BackendKind::Cuda => Baselines {
+                vendor: Some("cublas".into()),
+                naive: Some("naive".into()),
+            },
+            BackendKind::Cpu => Baselines {
+                vendor: None,
+                naive: Some("cpu-reference".into()),
+            },
+        }
+    }
+}
+
+/// The measurement settings a run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Untimed launches before the timed ones (per kernel × problem).
+    pub warmup: usize,
+    /// Timed launches; with `min_time_s` also set, the minimum.
+    pub iters: Option<usize>,
+    /// Timing continued until the timed launches summed to this (capped by `max_iters`).
+    pub min_time_s: Option<f64>,
+    /// Cap on timed launches.
+    pub max_iters: usize,
+    /// The rotating input sets together exceed this many bytes.
+    pub cache_bytes: u64,
+    /// Cap on input sets.
+    pub max_input_sets: usize,
+    /// Products with m·n·k at most this are verified in full; larger ones by sampling.
+    pub verify_full_limit: u64,
+    /// Random entries of a sampled verification (the last row, last column and corners added).
+    pub verify_samples: usize,
+    /// Seed of the random inputs.
+    pub seed: u64,
+    /// Timing rounds per problem (see `BenchConfig::rounds`); 1 in reports written before it.
+    #[serde(default = "one_round")]
+    pub rounds: usize,
+}
+
+fn one_round() -> usize {
+    1
+}
+
+/// The device's ceilings as measured in this run and as its datasheet gives them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CeilingsInfo {
+    /// Measured on this machine in this run (None when not measured).
+    pub measured: Option<Ceilings>,
+    /// The datasheet's, when the device is in the table.
+    pub datasheet: Option<Ceilings>,
+}
+
+/// One kernel × dtype × shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Registry name.
+    pub kernel: String,
+    /// The tiling a SIMT-ladder kernel ran with (`BMxBNxBK/TMxTN...`); None for other kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<String>,
+    /// "cpu" or "cuda" (the kernel's backend).
+    pub backend: String,
+    /// The element type.
+    pub dtype: DType,
+    /// "MxNxK", with " (TN)" etc. when an operand is transposed.
+    pub shape: String,
+    /// The product run (shape, transpositions, dtype, C's type).
+    pub problem: Problem,
+    /// OK, FAILED or SKIPPED.
+    pub status: Status,
+    /// Why it failed or was skipped.
+    pub reason: Option<String>,
+    /// The check against the CPU reference (None when not run).
+    pub verification: Option<Verification>,
+    /// How it was timed (None unless verified and timed).
+    pub timing: Option<Timing>,
+    /// 2·m·n·k.
+    pub flops: f64,
+    /// (m·k + k·n)·input bytes + m·n·output bytes.
+    pub min_bytes: f64,
+    /// Global-memory bytes of the kernel's traffic model (`KernelSpec::model_bytes`).
+    pub model_bytes: f64,
+    /// Bytes a profiler measured (None unless one was run).
+    pub measured_bytes: Option<f64>,
+    /// flops / model_bytes.
+    pub intensity_model: f64,
+    /// flops / measured_bytes.
+    pub intensity_measured: Option<f64>,
+    /// "FLOP/s" (floats) or "OP/s" (u32).
+    pub rate_unit: String,
+    /// flops / median time, in 10^9 per second (GFLOP/s or GOP/s).
+    pub rate_gops: Option<f64>,
+    /// min_bytes / median time, GB/s.
+    pub bandwidth_gbs: Option<f64>,
+    /// The roof that bounds this result and how close it came (None when skipped or no ceilings).
+    pub roof: Option<RoofBound>,
+    /// cuBLAS median / this median for the same dtype and problem: 1.0 is parity.
+    pub vs_cublas: Option<f64>,
+    /// Naive median / this median: the speedup over the seeds' naive kernel.
+    pub vs_naive: Option<f64>,
+}
+
+impl Record {
+    /// A record with the problem's counts filled and nothing measured.
+    pub fn new(
+        kernel: &matmul::KernelSpec,
+        problem: &Problem,
+        opts: &matmul::RunOptions,
+        status: Status,
+    ) -> Record {
+        let model_bytes = kernel.model_bytes(problem, opts);
+        Record {
+            kernel: kernel.name.to_string(),
+            tiling: kernel.tiling(opts).map(|t| t.to_string()),
+            backend: kernel.backend.to_string(),
+            dtype: problem.dtype,
+            shape: problem.shape_label(),
+            problem: *problem,
+            status,
+            reason: None,
+            verification: None,
+            timing: None,
+            flops: problem.flops(),
+            min_bytes: problem.min_bytes(),
+            model_bytes,
+            measured_bytes: None,
+            intensity_model: problem.flops() / model_bytes,
+            intensity_measured: None,
+            rate_unit: format!("{}/s", problem.dtype.rate_unit()),
+            rate_gops: None,
+            bandwidth_gbs: None,
+            roof: None,
+            vs_cublas: None,
+            vs_naive: None,
+        }
+    }
+
+    /// The median launch time, seconds (None when not timed).
+    pub fn median_s(&self) -> Option<f64> {
+        self.timing.as_ref().map(|t| t.stats.median)
+    }
+
+    /// With several timing rounds: (slowest − fastest round median) / the pooled median.
+    pub fn round_spread(&self) -> Option<f64> {
+        let t = self.timing.as_ref()?;
+        let m = &t.round_medians_s;
+        if m.len() < 2 || t.stats.median <= 0.0 {
+            return None;
+        }
+        let (lo, hi) = m.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+        Some((hi - lo) / t.stats.median)
+    }
+
+    /// Sets the profiler-measured bytes (and so the measured intensity); call
+    /// [`Report::apply_ceilings`] afterwards to re-evaluate the roof.
+    pub fn set_measured_bytes(&mut self, bytes: f64) {
+        self.measured_bytes = Some(bytes);
+        self.intensity_measured = (bytes > 0.0).then(|| self.flops / bytes);
+    }
+}
+
+/// A whole benchmark run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] of the code that wrote it.
+    pub schema_version: u32,
+    /// The machine, the date, the commit and the command line.
+    pub system: SystemInfo,
+    /// How the run measured.
+    pub settings: Settings,
+    /// The kernels ratios are taken against.
+    pub baselines: Baselines,
+    /// The ceilings the roofs come from.
+    pub ceilings: CeilingsInfo,
+    /// One per kernel × dtype × shape, in run order.
+    pub records: Vec<Record>,
+}
+
+impl Report {
+    /// Attaches the ceilings and (re)computes every record's roof. The measured intensity is used
+    /// where a profiler provided bytes, else the traffic model's.
+    pub fn apply_ceilings(&mut self, measured: Option<Ceilings>, datasheet: Option<Ceilings>) {
+        self.ceilings = CeilingsInfo {
+            measured,
+            datasheet,
+        };
+        let roofs = self.roofs();
+        for r in &mut self.records {
+            r.roof = if r.status == Status::Skipped {
+                None
+            } else {
+                let intensity = r.intensity_measured.unwrap_or(r.intensity_model);
+                roofs.bound(r.dtype, intensity, r.rate_gops)
+            };
+        }
+    }
+
+    /// Where the intensities placing records on the roofline come from.
+    pub fn intensity_source(&self) -> &'static str {
+        let measured = self.records.iter().any(|r| r.intensity_measured.is_some());
+        if measured {
+            "DRAM bytes measured by ncu where profiled, else the traffic model"
+        } else {
+            "traffic model"
+        }
+    }
+
+    /// The roofs in force (measured where measured, else datasheet).
+    pub fn roofs(&self) -> Roofs {
+        Roofs::effective(
+            self.ceilings.measured.as_ref(),
+            self.ceilings.datasheet.as_ref(),
+        )
+    }
+
+    /// (Re)computes `vs_cublas` and `vs_naive` from the baselines run in this report; a baseline
+    /// that was not run, failed or was skipped leaves the ratio `None`.
+    pub fn compute_ratios(&mut self) {
+        let median_of = |name: &Option<String>, p: &Problem, records: &[Record]| {
+            let name = name.as_deref()?;
+            records
+                .iter()
+                .find(|r| r.kernel == name && r.problem == *p && r.status == Status::Ok)
+                .and_then(Record::median_s)
+        };
+        let ratios: Vec<(Option<f64>, Option<f64>)> = self
+            .records
+            .iter()
+            .map(|r| {
+                let Some(t) = r.median_s().filter(|_| r.status == Status::Ok) else {
+                    return (None, None);
+                };
+                let vendor = median_of(&self.baselines.vendor, &r.problem, &self.records);
+                let naive = median_of(&self.baselines.naive, &r.problem, &self.records);
+                (vendor.map(|v| v / t), naive.map(|n| n / t))
+            })
+            .collect();
+        for (r, (v, n)) in self.records.iter_mut().zip(ratios) {
+            r.vs_cublas = v;
+            r.vs_naive = n;
+        }
+    }
+
+    /// results.json: pretty-printed JSON.
+    pub fn to_json(&self) -> io::Result<String> {
+        serde_json::to_string_pretty(self).map_err(io::Error::other)
+    }
+
+    /// Reads results.json (an error names what does not fit the schema).
+    pub fn from_json(text: &str) -> io::Result<Report> {
+        serde_json::from_str(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// The points the roofline plots: for each kernel × dtype that was timed, its largest shape
+    /// (most FLOPs; the first on ties), numbered in record order.
+    pub fn plot_points(&self) -> Vec<PlotPoint> {
+        let mut best: Vec<&Record> = Vec::new();
+        for r in &self.records {
+            if r.status != Status::Ok || r.rate_gops.is_none() {
+                continue;
+            }
+            match best
+                .iter_mut()
+                .find(|b| b.kernel == r.kernel && b.dtype == r.dtype)
+            {
+                Some(b) if r.flops > b.flops => *b = r,
+                Some(_) => {}
+                None => best.push(r),
+            }
+        }
+        best.iter()
+            .enumerate()
+            .map(|(i, r)| PlotPoint {
+                number: i + 1,
+                kernel: r.kernel.clone(),
+                dtype: r.dtype,
+                shape: r.shape.clone(),
+                intensity: r.intensity_measured.unwrap_or(r.intensity_model),
+                rate_gops: r.rate_gops.unwrap_or(0.0),
+                bound: r.roof.clone(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::synthetic_report;
+
+    #[test]
+    fn json_round_trip() {
+        let report = synthetic_report();
+        let text = report.to_json().unwrap();
+        let back = Report::from_json(&text).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(back.to_json().unwrap(), text);
+        assert!(Report::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn ratios_use_only_baselines_that_ran() {
+        let mut report = synthetic_report();
+        let find = |r: &Report, k: &str, d: DType, n: usize| {
+            r.records
+                .iter()
+                .find(|x| x.kernel == k && x.dtype == d && x.problem.m == n)
+                .cloned()
+                .unwrap()
+        };
+        // Synthetic records keep the template's timing; give the baselines distinct medians.
+        for r in &mut report.records {
+            let t = r.timing.as_mut().unwrap();
+            t.stats.median = match r.kernel.as_str() {
+                "cublas" => 1.0,
+                "naive" => 8.0,
+                _ => 2.0,
+            };
+        }
+        report.compute_ratios();
+        let tiled = find(&report, "tiled", DType::F32, 1024);
+        assert_eq!(tiled.vs_cublas, Some(0.5));
+        assert_eq!(tiled.vs_naive, Some(4.0));
+        // A failed baseline gives no ratio.
+        for r in &mut report.records {
+            if r.kernel == "cublas" && r.dtype == DType::F32 {
+                r.status = Status::Failed;
+            }
+        }
+        report.compute_ratios();
+        assert_eq!(find(&report, "tiled", DType::F32, 1024).vs_cublas, None);
+        assert_eq!(
+            find(&report, "tiled", DType::U32, 1024).vs_cublas,
+            Some(0.5)
+        );
+    }
+}

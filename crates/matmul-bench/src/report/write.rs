@@ -1,0 +1,94 @@
+//! Writing a report: every file format into one directory, and the roofline SVG of a report.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::roofline::render_svg;
+
+use super::Report;
+
+/// Paths of the files [`write_reports`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportFiles {
+    /// results.json.
+    pub json: PathBuf,
+    /// results.csv.
+    pub csv: PathBuf,
+    /// roofline.svg.
+    pub svg: PathBuf,
+    /// report.md.
+    pub markdown: PathBuf,
+    /// report.html.
+    pub html: PathBuf,
+}
+
+/// Writes results.json, results.csv, roofline.svg, report.md and report.html into `dir`
+/// (created if missing).
+pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
+    std::fs::create_dir_all(dir)?;
+    let files = ReportFiles {
+        json: dir.join("results.json"),
+        csv: dir.join("results.csv"),
+        svg: dir.join("roofline.svg"),
+        markdown: dir.join("report.md"),
+        html: dir.join("report.html"),
+    };
+    std::fs::write(&files.json, report.to_json()?)?;
+    std::fs::write(&files.csv, report.to_csv())?;
+    std::fs::write(&files.svg, report.roofline_svg())?;
+    std::fs::write(&files.markdown, report.to_markdown("roofline.svg"))?;
+    std::fs::write(&files.html, report.to_html())?;
+    Ok(files)
+}
+
+impl Report {
+    /// roofline.svg: the largest timed shape of every kernel × dtype against the roofs in force.
+    pub fn roofline_svg(&self) -> String {
+        let title = format!("Roofline: {} ({})", self.system.device, self.system.date);
+        let subtitle = "Largest timed shape per kernel and dtype; intensity from each kernel's \
+                        global-memory traffic model (before caches), rate from the median time.";
+        render_svg(&title, subtitle, &self.roofs(), &self.plot_points())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::tests::{check_xml, synthetic_report};
+
+    #[test]
+    fn svg_is_well_formed_with_one_point_per_result() {
+        let report = synthetic_report();
+        let points = report.plot_points();
+        // Largest shape per kernel × dtype: 6 kernels × 4 dtypes.
+        assert_eq!(points.len(), 24);
+        assert!(points.iter().all(|p| p.shape.starts_with("4096")));
+        let svg = report.roofline_svg();
+        let elements = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        assert!(elements > 50);
+        assert_eq!(svg.matches(r#"class="point""#).count(), points.len());
+        assert_eq!(svg.matches(r#"class="point-label""#).count(), points.len());
+        // Measured roofs solid, the datasheet ones they override dashed; tf32 from the datasheet.
+        assert!(svg.contains("memory 3.00 TB/s (measured)"));
+        assert!(svg.contains("memory 3.35 TB/s (datasheet)"));
+        assert!(svg.contains("tf32 495 TFLOP/s (datasheet)"));
+        assert!(svg.contains("int32 33.5 TOP/s (datasheet)"));
+        assert!(svg.contains("&lt;test&gt; &amp; co"));
+        if let Some(dir) = std::env::var_os("MATMUL_BENCH_DUMP") {
+            let dir = PathBuf::from(dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("synthetic.svg"), &svg).unwrap();
+            std::fs::write(
+                dir.join("synthetic.md"),
+                report.to_markdown("synthetic.svg"),
+            )
+            .unwrap();
+            std::fs::write(dir.join("synthetic.html"), report.to_html()).unwrap();
+            println!("{}", report.table());
+        }
+        assert!(check_xml("<a><b></a></b>").is_err());
+        assert!(check_xml("<a x=1/>").is_err());
+        assert!(check_xml("<a>&nope;</a>").is_err());
+    }
+}
