@@ -7,6 +7,7 @@
 
 use super::launch::Launcher;
 use super::libs::Context;
+use super::split_tail::{TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
 use super::CudaBackend;
 use crate::error::{Error, Result};
 
@@ -85,15 +86,60 @@ fn parse_options(text: &str) -> Result<Vec<String>> {
 
 /// The kernel define that turns the split tail off (`MATMUL_KERNEL_DEFINES=SPLIT_TAIL=0`, for
 /// A/B runs): the host then launches every tile whole.
-pub(super) const SPLIT_TAIL_OFF: (&str, &str) = ("SPLIT_TAIL", "0");
+const SPLIT_TAIL_OFF: (&str, &str) = ("SPLIT_TAIL", "0");
+
+/// The split tail's knobs among the experiment defines (the registry sets none of them):
+/// [`SPLIT_TAIL_OFF`], and `TAIL_EXTRA_EIGHTHS=n` and `TAIL_PIECE_SLICES=n`, which override
+/// [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Each is read when asked for, so a malformed
+/// value is an error only where it is used.
+pub(super) struct TailKnobs {
+    defines: Vec<(String, String)>,
+}
+
+impl TailKnobs {
+    /// The knobs in force ([`experiment_defines`]).
+    pub(super) fn read() -> Result<TailKnobs> {
+        Ok(TailKnobs {
+            defines: experiment_defines()?,
+        })
+    }
+
+    /// Whether the split tail is on (not turned off by [`SPLIT_TAIL_OFF`]).
+    pub(super) fn enabled(&self) -> Result<bool> {
+        Ok(self.value(SPLIT_TAIL_OFF.0, 1)? != 0)
+    }
+
+    /// The tail beyond the last partial wave, in eighths of a wave.
+    pub(super) fn extra_eighths(&self) -> Result<u64> {
+        self.value("TAIL_EXTRA_EIGHTHS", TAIL_EXTRA_EIGHTHS)
+    }
+
+    /// The length of a tail piece in k slices.
+    pub(super) fn piece_slices(&self) -> Result<u64> {
+        self.value("TAIL_PIECE_SLICES", TAIL_PIECE_SLICES)
+    }
+
+    /// The last value given to define `name`, else `default`.
+    fn value(&self, name: &str, default: u64) -> Result<u64> {
+        match self.defines.iter().rev().find(|(n, _)| n == name) {
+            None => Ok(default),
+            Some((_, v)) => v.parse().map_err(|_| {
+                Error::Invalid(format!("{name}={v}: the split tail needs a whole number"))
+            }),
+        }
+    }
+}
+
+/// The environment variable of the probe hook: the `__device__` array whose words a timing run
+/// prints to stderr after its last launch.
+pub const PROBE_ENV: &str = "MATMUL_PROBE";
 
 impl CudaBackend {
     /// Experiment hook: with `$MATMUL_PROBE=SYMBOL`, prints the module-scope `__device__` array
     /// SYMBOL of the kernel just timed, as u64 words, to stderr (a kernel compiled with a probe
     /// switch writes its timestamps there, left by the last launch).
     pub(super) fn print_probe(&self, launcher: &Launcher) -> Result<()> {
-        let (Ok(symbol), Launcher::Kernel { loaded, .. }) =
-            (std::env::var("MATMUL_PROBE"), launcher)
+        let (Ok(symbol), Launcher::Kernel { loaded, .. }) = (std::env::var(PROBE_ENV), launcher)
         else {
             return Ok(());
         };
@@ -148,5 +194,29 @@ mod tests {
             let e = parse_options(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains(OPTIONS_ENV), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn tail_knobs_take_the_last_value_and_name_a_bad_one() {
+        let knobs = |pairs: &[(&str, &str)]| TailKnobs {
+            defines: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let none = knobs(&[]);
+        assert!(none.enabled().unwrap());
+        assert_eq!(none.extra_eighths().unwrap(), TAIL_EXTRA_EIGHTHS);
+        assert_eq!(none.piece_slices().unwrap(), TAIL_PIECE_SLICES);
+        let set = knobs(&[
+            ("TAIL_PIECE_SLICES", "32"),
+            ("TAIL_PIECE_SLICES", "128"),
+            ("SPLIT_TAIL", "0"),
+            ("TAIL_EXTRA_EIGHTHS", "x"),
+        ]);
+        assert!(!set.enabled().unwrap());
+        assert_eq!(set.piece_slices().unwrap(), 128);
+        let e = set.extra_eighths().unwrap_err().to_string();
+        assert!(e.contains("TAIL_EXTRA_EIGHTHS=x"), "{e}");
     }
 }

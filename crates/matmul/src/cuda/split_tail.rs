@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig};
 
-use super::compile::{self, Build};
-use super::experiment::SPLIT_TAIL_OFF;
+use super::compile::Build;
+use super::experiment::TailKnobs;
 use super::launch::Launcher;
 use super::libs::Context;
 use super::{CudaBackend, Loaded};
 use crate::backend::RunOptions;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::problem::Problem;
 use crate::registry::KernelSpec;
 
@@ -95,8 +95,8 @@ pub const TAIL_PIECE_SLICES: u64 = 64;
 
 impl CudaBackend {
     /// Where [`split_tail_plan`] splits the `tiles` tiles of `problem` for a split-tail kernel
-    /// (loaded as `main`, launched with `config` at `tiling`). Its knobs are experiment defines
-    /// (`MATMUL_KERNEL_DEFINES`; the registry sets none of them).
+    /// (loaded as `main`, launched with `config` at `tiling`), with the knobs of
+    /// [`TailKnobs`] (experiment defines; the registry sets none of them).
     fn tail_plan(
         &self,
         problem: &Problem,
@@ -105,18 +105,10 @@ impl CudaBackend {
         config: &LaunchConfig,
         tiling: crate::registry::Tiling,
     ) -> Result<Option<TailPlan>> {
-        let defines = compile::experiment_defines()?;
-        let define = |name: &str, default: u64| -> Result<u64> {
-            match defines.iter().rev().find(|(n, _)| n == name) {
-                None => Ok(default),
-                Some((_, v)) => v.parse().map_err(|_| {
-                    Error::Invalid(format!("{name}={v}: the split tail needs a whole number"))
-                }),
-            }
-        };
+        let knobs = TailKnobs::read()?;
         // Without programmatic dependent launches (before compute capability 9.0) the tail could
         // only start after the last whole tile, which is what it is there to overlap.
-        if define(SPLIT_TAIL_OFF.0, 1)? == 0 || self.info.compute_capability.0 < 9 {
+        if !knobs.enabled()? || self.info.compute_capability.0 < 9 {
             return Ok(None);
         }
         let wave = self.blocks_per_sm(main, config)? as u64 * self.info.sm_count as u64;
@@ -125,8 +117,8 @@ impl CudaBackend {
             tiles,
             slices,
             wave,
-            define("TAIL_EXTRA_EIGHTHS", TAIL_EXTRA_EIGHTHS)?,
-            define("TAIL_PIECE_SLICES", TAIL_PIECE_SLICES)?,
+            knobs.extra_eighths()?,
+            knobs.piece_slices()?,
         ))
     }
 
