@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod dtype;
 pub mod error;
+pub mod family;
 pub mod judge;
 pub mod matrix;
 pub mod problem;

@@ -11,11 +11,12 @@ use super::buffers::DeviceBuf;
 use super::compile::Build;
 use super::libs::{self, Context};
 use super::split_tail::SplitLaunch;
-use super::{cublas, tma, CudaBackend, Loaded};
+use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
+use crate::family::Boxes;
 use crate::problem::Problem;
-use crate::registry::{CudaSource, Geometry, Implementation, KernelSpec, WgmmaTf32Orientation};
+use crate::registry::{Implementation, KernelSpec};
 
 /// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
 pub(super) enum Launcher {
@@ -23,7 +24,7 @@ pub(super) enum Launcher {
         loaded: Arc<Loaded>,
         config: LaunchConfig,
         /// The boxes of the TMA tensor maps that follow the usual arguments (TMA kernels only).
-        tma: Option<tma::Boxes>,
+        tma: Option<Boxes>,
         /// A split-tail kernel's extra argument and tail launch (split-tail kernels only).
         split: Option<SplitLaunch>,
     },
@@ -39,104 +40,51 @@ pub(super) struct Operands {
     pub(super) maps: Option<[tma::TensorMap; 3]>,
 }
 
-impl CudaBackend {
-    /// Grid, block and dynamic shared memory for `src` on `problem` (see `registry::Geometry`).
-    fn launch_config(
-        &self,
-        kernel: &KernelSpec,
-        src: &CudaSource,
-        problem: &Problem,
-        opts: &RunOptions,
-    ) -> Result<LaunchConfig> {
-        let unsupported = |rule: String| -> Error {
-            Unsupported {
-                kernel: kernel.name.to_string(),
-                problem: problem.to_string(),
-                rule,
-            }
-            .into()
-        };
-        let blocks = |n: usize, per: u32| -> Result<u32> {
-            u32::try_from(n.div_ceil(per as usize)).map_err(|_| {
-                unsupported(format!(
-                    "the grid would need {} blocks",
-                    n.div_ceil(per as usize)
-                ))
-            })
-        };
-        let (m, n) = (problem.m, problem.n);
-        let square = |t: u32| -> Result<u32> {
-            let threads = t as u64 * t as u64;
-            if t == 0 || threads > self.info.max_threads_per_block as u64 {
-                return Err(unsupported(format!(
-                    "TILE {t} needs {threads} threads per block; the device allows 1 to {}",
-                    self.info.max_threads_per_block
-                )));
-            }
-            Ok(t)
-        };
-        let (grid_dim, block_dim) = match src.geometry {
-            Geometry::RowPerThread { threads } => ((blocks(m, threads)?, 1, 1), (threads, 1, 1)),
-            Geometry::ElementPerThread { threads } => {
-                ((blocks(m * n, threads)?, 1, 1), (threads, 1, 1))
-            }
-            Geometry::RowSegment { threads } => {
-                ((blocks(n, threads)?, blocks(m, 1)?, 1), (threads, 1, 1))
-            }
-            Geometry::Tile2d { tile: t } => {
-                let t = square(opts.tile.unwrap_or(t))?;
-                ((blocks(n, t)?, blocks(m, t)?, 1), (t, t, 1))
-            }
-            Geometry::SingleBlock { tpb } => {
-                let t = square(opts.tile.unwrap_or(tpb))?;
-                ((1, 1, 1), (t, t, 1))
-            }
-            Geometry::BlockTile { tiling } => {
-                let t = opts.tiling.unwrap_or(tiling);
-                kernel.check_tiling(&t).map_err(unsupported)?;
-                ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads(), 1, 1))
-            }
-            Geometry::Mma { tile: t } => {
-                ((blocks(n, t.bn)?, blocks(m, t.bm)?, 1), (t.threads, 1, 1))
-            }
-            Geometry::Wgmma { tile: t } | Geometry::WgmmaTf32 { tile: t } => {
-                // Persistent: one block per SM (or per tile when there are fewer tiles), in
-                // whole clusters of `t.cluster` blocks that take vertically adjacent tiles of D.
-                // D is C, or C^T when both kernels swap the operands (op(A) = op(B) = N:
-                // tma::swaps_operands); then the tiles run BM along N and BN along M. (tf32's
-                // op(A) = T with op(B) = N has no orientation; can_run refuses it before this.)
-                let c = t.cluster.max(1) as u64;
-                let (rows, cols) =
-                    WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
-                let units = (blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64;
-                let clusters = units.min((self.info.sm_count as u64 / c).max(1));
-                (
-                    (u32::try_from(clusters * c).unwrap_or(u32::MAX), 1, 1),
-                    (t.threads, 1, 1),
-                )
-            }
-        };
-        // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
-        // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
-        // discarded). The device limit is a multiple of 16, so rounding never crosses it.
-        let shared = if let Some((_, bytes)) = kernel.tile_shared_bytes(problem.dtype, opts) {
-            bytes
-        } else if kernel
-            .constraints
-            .contains(&crate::registry::Constraint::KFitsSharedMemory)
-        {
-            (problem.k * problem.dtype.input_bytes()).next_multiple_of(16)
-        } else {
-            0
-        };
-        Ok(LaunchConfig {
-            grid_dim,
-            block_dim,
-            shared_mem_bytes: u32::try_from(shared)
-                .map_err(|_| unsupported(format!("{shared} bytes of shared memory")))?,
-        })
-    }
+/// Grid, block and dynamic shared memory for `kernel` on `problem` on `device`: the grid and
+/// block of its family ([`Family::launch_dims`](crate::family::Family::launch_dims)), and the
+/// shared memory of its tile or of a packed row of K.
+pub(super) fn launch_config(
+    kernel: &KernelSpec,
+    problem: &Problem,
+    opts: &RunOptions,
+    device: &DeviceInfo,
+) -> Result<LaunchConfig> {
+    let unsupported = |rule: String| -> Error {
+        Unsupported {
+            kernel: kernel.name.to_string(),
+            problem: problem.to_string(),
+            rule,
+        }
+        .into()
+    };
+    let family = kernel
+        .family()
+        .ok_or_else(|| Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name)))?;
+    let (grid_dim, block_dim) = family
+        .launch_dims(kernel, problem, opts, device)
+        .map_err(unsupported)?;
+    // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
+    // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
+    // discarded). The device limit is a multiple of 16, so rounding never crosses it.
+    let shared = if let Some((_, bytes)) = kernel.tile_shared_bytes(problem.dtype, opts) {
+        bytes
+    } else if kernel
+        .constraints
+        .contains(&crate::registry::Constraint::KFitsSharedMemory)
+    {
+        (problem.k * problem.dtype.input_bytes()).next_multiple_of(16)
+    } else {
+        0
+    };
+    Ok(LaunchConfig {
+        grid_dim,
+        block_dim,
+        shared_mem_bytes: u32::try_from(shared)
+            .map_err(|_| unsupported(format!("{shared} bytes of shared memory")))?,
+    })
+}
 
+impl CudaBackend {
     /// Lets `loaded` use `bytes` of dynamic shared memory (above 48 KiB this is an opt-in).
     pub(super) fn allow_dynamic_shared(&self, loaded: &Loaded, bytes: usize) -> Result<()> {
         let mut allowed = loaded
@@ -164,19 +112,12 @@ impl CudaBackend {
     ) -> Result<Launcher> {
         match &kernel.implementation {
             Implementation::Cuda(src) => {
-                let mut config = self.launch_config(kernel, src, problem, opts)?;
+                let mut config = launch_config(kernel, problem, opts, &self.info)?;
                 let loaded = self.load_kernel(kernel, problem.types(), opts, Build::Main)?;
                 self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
-                let tma = match src.geometry {
-                    Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
-                        Some(tma::Boxes::Tc(tile))
-                    }
-                    Geometry::BlockTile { tiling } if src.tma_tiles => {
-                        Some(tma::Boxes::Simt(opts.tiling.unwrap_or(tiling)))
-                    }
-                    _ => None,
-                };
-                if let Some(tma::Boxes::Tc(t)) = tma.filter(|b| b.cluster() > 1) {
+                let extra = src.family().extra_args(kernel, opts);
+                let tma = extra.tensor_maps;
+                if let Some(Boxes::Tc(t)) = tma.filter(|b| b.cluster() > 1) {
                     // A persistent grid must be co-resident: not every SM can host half of a
                     // cluster (the GPCs' SM counts), so ask the driver how many clusters fit.
                     let fit = loaded
@@ -193,16 +134,11 @@ impl CudaBackend {
                     }
                     config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
                 }
-                let split = match src.geometry {
-                    Geometry::BlockTile { tiling } if src.split_tail => Some(self.split_launch(
-                        kernel,
-                        problem,
-                        opts,
-                        &loaded,
-                        &config,
-                        opts.tiling.unwrap_or(tiling),
-                    )?),
-                    _ => None,
+                let split = match extra.split_tail {
+                    Some(tiling) => {
+                        Some(self.split_launch(kernel, problem, opts, &loaded, &config, tiling)?)
+                    }
+                    None => None,
                 };
                 Ok(Launcher::Kernel {
                     loaded,
@@ -245,8 +181,8 @@ impl CudaBackend {
             Launcher::Kernel {
                 tma: Some(boxes), ..
             } => Some(match boxes {
-                tma::Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
-                tma::Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
+                Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
+                Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
             }),
             _ => None,
         };
@@ -374,5 +310,47 @@ impl CudaBackend {
             )
         }
         .result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launch_config;
+    use crate::family::tests::h100;
+    use crate::registry::find;
+    use crate::{DType, Problem, RunOptions};
+
+    /// The shared memory of a launch: the tile's, a packed row of K rounded up to 16 bytes, or
+    /// none; grid and block are the family's.
+    #[test]
+    fn launch_configs_carry_the_tiles_shared_memory() {
+        let config = |name: &str, p: Problem| {
+            let c =
+                launch_config(find(name).unwrap(), &p, &RunOptions::default(), &h100()).unwrap();
+            (c.grid_dim, c.block_dim, c.shared_mem_bytes)
+        };
+        let f32 = |m, n, k| Problem::new(m, n, k, DType::F32);
+        assert_eq!(
+            config("tiled", f32(17, 33, 65)),
+            ((3, 2, 1), (16, 16, 1), 0)
+        );
+        // 1001 floats of B's column: 4004 bytes, read in 16-byte loads.
+        assert_eq!(
+            config("rowpack", f32(70, 5, 1001)),
+            ((2, 1, 1), (64, 1, 1), 4016)
+        );
+        // 4 stages of (128 + 128) × 32 bf16.
+        let mma = config("mma-sync", Problem::new(300, 260, 36, DType::Bf16));
+        assert_eq!(mma, ((3, 3, 1), (256, 1, 1), 4 * 256 * 32 * 2));
+        // 4 stages of (128 + 256) × 64 bf16, 1 KiB of alignment, 2 staged C boxes per consumer.
+        let wgmma = config("wgmma", Problem::new(8192, 8192, 8192, DType::Bf16));
+        let shared = 4 * 384 * 64 * 2 + 1024 + 2 * 128 * 128;
+        assert_eq!(wgmma, ((132, 1, 1), (384, 1, 1), shared));
+        // 4 stages of 20 × (128 + 256) floats, 4 mbarriers and 128 bytes of alignment slack.
+        let tma = config("simt-tma", f32(300, 260, 36));
+        assert_eq!(
+            tma,
+            ((2, 3, 1), (256, 1, 1), 4 * 20 * 384 * 4 + 8 * 4 + 128)
+        );
     }
 }

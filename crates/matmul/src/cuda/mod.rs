@@ -10,10 +10,10 @@
 //! synchronizes and checks the context's error state before it returns.
 //!
 //! This file holds the backend and its `Backend` impl; beside it, `buffers.rs` (device buffers:
-//! upload, poison or zero, download), `launch.rs` (one launch: grid, block and dynamic shared
-//! memory, operands and tensor maps from `tma.rs`, cuBLAS), `split_tail.rs` (the split tail's
-//! plan, workspace and tail launch) and [`experiment`] (the developer knobs read from the
-//! environment).
+//! upload, poison or zero, download), `launch.rs` (one launch: grid and block from the kernel's
+//! [`family`](crate::family), dynamic shared memory, operands and tensor maps from `tma.rs`,
+//! cuBLAS), `split_tail.rs` (the split tail's plan, workspace and tail launch) and [`experiment`]
+//! (the developer knobs read from the environment).
 
 mod buffers;
 pub mod ceilings;

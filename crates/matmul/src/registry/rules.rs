@@ -2,7 +2,7 @@
 //! tile and device rules, each refusal naming the rule broken.
 
 use super::tiling::Tiling;
-use super::types::{BackendKind, Constraint, Geometry, KernelSpec, WgmmaTf32Orientation};
+use super::types::{BackendKind, Constraint, KernelSpec, WgmmaTf32Orientation};
 use super::KERNELS;
 use crate::backend::RunOptions;
 use crate::dtype::DType;
@@ -46,31 +46,12 @@ impl KernelSpec {
     /// The dynamic shared memory a launch of a SIMT-ladder or tensor-core kernel asks for, with
     /// a label of the tile that needs it; None for other kernels.
     pub fn tile_shared_bytes(&self, dtype: DType, opts: &RunOptions) -> Option<(String, usize)> {
-        match (self.tiling(opts), self.tc_tile()) {
-            (Some(t), _) => Some((
-                format!("tiling {t}"),
-                t.shared_elems() as usize * dtype.input_bytes()
-                    + if self.tma_tiles() {
-                        // The STAGES mbarriers, and slack to align the boxes to 128 bytes.
-                        8 * t.stages as usize + 128
-                    } else {
-                        0
-                    },
-            )),
-            (None, Some(t)) => Some((
-                format!("tile {t}"),
-                t.shared_bytes(dtype, self.persistent()),
-            )),
-            (None, None) => None,
-        }
+        self.family()?.tile_shared_bytes(self, dtype, opts)
     }
 
     /// Whether the kernel runs a persistent grid (one block per SM walking the tiles of C).
     pub fn persistent(&self) -> bool {
-        matches!(
-            self.cuda_source().map(|s| s.geometry),
-            Some(Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. })
-        )
+        self.family().is_some_and(|f| f.persistent())
     }
 
     /// Whether this kernel can run `problem` (CUTLASS's `can_implement`); an error names the rule.
@@ -114,13 +95,9 @@ impl KernelSpec {
                 }
             }
         }
-        if let Some(t) = self.tile(opts) {
-            if t == 0 || t > 32 {
-                return Err(fail(format!("TILE {t} needs {} threads per block; TILE must be 1 to 32 (at most 1024 threads)", t as u64 * t as u64)));
-            }
-        }
-        if let Some(t) = self.tiling(opts) {
-            self.check_tiling(&t).map_err(fail)?;
+        let family = self.family();
+        if let Some(f) = family {
+            f.check(self, opts).map_err(fail)?;
         }
         if let (Some((what, need)), Some(l)) = (self.tile_shared_bytes(problem.dtype, opts), limits)
         {
@@ -131,17 +108,8 @@ impl KernelSpec {
                 )));
             }
         }
-        if let Some(src) = self.cuda_source() {
-            let rows_of_blocks = match src.geometry {
-                Geometry::RowSegment { .. } => problem.m,
-                Geometry::Tile2d { .. } => {
-                    problem.m.div_ceil(self.tile(opts).unwrap_or(1) as usize)
-                }
-                Geometry::BlockTile { .. } | Geometry::Mma { .. } => problem
-                    .m
-                    .div_ceil(self.block_tile(opts).map_or(1, |(bm, _)| bm) as usize),
-                _ => 1,
-            };
+        if let Some(f) = family {
+            let rows_of_blocks = f.grid_rows(self, problem, opts);
             if rows_of_blocks > MAX_GRID_Y {
                 return Err(fail(format!("the grid would need {rows_of_blocks} rows of blocks; CUDA allows {MAX_GRID_Y} (gridDim.y)")));
             }

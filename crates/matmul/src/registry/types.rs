@@ -9,7 +9,8 @@ use super::tiling::{TcTile, Tiling};
 use super::traffic::Traffic;
 use crate::backend::RunOptions;
 use crate::dtype::DType;
-use crate::problem::{Op, Problem};
+pub use crate::family::wgmma::WgmmaTf32Orientation;
+use crate::family::Family;
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -28,7 +29,8 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// How a CUDA kernel is launched: the thread-to-output mapping of its seed.
+/// How a CUDA kernel is launched: the thread-to-output mapping of its seed, and its tile. The
+/// geometry names the kernel's family ([`crate::family`]), which turns it into a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Geometry {
     /// One thread per row of C, `threads` per block; grid = ⌈m / threads⌉.
@@ -55,36 +57,6 @@ pub enum Geometry {
     /// (op(B) = N), BM along the operand it loads into registers and BN along the one wgmma reads
     /// from shared memory; its tensor maps are boxed per role ([`WgmmaTf32Orientation`]).
     WgmmaTf32 { tile: TcTile },
-}
-
-/// How the tf32 wgmma kernel maps a problem onto wgmma, whose shared-memory operand must be
-/// K-major for tf32: D = R·S, with R loaded into registers (BM rows of D per tile) and S read by
-/// descriptor (BN columns of D per tile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum WgmmaTf32Orientation {
-    /// op(B) = T (B stored N×K, K-major): D = C, R = op(A), S = B.
-    Direct,
-    /// op(A) = N, op(B) = N: D = C^T, R = op(B)^T (B stored K×N), S = op(A)^T (A stored M×K).
-    Swapped,
-}
-
-impl WgmmaTf32Orientation {
-    /// The orientation of `problem`, or None for op(A) = T with op(B) = N (no K-major operand).
-    pub fn of(problem: &Problem) -> Option<WgmmaTf32Orientation> {
-        match (problem.op_a, problem.op_b) {
-            (_, Op::T) => Some(WgmmaTf32Orientation::Direct),
-            (Op::N, Op::N) => Some(WgmmaTf32Orientation::Swapped),
-            (Op::T, Op::N) => None,
-        }
-    }
-
-    /// (rows, columns) of D: (m, n) direct, (n, m) swapped.
-    pub fn d_shape(self, problem: &Problem) -> (usize, usize) {
-        match self {
-            WgmmaTf32Orientation::Direct => (problem.m, problem.n),
-            WgmmaTf32Orientation::Swapped => (problem.n, problem.m),
-        }
-    }
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -188,6 +160,12 @@ impl CudaSource {
         out.push_str(&format!("#line 1 \"{}\"\n{}", self.file, self.text));
         out
     }
+
+    /// The family of this kernel: its launch geometry, extra arguments and tile rules
+    /// ([`family::of`](crate::family::of)).
+    pub fn family(&self) -> &'static dyn Family {
+        crate::family::of(self)
+    }
 }
 
 impl KernelSpec {
@@ -203,6 +181,11 @@ impl KernelSpec {
         self.cuda_source()
             .filter(|s| s.split_tail)
             .map(|_| format!("{}_tail", self.entry_point()))
+    }
+
+    /// The family of a CUDA kernel (None for the CPU kernels and cuBLAS).
+    pub fn family(&self) -> Option<&'static dyn Family> {
+        self.cuda_source().map(CudaSource::family)
     }
 
     pub fn cuda_source(&self) -> Option<&CudaSource> {
