@@ -1,7 +1,8 @@
 //! `matmul`: matrix multiplication from the seed documents' teaching kernels to Hopper tensor
 //! cores, with a CPU backend that works with no GPU and the Judge Girl contract bit for bit.
 //!
-//! Layers (data flows down): registry → backends (cpu, cuda) → kernels/*.cu.
+//! Layers (data flows down): registry (the table of kernels; a CUDA entry's family says how it
+//! launches) → backends (cpu, cuda) → kernels/*.cu.
 
 pub mod backend;
 pub mod cpu;
