@@ -89,6 +89,8 @@
 //! - [`matrix`], [`problem`], [`dtype`], [`error`]: the data and its types; [`verify`]: the
 //!   comparison with the reference.
 //! - [`compat`]: the seeds' contracts (the Judge Girl problem, the Mojo puzzles).
+//! - [`family`]: how each CUDA kernel family launches (grid, block, shared memory, extra
+//!   arguments, tensor maps), one module per family behind one trait.
 
 mod api;
 pub mod backend;
@@ -98,6 +100,7 @@ pub mod cuda;
 pub mod dispatch;
 pub mod dtype;
 pub mod error;
+pub mod family;
 pub mod matrix;
 pub mod problem;
 pub mod registry;

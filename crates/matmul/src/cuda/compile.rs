@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 
+pub use super::experiment::{experiment_defines, experiment_options, EXPERIMENT_ENV, OPTIONS_ENV};
 use super::libs::{self, Context};
 use crate::backend::RunOptions;
 use crate::dtype::{DType, Types};
@@ -219,44 +220,6 @@ pub fn kernel_defines(
     Ok(defines)
 }
 
-/// The environment variable of [`experiment_defines`].
-pub const EXPERIMENT_ENV: &str = "MATMUL_KERNEL_DEFINES";
-
-/// Extra `-D` definitions for every registry kernel, from `$MATMUL_KERNEL_DEFINES`
-/// ("NAME=VALUE,NAME" ...): a developer's switch for trying a kernel variant (e.g.
-/// `WAIT_DEPTH=0`) on a GPU host that has no Rust toolchain. They enter the cache key like any
-/// define, and a note on stderr says they are in force, so no figure passes for the default
-/// kernel's. A malformed entry is an error naming it.
-pub fn experiment_defines() -> Result<Vec<(String, String)>> {
-    let Ok(text) = std::env::var(EXPERIMENT_ENV) else {
-        return Ok(Vec::new());
-    };
-    let defines = parse_defines(&text)?;
-    static NOTE: std::sync::Once = std::sync::Once::new();
-    if !defines.is_empty() {
-        NOTE.call_once(|| eprintln!("note: {EXPERIMENT_ENV}={text} is compiled into every kernel"));
-    }
-    Ok(defines)
-}
-
-fn parse_defines(text: &str) -> Result<Vec<(String, String)>> {
-    text.split([',', ' '])
-        .filter(|item| !item.is_empty())
-        .map(|item| {
-            let (name, value) = item.split_once('=').unwrap_or((item, "1"));
-            let ident = !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !ident || value.is_empty() || value.contains(char::is_whitespace) {
-                return Err(Error::Invalid(format!(
-                    "{EXPERIMENT_ENV}: `{item}` is not NAME or NAME=VALUE (NAME a C identifier)"
-                )));
-            }
-            Ok((name.to_string(), value.to_string()))
-        })
-        .collect()
-}
-
 /// The NVRTC options a registry kernel is compiled with beyond the usual ones: its tiling's
 /// ([`Tiling::nvrtc_options`](crate::registry::Tiling::nvrtc_options), e.g. ptxas's level), then
 /// [`experiment_options`]. The same for every build of the kernel.
@@ -267,41 +230,6 @@ pub fn kernel_options(kernel: &KernelSpec, opts: &RunOptions) -> Result<Vec<Stri
         .unwrap_or_default();
     options.extend(experiment_options()?);
     Ok(options)
-}
-
-/// The environment variable of [`experiment_options`].
-pub const OPTIONS_ENV: &str = "MATMUL_NVRTC_OPTIONS";
-
-/// Extra NVRTC options for every registry kernel, from `$MATMUL_NVRTC_OPTIONS` (options separated
-/// by spaces, each starting with `-`, e.g. `--ptxas-options=--register-usage-level=8`): the
-/// compiler's side of an experiment, as [`experiment_defines`] is the source's. They enter the
-/// cache key like every option, and a note on stderr says they are in force. A word that is not
-/// an option is an error naming it.
-pub fn experiment_options() -> Result<Vec<String>> {
-    let Ok(text) = std::env::var(OPTIONS_ENV) else {
-        return Ok(Vec::new());
-    };
-    let options = parse_options(&text)?;
-    static NOTE: std::sync::Once = std::sync::Once::new();
-    if !options.is_empty() {
-        NOTE.call_once(|| {
-            eprintln!("note: {OPTIONS_ENV}={text} is passed to every kernel compile")
-        });
-    }
-    Ok(options)
-}
-
-fn parse_options(text: &str) -> Result<Vec<String>> {
-    text.split_whitespace()
-        .map(|word| {
-            if word.len() < 2 || !word.starts_with('-') || word.contains('\0') {
-                return Err(Error::Invalid(format!(
-                    "{OPTIONS_ENV}: `{word}` is not an NVRTC option (one starting with `-`)"
-                )));
-            }
-            Ok(word.to_string())
-        })
-        .collect()
 }
 
 /// Compiles registry kernel `kernel` for `types` (a `DType`, or a [`Types`] with C in a 16-bit
@@ -753,34 +681,6 @@ ptxas info    : Function properties for row
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 20 registers, 400 bytes cmem[0]
 ";
-
-    #[test]
-    fn experiment_defines_parse_and_reject_bad_entries() {
-        let d = parse_defines("WAIT_DEPTH=0, DIRECT_STORES").unwrap();
-        assert_eq!(
-            d,
-            vec![
-                ("WAIT_DEPTH".to_string(), "0".to_string()),
-                ("DIRECT_STORES".to_string(), "1".to_string())
-            ]
-        );
-        assert!(parse_defines("").unwrap().is_empty());
-        for bad in ["=1", "1X=2", "A-B=3", "X="] {
-            let e = parse_defines(bad).unwrap_err().to_string();
-            assert!(e.contains(bad) && e.contains(EXPERIMENT_ENV), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn experiment_options_parse_and_reject_bad_words() {
-        let o = parse_options(" --ptxas-options=--register-usage-level=8  -lineinfo ").unwrap();
-        assert_eq!(o, ["--ptxas-options=--register-usage-level=8", "-lineinfo"]);
-        assert!(parse_options("").unwrap().is_empty());
-        for bad in ["register-usage-level=8", "-", "O3"] {
-            let e = parse_options(bad).unwrap_err().to_string();
-            assert!(e.contains(bad) && e.contains(OPTIONS_ENV), "{bad}: {e}");
-        }
-    }
 
     #[test]
     fn ptxas_report_parses() {

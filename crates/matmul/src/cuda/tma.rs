@@ -1,4 +1,4 @@
-//! TMA tensor maps for the Hopper kernels (`Geometry::Wgmma`): one map per operand, built on the
+//! TMA tensor maps for the Hopper kernels (the `wgmma` family): one map per operand, built on the
 //! host by `cuTensorMapEncodeTiled` and passed by value as a `__grid_constant__` parameter.
 //!
 //! Every map reads boxes whose inner (contiguous) edge is 128 bytes (64 16-bit elements) with the
@@ -48,23 +48,6 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op, Problem};
 use crate::registry::{TcTile, Tiling, WgmmaTf32Orientation, TF32_LAYOUT_RULE};
-
-/// What a TMA kernel's maps are boxed by: a tensor-core tile, or a SIMT tiling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Boxes {
-    Tc(TcTile),
-    Simt(Tiling),
-}
-
-impl Boxes {
-    /// Blocks per cluster (1 for a SIMT tiling).
-    pub(crate) fn cluster(&self) -> u32 {
-        match self {
-            Boxes::Tc(t) => t.cluster.max(1),
-            Boxes::Simt(_) => 1,
-        }
-    }
-}
 
 /// A tensor map as a kernel parameter (128 bytes, copied by the driver at launch).
 #[repr(transparent)]

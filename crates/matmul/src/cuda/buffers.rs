@@ -1,0 +1,134 @@
+//! Device buffers: the operands' upload, C's allocation, poisoning or zeroing, and download.
+
+use cudarc::driver::sys as cu_sys;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use half::{bf16, f16};
+
+use super::libs::Context;
+use super::CudaBackend;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
+use crate::problem::Problem;
+
+/// An input matrix on the device.
+pub(super) enum DeviceBuf {
+    F32(CudaSlice<f32>),
+    U32(CudaSlice<u32>),
+    F16(CudaSlice<f16>),
+    Bf16(CudaSlice<bf16>),
+}
+
+impl DeviceBuf {
+    pub(super) fn ptr(&self, stream: &CudaStream) -> u64 {
+        match self {
+            DeviceBuf::F32(s) => s.device_ptr(stream).0,
+            DeviceBuf::U32(s) => s.device_ptr(stream).0,
+            DeviceBuf::F16(s) => s.device_ptr(stream).0,
+            DeviceBuf::Bf16(s) => s.device_ptr(stream).0,
+        }
+    }
+}
+
+impl CudaBackend {
+    pub(super) fn upload(&self, m: &AnyMatrix) -> Result<DeviceBuf> {
+        let what = || {
+            format!(
+                "copying a {}x{} {} matrix to the device",
+                m.rows(),
+                m.cols(),
+                m.dtype()
+            )
+        };
+        Ok(match m {
+            AnyMatrix::F32(x) => DeviceBuf::F32(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::U32(x) => DeviceBuf::U32(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::F16(x) => DeviceBuf::F16(self.stream.clone_htod(&x.data).ctx(what)?),
+            AnyMatrix::Bf16(x) => DeviceBuf::Bf16(self.stream.clone_htod(&x.data).ctx(what)?),
+        })
+    }
+
+    /// An uninitialized m×n output of C's type (u32, f32, or bf16/f16 when the problem asks for
+    /// C in the input dtype).
+    pub(super) fn alloc_output(&self, problem: &Problem) -> Result<DeviceBuf> {
+        let len = problem.m * problem.n;
+        let what = || format!("allocating C for {problem}");
+        // SAFETY: the buffer is filled (poison or zeros) before anything reads it.
+        Ok(unsafe {
+            match problem.c_dtype() {
+                DType::U32 => DeviceBuf::U32(self.stream.alloc::<u32>(len).ctx(what)?),
+                DType::Bf16 => DeviceBuf::Bf16(self.stream.alloc::<bf16>(len).ctx(what)?),
+                DType::F16 => DeviceBuf::F16(self.stream.alloc::<f16>(len).ctx(what)?),
+                DType::F32 | DType::Tf32 => {
+                    DeviceBuf::F32(self.stream.alloc::<f32>(len).ctx(what)?)
+                }
+            }
+        })
+    }
+
+    /// Fills C with zeros (for kernels that accumulate into it) or the poison pattern of its
+    /// type (NaN, or 0xDEADBEEF for u32).
+    pub(super) fn fill_output(&self, c: &mut DeviceBuf, zero: bool) -> Result<()> {
+        let stream = self.stream.cu_stream();
+        // (address, elements, bytes per element, the poison pattern's bits)
+        let (ptr, len, width, poison) = match c {
+            DeviceBuf::F32(s) => (
+                s.device_ptr(&self.stream).0,
+                s.len(),
+                4,
+                POISON_F32.to_bits(),
+            ),
+            DeviceBuf::U32(s) => (s.device_ptr(&self.stream).0, s.len(), 4, POISON_U32),
+            DeviceBuf::Bf16(s) => {
+                let bits = POISON_BF16.to_bits() as u32;
+                (s.device_ptr(&self.stream).0, s.len(), 2, bits)
+            }
+            DeviceBuf::F16(s) => {
+                let bits = POISON_F16.to_bits() as u32;
+                (s.device_ptr(&self.stream).0, s.len(), 2, bits)
+            }
+        };
+        let value = if zero { 0 } else { poison };
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        // SAFETY: `ptr` is a live allocation of `len` elements of `width` bytes; a 2-byte
+        // pattern fits its u16.
+        let done = if width == 2 {
+            unsafe { cu_sys::cuMemsetD16Async(ptr, value as u16, len, stream) }
+        } else {
+            unsafe { cu_sys::cuMemsetD32Async(ptr, value, len, stream) }
+        };
+        done.result()
+            .ctx(|| format!("cuMemsetD{}Async on C", width * 8))
+    }
+
+    pub(super) fn download(&self, c: &DeviceBuf, problem: &Problem) -> Result<AnyMatrix> {
+        let what = || format!("copying C of {problem} to the host");
+        let (m, n) = (problem.m, problem.n);
+        let out = match c {
+            DeviceBuf::F32(s) => AnyMatrix::F32(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            DeviceBuf::U32(s) => AnyMatrix::U32(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            DeviceBuf::Bf16(s) => AnyMatrix::Bf16(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+            DeviceBuf::F16(s) => AnyMatrix::F16(Matrix::from_vec(
+                m,
+                n,
+                self.stream.clone_dtoh(s).ctx(what)?,
+            )?),
+        };
+        self.sync(|| format!("after copying C of {problem}"))?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,356 @@
+//! One launch: the kernel's grid, block and dynamic shared memory, its loaded function, its
+//! operands (with tensor maps for a TMA kernel) and the launch itself, cuBLAS included.
+
+use std::sync::Arc;
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::{self as cu_sys, CUfunction_attribute_enum as FuncAttr};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+
+use super::buffers::DeviceBuf;
+use super::compile::Build;
+use super::libs::{self, Context};
+use super::split_tail::SplitLaunch;
+use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
+use crate::backend::RunOptions;
+use crate::error::{Error, Result, Unsupported};
+use crate::family::Boxes;
+use crate::problem::Problem;
+use crate::registry::{Implementation, KernelSpec};
+
+/// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
+pub(super) enum Launcher {
+    Kernel {
+        loaded: Arc<Loaded>,
+        config: LaunchConfig,
+        /// The boxes of the TMA tensor maps that follow the usual arguments (TMA kernels only).
+        tma: Option<Boxes>,
+        /// A split-tail kernel's extra argument and tail launch (split-tail kernels only).
+        split: Option<SplitLaunch>,
+    },
+    Cublas,
+}
+
+/// The device addresses of one launch's operands and output and, for a TMA kernel, their tensor
+/// maps (encoded on the host before any timed region).
+pub(super) struct Operands {
+    pub(super) a: u64,
+    pub(super) b: u64,
+    pub(super) c: u64,
+    pub(super) maps: Option<[tma::TensorMap; 3]>,
+}
+
+/// Grid, block and dynamic shared memory for `kernel` on `problem` on `device`: the grid and
+/// block of its family ([`Family::launch_dims`](crate::family::Family::launch_dims)), and the
+/// shared memory of its tile or of a packed row of K.
+pub(super) fn launch_config(
+    kernel: &KernelSpec,
+    problem: &Problem,
+    opts: &RunOptions,
+    device: &DeviceInfo,
+) -> Result<LaunchConfig> {
+    let unsupported = |rule: String| -> Error {
+        Unsupported {
+            kernel: kernel.name.to_string(),
+            problem: problem.to_string(),
+            rule,
+        }
+        .into()
+    };
+    let family = kernel
+        .family()
+        .ok_or_else(|| Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name)))?;
+    let (grid_dim, block_dim) = family
+        .launch_dims(kernel, problem, opts, device)
+        .map_err(unsupported)?;
+    // Rounded up to 16 bytes: ptxas reads the K loop's remainder (up to 3 elements) with one
+    // 16-byte LDS whatever the remainder is, so up to 12 bytes past K·elem are read (and
+    // discarded). The device limit is a multiple of 16, so rounding never crosses it.
+    let shared = if let Some((_, bytes)) = kernel.tile_shared_bytes(problem.dtype, opts) {
+        bytes
+    } else if kernel
+        .constraints
+        .contains(&crate::registry::Constraint::KFitsSharedMemory)
+    {
+        (problem.k * problem.dtype.input_bytes()).next_multiple_of(16)
+    } else {
+        0
+    };
+    Ok(LaunchConfig {
+        grid_dim,
+        block_dim,
+        shared_mem_bytes: u32::try_from(shared)
+            .map_err(|_| unsupported(format!("{shared} bytes of shared memory")))?,
+    })
+}
+
+impl CudaBackend {
+    /// Lets `loaded` use `bytes` of dynamic shared memory (above 48 KiB this is an opt-in).
+    pub(super) fn allow_dynamic_shared(&self, loaded: &Loaded, bytes: usize) -> Result<()> {
+        let mut allowed = loaded
+            .max_dynamic_shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if bytes > *allowed {
+            loaded
+                .func
+                .set_attribute(
+                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+                .ctx(|| format!("allowing {bytes} bytes of dynamic shared memory"))?;
+            *allowed = bytes;
+        }
+        Ok(())
+    }
+
+    pub(super) fn launcher(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        opts: &RunOptions,
+    ) -> Result<Launcher> {
+        match &kernel.implementation {
+            Implementation::Cuda(src) => {
+                let mut config = launch_config(kernel, problem, opts, &self.info)?;
+                let loaded = self.load_kernel(kernel, problem.types(), opts, Build::Main)?;
+                self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;
+                let extra = src.family().extra_args(kernel, opts);
+                let tma = extra.tensor_maps;
+                if let Some(Boxes::Tc(t)) = tma.filter(|b| b.cluster() > 1) {
+                    // A persistent grid must be co-resident: not every SM can host half of a
+                    // cluster (the GPCs' SM counts), so ask the driver how many clusters fit.
+                    let fit = loaded
+                        .func
+                        .occupancy_max_active_clusters(config, &self.stream)
+                        .ctx(|| format!("cuOccupancyMaxActiveClusters for {}", kernel.name))?;
+                    if fit == 0 {
+                        return Err(Unsupported {
+                            kernel: kernel.name.to_string(),
+                            problem: problem.to_string(),
+                            rule: format!("the device cannot run one cluster of {} blocks with {} bytes of shared memory each", t.cluster, config.shared_mem_bytes),
+                        }
+                        .into());
+                    }
+                    config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
+                }
+                let split = match extra.split_tail {
+                    Some(tiling) => {
+                        Some(self.split_launch(kernel, problem, opts, &loaded, &config, tiling)?)
+                    }
+                    None => None,
+                };
+                Ok(Launcher::Kernel {
+                    loaded,
+                    config,
+                    tma,
+                    split,
+                })
+            }
+            Implementation::Cublas => {
+                let mut blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+                if blas.is_none() {
+                    libs::cublas()?;
+                    *blas = Some(
+                        CudaBlas::new(self.stream.clone())
+                            .ctx(|| "creating a cuBLAS handle".into())?,
+                    );
+                }
+                Ok(Launcher::Cublas)
+            }
+            _ => Err(Error::WrongBackend {
+                kernel: kernel.name.to_string(),
+                backend: "cuda".into(),
+            }),
+        }
+    }
+
+    /// The operands of one launch: `a`, `b` and `c` as they are, plus tensor maps for a TMA
+    /// kernel.
+    pub(super) fn operands(
+        &self,
+        launcher: &Launcher,
+        problem: &Problem,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        c: &DeviceBuf,
+    ) -> Result<Operands> {
+        let s = &self.stream;
+        let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
+        let maps = match launcher {
+            Launcher::Kernel {
+                tma: Some(boxes), ..
+            } => Some(match boxes {
+                Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
+                Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
+            }),
+            _ => None,
+        };
+        Ok(Operands { a, b, c, maps })
+    }
+
+    /// Enqueues one product on the stream.
+    pub(super) fn launch(
+        &self,
+        launcher: &Launcher,
+        problem: &Problem,
+        ops: &Operands,
+    ) -> Result<()> {
+        let (a, b, c) = (ops.a, ops.b, ops.c);
+        match launcher {
+            Launcher::Kernel {
+                loaded,
+                config,
+                split,
+                ..
+            } => {
+                let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
+                let (sa, sb) = (problem.a_strides(), problem.b_strides());
+                let args = [
+                    int(problem.m),
+                    int(problem.n),
+                    int(problem.k),
+                    int(sa.row),
+                    int(sa.col),
+                    int(sb.row),
+                    int(sb.col),
+                ];
+                let whole_tiles = split.as_ref().map(|s| s.whole_tiles);
+                self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, ops)?;
+                let Some(SplitLaunch {
+                    whole_tiles,
+                    tail: Some(tail),
+                }) = split
+                else {
+                    return Ok(());
+                };
+                self.launch_tail(tail, *whole_tiles, (a, b, c), &args)
+            }
+            Launcher::Cublas => {
+                let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+                let blas = blas.as_ref().expect("created by launcher()");
+                self.ctx
+                    .bind_to_thread()
+                    .ctx(|| "binding the context".into())?;
+                cublas::gemm(blas, problem, a, b, c)
+            }
+        }
+    }
+
+    /// Launches a kernel's main entry: `ptrs` (A, B, C), the seven ints, for a split-tail kernel
+    /// the tiles it computes whole, and for a TMA kernel the three tensor maps of `ops`.
+    fn launch_main(
+        &self,
+        loaded: &Loaded,
+        config: &LaunchConfig,
+        ptrs: (u64, u64, u64),
+        args: &[i32; 7],
+        whole_tiles: Option<i32>,
+        ops: &Operands,
+    ) -> Result<()> {
+        let (a, b, c) = ptrs;
+        let mut builder = self.stream.launch_builder(&loaded.func);
+        builder.arg(&a).arg(&b).arg(&c);
+        for v in args {
+            builder.arg(v);
+        }
+        if let Some(tiles) = &whole_tiles {
+            builder.arg(tiles);
+        }
+        if let Some([map_a, map_b, map_c]) = &ops.maps {
+            builder.arg(map_a).arg(map_b).arg(map_c);
+        }
+        // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
+        // for a split-tail kernel the tiles it computes, and for a TMA kernel three tensor
+        // maps); the buffers are sized for `problem`, which the kernels index within (TMA
+        // bounds its own reads).
+        unsafe { builder.launch(*config) }
+            .map(|_| ())
+            .ctx(|| format!("launching {} with {config:?}", loaded.entry))
+    }
+
+    /// Launches `func` with `config` as a programmatic dependent of the kernel before it on the
+    /// stream (`cuLaunchKernelEx` with programmatic stream serialization; compute capability 9.0
+    /// and up): its blocks may start once every block of that kernel has executed
+    /// `griddepcontrol.launch_dependents` or exited.
+    ///
+    /// # Safety
+    /// `args` must point at live values of the kernel's parameter types, in order.
+    pub(super) unsafe fn launch_dependent(
+        &self,
+        func: &CudaFunction,
+        config: &LaunchConfig,
+        args: &mut [*mut std::ffi::c_void],
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: a plain C struct and union, all zeros valid; the fields set below.
+        let mut attr: cu_sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id =
+            cu_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = cu_sys::CUlaunchConfig {
+            gridDimX: config.grid_dim.0,
+            gridDimY: config.grid_dim.1,
+            gridDimZ: config.grid_dim.2,
+            blockDimX: config.block_dim.0,
+            blockDimY: config.block_dim.1,
+            blockDimZ: config.block_dim.2,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: `cfg` and `attr` live through the call; the caller vouches for `args`.
+        unsafe {
+            cu_sys::cuLaunchKernelEx(
+                &cfg,
+                func.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launch_config;
+    use crate::family::tests::h100;
+    use crate::registry::find;
+    use crate::{DType, Problem, RunOptions};
+
+    /// The shared memory of a launch: the tile's, a packed row of K rounded up to 16 bytes, or
+    /// none; grid and block are the family's.
+    #[test]
+    fn launch_configs_carry_the_tiles_shared_memory() {
+        let config = |name: &str, p: Problem| {
+            let c =
+                launch_config(find(name).unwrap(), &p, &RunOptions::default(), &h100()).unwrap();
+            (c.grid_dim, c.block_dim, c.shared_mem_bytes)
+        };
+        let f32 = |m, n, k| Problem::new(m, n, k, DType::F32);
+        assert_eq!(
+            config("tiled", f32(17, 33, 65)),
+            ((3, 2, 1), (16, 16, 1), 0)
+        );
+        // 1001 floats of B's column: 4004 bytes, read in 16-byte loads.
+        assert_eq!(
+            config("rowpack", f32(70, 5, 1001)),
+            ((2, 1, 1), (64, 1, 1), 4016)
+        );
+        // 4 stages of (128 + 128) × 32 bf16.
+        let mma = config("mma-sync", Problem::new(300, 260, 36, DType::Bf16));
+        assert_eq!(mma, ((3, 3, 1), (256, 1, 1), 4 * 256 * 32 * 2));
+        // 4 stages of (128 + 256) × 64 bf16, 1 KiB of alignment, 2 staged C boxes per consumer.
+        let wgmma = config("wgmma", Problem::new(8192, 8192, 8192, DType::Bf16));
+        let shared = 4 * 384 * 64 * 2 + 1024 + 2 * 128 * 128;
+        assert_eq!(wgmma, ((132, 1, 1), (384, 1, 1), shared));
+        // 4 stages of 20 × (128 + 256) floats, 4 mbarriers and 128 bytes of alignment slack.
+        let tma = config("simt-tma", f32(300, 260, 36));
+        assert_eq!(
+            tma,
+            ((2, 3, 1), (256, 1, 1), 4 * 20 * 384 * 4 + 8 * 4 + 128)
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! How registry entries name their CUDA sources: the shared headers (`include_str!`) and the
+//! macros that build a [`CudaSource`] for each part of the ladder.
+
+use super::traffic::Traffic;
+use super::types::{BackendKind, Constraint, CudaSource, Implementation, KernelSpec};
+use super::TC_LADDER;
+use crate::dtype::DType;
+
+/// The `CudaSource` of a kernel file with no shared header, entry point named after the kernel.
+macro_rules! cu_source {
+    ($file:literal, $geometry:expr) => {
+        CudaSource {
+            file: $file,
+            text: include_str!(concat!("../../kernels/", $file)),
+            includes: &[],
+            entry: None,
+            defines: &[],
+            geometry: $geometry,
+            zero_output: false,
+            narrow_c: false,
+            tma_tiles: false,
+            split_tail: false,
+        }
+    };
+}
+
+macro_rules! cu {
+    ($file:literal, $geometry:expr) => {
+        Implementation::Cuda(cu_source!($file, $geometry))
+    };
+    ($file:literal, $geometry:expr, $zero:expr) => {
+        Implementation::Cuda(CudaSource {
+            zero_output: $zero,
+            ..cu_source!($file, $geometry)
+        })
+    };
+}
+
+/// The grouped raster order of C's tiles (`tile_coords`), for every kernel that walks tiles in it.
+pub(super) const TILE_ORDER: (&str, &str) = (
+    "tile_order.cuh",
+    include_str!("../../kernels/tile_order.cuh"),
+);
+/// The SIMT ladder's tile loaders and warp tiles.
+pub(super) const SIMT_TILE: (&str, &str) =
+    ("simt_tile.cuh", include_str!("../../kernels/simt_tile.cuh"));
+/// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
+pub(super) const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../../kernels/hopper.cuh"));
+/// How the wgmma kernels' consumers write C: from registers or through staged boxes and TMA stores.
+const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../../kernels/epilogue.cuh"));
+/// The includes of the TMA + wgmma kernels (15_wgmma.cu and 16_wgmma_tf32.cu).
+pub(super) const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
+/// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
+pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
+
+/// A tensor-core ladder entry: the fields its kernels (the macros below) share.
+pub(super) const fn tc_ladder_kernel(
+    name: &'static str,
+    summary: &'static str,
+    dtypes: &'static [DType],
+    constraints: &'static [Constraint],
+    source: CudaSource,
+) -> KernelSpec {
+    KernelSpec {
+        name,
+        aliases: &[],
+        origin: TC_LADDER,
+        summary,
+        backend: BackendKind::Cuda,
+        dtypes,
+        constraints,
+        traffic: Traffic::BlockTiled,
+        implementation: Implementation::Cuda(source),
+    }
+}
+
+/// A kernel of 14_mma_sync.cu: its block tile and its fixed `-D` values.
+macro_rules! mma_kernel {
+    ($name:literal, $summary:literal, $tile:expr, $defines:expr) => {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            TENSOR,
+            &[],
+            CudaSource {
+                entry: Some("mma_sync"),
+                includes: &[TF32],
+                defines: $defines,
+                ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
+            },
+        )
+    };
+}
+
+/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+macro_rules! wgmma_kernel {
+    ($name:literal, $summary:literal, $tile:expr) => {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            &[DType::Bf16, DType::F16],
+            &[Constraint::TmaRows, Constraint::Sm90a],
+            CudaSource {
+                entry: Some("wgmma"),
+                includes: HOPPER_INCLUDES,
+                narrow_c: true,
+                ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
+            },
+        )
+    };
+}
+
+/// A kernel of 16_wgmma_tf32.cu (entry `wgmma_tf32`) at tile `$tile`: tf32, a layout with a
+/// K-major operand, TMA rows, Hopper.
+macro_rules! wgmma_tf32_kernel {
+    ($name:literal, $summary:literal, $tile:expr) => {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            &[DType::Tf32],
+            &[
+                Constraint::TcTf32Layout,
+                Constraint::TmaRows,
+                Constraint::Sm90a,
+            ],
+            CudaSource {
+                entry: Some("wgmma_tf32"),
+                includes: HOPPER_INCLUDES,
+                ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
+            },
+        )
+    };
+}
+
+/// A SIMT-ladder rung: its file (after the shared tile loaders of `simt_tile.cuh`), its entry
+/// point when another entry shares the file, and its default tiling.
+macro_rules! simt {
+    ($file:literal, $entry:expr, $tiling:expr) => {
+        simt!($file, $entry, $tiling, &[])
+    };
+    ($file:literal, $entry:expr, $tiling:expr, $defines:expr) => {
+        Implementation::Cuda(CudaSource {
+            file: $file,
+            text: include_str!(concat!("../../kernels/", $file)),
+            includes: &[SIMT_TILE, TILE_ORDER],
+            entry: $entry,
+            defines: $defines,
+            geometry: Geometry::BlockTile { tiling: $tiling },
+            zero_output: false,
+            narrow_c: false,
+            tma_tiles: false,
+            split_tail: false,
+        })
+    };
+}
+
+/// `implementation` (a CUDA source) with [`CudaSource::split_tail`] set.
+pub(super) const fn with_split_tail(implementation: Implementation) -> Implementation {
+    match implementation {
+        Implementation::Cuda(src) => Implementation::Cuda(CudaSource {
+            split_tail: true,
+            ..src
+        }),
+        other => other,
+    }
+}

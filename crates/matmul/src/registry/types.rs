@@ -1,0 +1,264 @@
+//! The registry's types: what a kernel entry says (where it runs, its source, geometry, dtypes,
+//! constraints and traffic model) and the accessors that read it.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::tiling::{TcTile, Tiling};
+use super::traffic::Traffic;
+use crate::backend::RunOptions;
+use crate::dtype::DType;
+pub use crate::family::wgmma::WgmmaTf32Orientation;
+use crate::family::Family;
+
+/// Where a kernel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+        })
+    }
+}
+
+/// How a CUDA kernel is launched: the thread-to-output mapping of its seed, and its tile. The
+/// geometry names the kernel's family ([`crate::family`]), which turns it into a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Geometry {
+    /// One thread per row of C, `threads` per block; grid = ⌈m / threads⌉.
+    RowPerThread { threads: u32 },
+    /// One thread per element of C in a 1-D grid, `threads` per block; grid = ⌈m·n / threads⌉.
+    ElementPerThread { threads: u32 },
+    /// `threads` consecutive outputs of one row per block; grid = (⌈n / threads⌉, m).
+    RowSegment { threads: u32 },
+    /// `tile`×`tile` threads per block, one output each; grid = (⌈n / tile⌉, ⌈m / tile⌉).
+    Tile2d { tile: u32 },
+    /// A single block of `tpb`×`tpb` threads covers all of C.
+    SingleBlock { tpb: u32 },
+    /// The SIMT ladder: a BM×BN tile of C per block, [`Tiling::threads`] threads, dynamic shared
+    /// memory of [`Tiling::shared_elems`] elements; grid = (⌈n / BN⌉, ⌈m / BM⌉).
+    BlockTile { tiling: Tiling },
+    /// Tensor cores through mma.sync: a BM×BN tile of C per block of `tile.threads`, dynamic
+    /// shared memory of [`TcTile::shared_bytes`]; grid = (⌈n / BN⌉, ⌈m / BM⌉).
+    Mma { tile: TcTile },
+    /// Hopper tensor cores through TMA and wgmma (sm_90a): a persistent grid of
+    /// min(tiles, SMs) blocks of `tile.threads` that walk the BM×BN tiles of C; A and B also
+    /// reach the kernel as two TMA tensor maps after the usual arguments.
+    Wgmma { tile: TcTile },
+    /// The tf32 wgmma kernel: as `Wgmma`, for a D of BM×BN tiles that is C (op(B) = T) or C^T
+    /// (op(B) = N), BM along the operand it loads into registers and BN along the one wgmma reads
+    /// from shared memory; its tensor maps are boxed per role ([`WgmmaTf32Orientation`]).
+    WgmmaTf32 { tile: TcTile },
+}
+
+/// A CUDA C++ kernel compiled at run time by NVRTC.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CudaSource {
+    /// File name under `crates/matmul/kernels/`.
+    pub file: &'static str,
+    #[serde(skip)]
+    pub text: &'static str,
+    /// Headers under `crates/matmul/kernels/` compiled ahead of `text`, in order (name, text).
+    #[serde(skip)]
+    pub includes: &'static [(&'static str, &'static str)],
+    /// The `__global__` function, when it is not the registry name with `-` written `_` (two
+    /// entries can share a file and differ only in their default parameters).
+    pub entry: Option<&'static str>,
+    /// Fixed `-D` values of this entry (a feature switch of a shared file).
+    pub defines: &'static [(&'static str, &'static str)],
+    pub geometry: Geometry,
+    /// C must be zeroed before the launch (the kernel accumulates into it).
+    pub zero_output: bool,
+    /// The kernel can write C in a 16-bit input dtype (compiled with `C_NARROW=1`, C's element
+    /// type then `ELEM`); otherwise it writes the accumulator type only.
+    pub narrow_c: bool,
+    /// A SIMT kernel whose tiles of A and B arrive by TMA (`Geometry::BlockTile` with tensor maps
+    /// boxed by its tiling after the usual arguments, `cuda/tma.rs` `simt_maps`); its tilings
+    /// follow [`TMA_TILING_RULE`](super::TMA_TILING_RULE) too.
+    pub tma_tiles: bool,
+    /// A SIMT kernel that can split its last partial wave (13_multistage.cu, "The split tail"):
+    /// its entry takes one more argument, the number of tiles it computes whole (the first ones
+    /// of its block order; blocks past them exit), and the same file compiled with
+    /// `SPLIT_TAIL_PIECES=1` has the entry `<entry>_tail` that computes the rest in pieces
+    /// (`cuda::split_tail_plan`).
+    pub split_tail: bool,
+}
+
+/// How a registry entry computes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub enum Implementation {
+    /// f64 accumulation for floats, exact wrapping u32: the verifier.
+    CpuReference,
+    /// `gemm` crate for floats, our blocked rayon kernel for u32.
+    CpuFast,
+    /// The vendor library (cuBLAS / cuBLASLt) for the problem's dtype.
+    Cublas,
+    Cuda(CudaSource),
+}
+
+/// A shape rule a kernel's structure imposes (checked by [`KernelSpec::can_run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Constraint {
+    /// K elements of the packed row or column must fit in one block's shared memory.
+    KFitsSharedMemory,
+    /// All of C, and K, must fit in the single block: m, n, k ≤ tpb.
+    FitsOneBlock,
+    /// TMA reads A and B: every stored row must be a multiple of 16 bytes (the tensor map's
+    /// global strides).
+    TmaRows,
+    /// The kernel uses sm_90a instructions (wgmma, setmaxnreg, TMA): Hopper only.
+    Sm90a,
+    /// tf32 wgmma reads its shared-memory operand K-major only: op(A) = N (A stored M×K) or
+    /// op(B) = T (B stored N×K); op(A) = T with op(B) = N has no K-major operand.
+    TcTf32Layout,
+}
+
+impl Constraint {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Constraint::KFitsSharedMemory => "K·elem ≤ shared mem/block",
+            Constraint::FitsOneBlock => "M,N,K ≤ TPB",
+            Constraint::TmaRows => "stored rows of A, B: 16-byte multiples",
+            Constraint::Sm90a => "Hopper (sm_90a)",
+            Constraint::TcTf32Layout => "op(A)=N or op(B)=T",
+        }
+    }
+}
+
+/// One kernel.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KernelSpec {
+    pub name: &'static str,
+    /// Seed names, matched case-insensitively (ROW, TILING, naive, idiomatic-tiled, ...).
+    pub aliases: &'static [&'static str],
+    /// Which seed or source it comes from.
+    pub origin: &'static str,
+    pub summary: &'static str,
+    pub backend: BackendKind,
+    pub dtypes: &'static [DType],
+    pub constraints: &'static [Constraint],
+    pub traffic: Traffic,
+    pub implementation: Implementation,
+}
+
+impl CudaSource {
+    /// The text NVRTC compiles: each include, then the file, each behind a `#line 1 "name"` so
+    /// errors point into the right file.
+    pub fn full_text(&self) -> String {
+        let mut out = String::new();
+        for (name, text) in self.includes {
+            out.push_str(&format!("#line 1 \"{name}\"\n{text}\n"));
+        }
+        out.push_str(&format!("#line 1 \"{}\"\n{}", self.file, self.text));
+        out
+    }
+
+    /// The family of this kernel: its launch geometry, extra arguments and tile rules
+    /// ([`family::of`](crate::family::of)).
+    pub fn family(&self) -> &'static dyn Family {
+        crate::family::of(self)
+    }
+}
+
+impl KernelSpec {
+    pub fn entry_point(&self) -> String {
+        match self.cuda_source().and_then(|s| s.entry) {
+            Some(entry) => entry.to_string(),
+            None => self.name.replace('-', "_"),
+        }
+    }
+
+    /// The entry of the split-tail build ([`CudaSource::split_tail`]): the entry point + `_tail`.
+    pub fn tail_entry_point(&self) -> Option<String> {
+        self.cuda_source()
+            .filter(|s| s.split_tail)
+            .map(|_| format!("{}_tail", self.entry_point()))
+    }
+
+    /// The family of a CUDA kernel (None for the CPU kernels and cuBLAS).
+    pub fn family(&self) -> Option<&'static dyn Family> {
+        self.cuda_source().map(CudaSource::family)
+    }
+
+    pub fn cuda_source(&self) -> Option<&CudaSource> {
+        match &self.implementation {
+            Implementation::Cuda(src) => Some(src),
+            _ => None,
+        }
+    }
+
+    /// The tiling a BlockTile kernel runs with: the override in `opts`, else the registry's.
+    pub fn tiling(&self, opts: &RunOptions) -> Option<Tiling> {
+        match self.cuda_source()?.geometry {
+            Geometry::BlockTile { tiling } => Some(opts.tiling.unwrap_or(tiling)),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a SIMT kernel fed by TMA ([`CudaSource::tma_tiles`]).
+    pub fn tma_tiles(&self) -> bool {
+        self.cuda_source().is_some_and(|s| s.tma_tiles)
+    }
+
+    /// Whether NVRTC can compile this kernel for `arch` (the wgmma kernel needs "sm_90a").
+    pub fn compiles_for(&self, arch: &str) -> bool {
+        !self.constraints.contains(&Constraint::Sm90a) || arch == "sm_90a"
+    }
+
+    /// The tile of a tensor-core kernel (None for other kernels).
+    pub fn tc_tile(&self) -> Option<TcTile> {
+        match self.cuda_source()?.geometry {
+            Geometry::Mma { tile } | Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
+                Some(tile)
+            }
+            _ => None,
+        }
+    }
+
+    /// BM×BN, the tile of C a block computes, for the SIMT ladder (its tiling in `opts`, else the
+    /// registry's) and the tensor-core kernels; None for other kernels.
+    pub fn block_tile(&self, opts: &RunOptions) -> Option<(u32, u32)> {
+        match (self.tiling(opts), self.tc_tile()) {
+            (Some(t), _) => Some((t.bm, t.bn)),
+            (None, Some(t)) => Some((t.bm, t.bn)),
+            (None, None) => None,
+        }
+    }
+
+    /// The tile edge a `Tile2d` / `SingleBlock` kernel runs with (`opts.tile` overrides the
+    /// registry's); None for other geometries.
+    pub fn tile(&self, opts: &RunOptions) -> Option<u32> {
+        match self.cuda_source()?.geometry {
+            Geometry::Tile2d { tile: t } | Geometry::SingleBlock { tpb: t } => {
+                Some(opts.tile.unwrap_or(t))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+    }
+
+    pub fn supports(&self, dtype: DType) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+
+    /// Whether this kernel can write C in a 16-bit input dtype: the CPU kernels and cuBLAS
+    /// always, a CUDA source when its registry entry says so.
+    pub fn writes_narrow_c(&self) -> bool {
+        match &self.implementation {
+            Implementation::Cuda(src) => src.narrow_c,
+            _ => true,
+        }
+    }
+}
