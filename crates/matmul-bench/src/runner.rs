@@ -65,7 +65,7 @@ pub struct BenchConfig {
     /// time for `min_time` / R seconds (or `iters` / R launches, rounded up), in an order rotated
     /// by one kernel each round; its statistics pool every round. Clock and temperature drift over
     /// a run then falls on every kernel of a problem alike instead of on whichever ran last, which
-    /// is what a ratio to the vendor library needs (docs/kernels.md, "Measuring small
+    /// is what a ratio to the vendor library needs (lab/notebook.md, "Measuring small
     /// differences").
     pub rounds: usize,
 }

@@ -44,7 +44,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = positive_seconds)]
     min_time: Option<f64>,
     /// The most launches --min-time may time per case, all rounds together: raise it for long
-    /// runs of short launches (scripts/gpu-power.sh's 5 s of 0.2 ms launches need 25,000).
+    /// runs of short launches (lab/gpu-power.sh's 5 s of 0.2 ms launches need 25,000).
     #[arg(long, default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
     max_iters: usize,
     /// Seconds a slow kernel may spend per case before its launch count is cut (default 5).
@@ -55,7 +55,7 @@ pub struct BenchArgs {
     /// rounds, so clock drift falls on every kernel alike (for ratios to cuBLAS of a few percent).
     /// For tensor-core kernels on a power-capped GPU use about 30: with 3 the medians follow the
     /// card's clock swings (stretches of 50–100 ms; ratios moved ±7 % on an H100), with 30 they
-    /// repeated within ±0.3 % (docs/kernels.md, "Measuring small differences").
+    /// repeated within ±0.3 % (lab/notebook.md, "Measuring small differences").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
     #[arg(long, default_value = "auto")]

@@ -295,7 +295,7 @@ fn nvrtc_supports_the_targets() {
     assert!(archs.contains(&90) && archs.contains(&80), "{archs:?}");
 }
 
-/// The wgmma timeline probe (`PROBE=1`, docs/kernels.md 15l) must stay one that does not perturb
+/// The wgmma timeline probe (`PROBE=1`, lab/notebook.md 15l) must stay one that does not perturb
 /// what it measures: it compiles for sm_90a with no stack frame (a `printf` probe's frame in local
 /// memory delayed the very start it was timing, 15k) and no spills, and its CUBIN defines the
 /// array the host reads with `MATMUL_PROBE=wgmma_probe`. Both kernels it has timed: `wgmma` and

@@ -35,7 +35,7 @@ const OPS: [(Op, Op); 4] = [
 /// second block past the edge), one large square for the faster kernels, one with more tiles
 /// than a persistent grid has blocks, and one whose persistent blocks take several tiles of more
 /// k-blocks than stages (a pipeline's phase tracking across tiles: a ping-pong build that lost
-/// track passed every other shape, docs/kernels.md 15n), with partial tiles on every side and
+/// track passed every other shape, lab/notebook.md 15n), with partial tiles on every side and
 /// TMA-legal rows in every layout.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
@@ -908,7 +908,7 @@ fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
 
 /// The rounding of wgmma-tf32, measured: both operands are copied by TMA through TFLOAT32 maps,
 /// which round each f32 to tf32 (nearest, ties to even), so the shared-memory operand S does not
-/// reach the tensor cores as raw f32 bits, which they truncate (docs/kernels.md 16, 16c). The
+/// reach the tensor cores as raw f32 bits, which they truncate (lab/notebook.md 16, 16c). The
 /// result is compared with the f64 reference of the unrounded inputs (it must pass the tf32
 /// check, like mma-sync and cuBLAS, printed beside it) and with CPU emulations whose register
 /// operand is rounded to nearest even and whose shared-memory operand is truncated or rounded:

@@ -153,7 +153,7 @@ pub fn elem_type(dtype: DType) -> &'static str {
 /// `$MATMUL_KERNEL_DEFINES` ([`experiment_defines`]). Every compile of a registry kernel, for a
 /// launch or for a ptxas report, takes its defines from here. (Until 2026-11-23 the experiment
 /// defines were added only on the ptxas-report path, so GPU A/B runs of them timed the default
-/// kernel; see docs/kernels.md, "Measuring small differences".)
+/// kernel; see lab/notebook.md, "Measuring small differences".)
 pub fn kernel_defines(
     kernel: &KernelSpec,
     types: impl Into<Types>,

@@ -60,7 +60,7 @@ pub struct TailPlan {
 /// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
 /// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Measured on an
-/// H100 (docs/kernels.md, "The split tail"): +1 to +2 % at 8192³ and 16384³; at 4096³, whose last
+/// H100 (lab/notebook.md, "The split tail"): +1 to +2 % at 8192³ and 16384³; at 4096³, whose last
 /// wave is 116 tiles of 132, every tail tried lost 2–4 % (the tail's own cost: pieces that never
 /// wait for each other lost as much), so it stays whole.
 pub fn split_tail_plan(

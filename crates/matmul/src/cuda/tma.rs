@@ -27,7 +27,7 @@
 //! The tf32 kernel (`Geometry::WgmmaTf32`, `tf32_maps`) reads f32 boxes of 32 elements
 //! (128 bytes) per row through maps of type TFLOAT32, so that the TMA rounds every element to
 //! tf32 (to nearest, ties to even) as it copies it: the operand wgmma reads from shared memory
-//! would otherwise reach the tensor cores truncated (docs/kernels.md 16c). Its boxes are chosen
+//! would otherwise reach the tensor cores truncated (lab/notebook.md 16c). Its boxes are chosen
 //! by role rather than by operand: the operand wgmma reads from shared memory (S, always
 //! K-major) in one box of BN rows × 32 K-elements, the one loaded into registers (R) in one box
 //! of BM rows × 32 K-elements when it is K-major, else in BM/32 boxes of 32 M- or N-elements ×

@@ -183,7 +183,7 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
 }
 
 /// The kernels `auto` tries, in order, on a backend for a dtype without a tune table: the fastest
-/// of our own kernels measured on H100 (docs/kernels.md) first, then the ones that run any shape
+/// of our own kernels measured on H100 (lab/notebook.md) first, then the ones that run any shape
 /// the faster ones refuse (TMA's 16-byte rows, Hopper only). For tf32 that is `mma-sync-wide`
 /// (128×256 tiles: on H100 +9 % at 8192 and +24 % on 4097×4095×4093 over `mma-sync`, 2026-11-24);
 /// for 16-bit inputs `mma-sync`: on rows of odd length, the fallback's common case on Hopper, the
@@ -193,10 +193,10 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
 /// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
 /// H100's 132 SMs idle with `wgmma`; `wgmma-n64` has four times the tiles (1024³ bf16, H100,
 /// 2026-11-23: 205 against `wgmma-n128`'s 178 and `wgmma`'s 122 TFLOP/s, while at 2048³ `wgmma`
-/// leads 588 to 542 and 382; docs/kernels.md). From [`LARGE_TILES`] tiles on, `wgmma-cluster`
+/// leads 588 to 542 and 382; lab/notebook.md). From [`LARGE_TILES`] tiles on, `wgmma-cluster`
 /// goes first: in 30-round benches on H100 (2026-11-25) it ran 0.2–1.8 % ahead of `wgmma` at 6144³
 /// and 8192³ (bf16 and f16, three runs) and 0.3–4.4 % ahead or 0.8 % behind at 16384³, and level
-/// at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (docs/kernels.md 15v).
+/// at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (lab/notebook.md 15v).
 fn default_kernels(
     backend: BackendKind,
     dtype: DType,

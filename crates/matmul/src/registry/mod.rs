@@ -297,7 +297,7 @@ pub static KERNELS: &[KernelSpec] = &[
         "mma-sync-wide",
         "mma-sync with 128x256 block tiles (64x64 warp tiles, 3 stages): faster where copies are 16- or 4-byte (H100: bf16 +13 %, tf32 +9 % at 8192); any M, N, K",
         TcTile::new(128, 256, 32, 3, 256),
-        // 8 loads in flight on the odd-row 16-bit path (docs/kernels.md, 14b).
+        // 8 loads in flight on the odd-row 16-bit path (lab/notebook.md, 14b).
         &[("REG_COPY_UNROLL", "8")]
     ),
     wgmma_kernel!(

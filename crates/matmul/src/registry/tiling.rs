@@ -137,7 +137,7 @@ pub struct Tiling {
     /// Build knobs, not tile shapes: they change how ptxas compiles the same source, and
     /// `matmul tune` searches them around its winner ([`Tiling::build_variants`]). ptxas
     /// allocates registers and schedules a long unrolled loop differently under each, and on the
-    /// H100 the same ★ loop ran from 49 to 54.6 TFLOP/s across such builds (docs/kernels.md,
+    /// H100 the same ★ loop ran from 49 to 54.6 TFLOP/s across such builds (lab/notebook.md,
     /// "The register lottery").
     ///
     /// A register cap tighter than the one MIN_BLOCKS implies: `__maxnreg__(n)` in place of
@@ -219,7 +219,7 @@ impl Tiling {
     /// The builds of these tiles `matmul tune` tries around a winner: ptxas levels 3 and 1, each
     /// with no register cap and with caps of 224 to 248 where they are tighter than the one
     /// MIN_BLOCKS implies; `self` left out. On the H100 the best f32 builds of multistage's ★
-    /// tiling came from -O1 with caps of 224 and 244 (docs/kernels.md, "The register lottery").
+    /// tiling came from -O1 with caps of 224 and 244 (lab/notebook.md, "The register lottery").
     pub fn build_variants(&self) -> Vec<Tiling> {
         let bound = self.launch_bounds_cap();
         let caps = [0, 224, 232, 240, 244, 248]
