@@ -15,6 +15,7 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// Options that override only the tile edge / TPB (`Tile2d`, `SingleBlock` kernels).
     pub fn tile(tile: u32) -> RunOptions {
         RunOptions {
             tile: Some(tile),
@@ -22,6 +23,8 @@ impl RunOptions {
         }
     }
 
+    /// Options that override only the tiling (`BlockTile` kernels); checked by
+    /// [`KernelSpec::can_run`] like the registry's own.
     pub fn tiling(tiling: Tiling) -> RunOptions {
         RunOptions {
             tiling: Some(tiling),
@@ -39,13 +42,21 @@ impl RunOptions {
     }
 }
 
-/// One input pair for a timed run.
+/// One input pair for a timed run, stored as the problem says ([`Problem::a_stored`],
+/// [`Problem::b_stored`]).
 pub struct Inputs {
+    /// A, stored m×k (op N) or k×m (op T).
     pub a: AnyMatrix,
+    /// B, stored k×n (op N) or n×k (op T).
     pub b: AnyMatrix,
 }
 
+/// Where products run: [`CpuBackend`](crate::CpuBackend) or
+/// [`CudaBackend`](crate::CudaBackend); [`open_backend`](crate::open_backend) picks one. A
+/// backend runs only its own kernels ([`KernelSpec::backend`]) and checks inputs and rules before
+/// any work, so a bad call is an [`Error`], never a panic.
 pub trait Backend {
+    /// Which kernels this backend runs (those whose [`KernelSpec::backend`] is this).
     fn kind(&self) -> BackendKind;
 
     /// A one-line description: device name and what matters about it.

@@ -10,20 +10,38 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 /// The element type of a problem's inputs. Floating inputs produce an `f32` output (accumulated in
-/// f32 or wider); `U32` produces `u32` with wrapping (mod 2^32) arithmetic, as the judge requires.
+/// f32 or wider) unless C is asked in bf16/f16 ([`COut::Input`](crate::COut::Input)); `U32`
+/// produces `u32` with wrapping (mod 2^32) arithmetic, as the judge requires.
+///
+/// ```
+/// use matmul::DType;
+///
+/// let d: DType = "BF16".parse()?; // any case
+/// assert_eq!((d.name(), d.input_bytes(), d.accumulator()), ("bf16", 2, DType::F32));
+/// assert_eq!("tf32".parse::<DType>()?.input_bytes(), 4); // f32 storage
+/// assert!("f64".parse::<DType>().is_err());
+/// # Ok::<(), matmul::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
+    /// IEEE binary32, multiplied and accumulated in full f32 precision (or wider on the CPU).
     F32,
+    /// 32-bit unsigned integers; products and sums wrap modulo 2^32.
     U32,
+    /// f32 storage, multiplied on tensor cores with inputs rounded to 10 mantissa bits.
     Tf32,
+    /// bfloat16 storage (8 mantissa bits), f32 accumulation.
     Bf16,
+    /// IEEE binary16 storage (11 mantissa bits), f32 accumulation.
     F16,
 }
 
 impl DType {
+    /// Every dtype; `FromStr` accepts exactly their names.
     pub const ALL: [DType; 5] = [DType::F32, DType::U32, DType::Tf32, DType::Bf16, DType::F16];
 
+    /// The lowercase name the CLI, reports and `FromStr` use ("f32", "tf32", ...).
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -57,6 +75,8 @@ impl DType {
         self.input_bytes() == 2
     }
 
+    /// Whether the arithmetic is exact integer arithmetic (u32): verified bit for bit, rated
+    /// in OP/s.
     pub fn is_integer(self) -> bool {
         self == DType::U32
     }
@@ -87,7 +107,9 @@ impl DType {
 /// type unless the problem asks for C in the input dtype (`Problem::c`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Types {
+    /// The inputs' dtype (A and B).
     pub input: DType,
+    /// C's element type: `input.accumulator()`, or the 16-bit input dtype itself.
     pub c: DType,
 }
 
@@ -137,7 +159,10 @@ impl FromStr for DType {
 pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static {
     /// The dtype whose storage this is (`Tf32` shares `f32`'s storage and is chosen by the problem).
     const STORAGE: DType;
+    /// The value as f64: exact for every element type here (f32, u32, bf16, f16).
     fn to_f64(self) -> f64;
+    /// The nearest value of this type (round to nearest for floats; u32 truncates toward zero
+    /// and wraps modulo 2^32).
     fn from_f64(v: f64) -> Self;
 }
 

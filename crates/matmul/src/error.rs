@@ -9,63 +9,107 @@ use crate::problem::Problem;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("kernel `{kernel}` cannot run {problem}: {rule}")]
 pub struct Unsupported {
+    /// The kernel's registry name.
     pub kernel: String,
+    /// The problem as [`Problem`]'s `Display` writes it ("f32 100x60x80"); only the dtype when
+    /// the refusal comes from building the kernel for a dtype.
     pub problem: String,
+    /// The rule it breaks, in words ("m, n and k must all be at least 1").
     pub rule: String,
 }
 
+/// Every error of this crate. Nothing here panics on bad input: a shape, a name, a size or a
+/// missing GPU comes back as one of these, with its `Display` saying what to change.
 #[derive(Debug, Error)]
 pub enum Error {
+    /// The kernel's rules refuse the problem (dtype, shape, device); nothing was launched.
     #[error(transparent)]
     Unsupported(#[from] Unsupported),
 
+    /// No registry name or alias matches (case-insensitively) the name given.
     #[error("unknown kernel `{0}` (see `matmul list`)")]
     UnknownKernel(String),
 
+    /// A dtype name other than f32, u32, tf32, bf16, f16.
     #[error("unknown dtype `{0}` (expected one of f32, u32, tf32, bf16, f16)")]
     UnknownDType(String),
 
+    /// A shape string that is not `MxNxK` or `N` (see [`Shape`](crate::Shape)).
     #[error("bad shape `{0}` (expected MxNxK or N, positive integers)")]
     BadShape(String),
 
     #[error("{what}: expected {expected}, found {found}")]
+    /// An operand does not have the shape, element type or data length the problem says.
     ShapeMismatch {
+        /// Which operand or value: "A", "B", "C", ...
         what: &'static str,
+        /// What the problem requires.
         expected: String,
+        /// What was passed.
         found: String,
     },
 
     #[error("cannot allocate a {rows}x{cols} matrix on the host")]
-    Allocation { rows: usize, cols: usize },
+    /// A rows×cols host buffer whose size overflows or that the allocator refused.
+    Allocation {
+        /// Rows asked for.
+        rows: usize,
+        /// Columns asked for.
+        cols: usize,
+    },
 
     #[error("{problem} is too large: {}", match .bytes { Some(b) => format!("needs {b} bytes"), None => "its size overflows".to_string() })]
+    /// The problem's buffers cannot be sized or held ([`Problem::host_bytes`]).
     TooLarge {
+        /// The problem refused.
         problem: Problem,
+        /// The bytes it needs, or None when the count overflows `usize`.
         bytes: Option<u128>,
     },
 
+    /// The CUDA driver library is missing, reports no device, or not the ordinal asked for.
     #[error("no CUDA device: {0}")]
     NoGpu(String),
 
     #[error("CUDA {context}: {message}")]
-    Cuda { context: String, message: String },
+    /// A CUDA driver, NVRTC or cuBLAS call failed, or one of their libraries is missing.
+    Cuda {
+        /// What was being done ("launching multistage", "loading libnvrtc", ...).
+        context: String,
+        /// The library's own error text.
+        message: String,
+    },
 
     #[error("NVRTC failed to compile `{kernel}` ({options}):\n{log}")]
+    /// NVRTC rejected a kernel source.
     Compile {
+        /// The registry name (or source name) compiled.
         kernel: String,
+        /// The NVRTC options, space-separated.
         options: String,
+        /// NVRTC's log: the compiler's errors.
         log: String,
     },
 
     #[error("kernel `{kernel}` is not available on the {backend} backend")]
-    WrongBackend { kernel: String, backend: String },
+    /// The kernel belongs to the other backend (a CUDA kernel given to the CPU, or the reverse).
+    WrongBackend {
+        /// The kernel's registry name.
+        kernel: String,
+        /// The backend it was given to ("cpu" or "cuda").
+        backend: String,
+    },
 
+    /// Any other invalid argument or state; the message says which and why.
     #[error("{0}")]
     Invalid(String),
 
     #[error("I/O error on {path}: {source}")]
+    /// Reading or writing a file failed.
     Io {
+        /// The file.
         path: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
 
@@ -101,4 +145,5 @@ pub enum Error {
     },
 }
 
+/// `std::result::Result` with this crate's [`Error`](enum@Error) by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

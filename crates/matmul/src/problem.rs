@@ -11,12 +11,15 @@ use crate::error::Error;
 /// Whether an operand is used as stored (`N`) or transposed (`T`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Op {
+    /// As stored.
     #[default]
     N,
+    /// Transposed: the stored matrix is read as its transpose.
     T,
 }
 
 impl Op {
+    /// `T` for `true` (a `--trans-a`/`--trans-b` style flag), else `N`.
     pub fn from_flag(transposed: bool) -> Op {
         if transposed {
             Op::T
@@ -54,13 +57,35 @@ impl FromStr for COut {
 /// One matrix product. `A` is stored m×k when `op_a` is `N` and k×m when it is `T`; `B` is stored
 /// k×n for `N` and n×k for `T`; `C` is always m×n, of type [`Problem::c_dtype`]. All three are
 /// dense and row-major.
+///
+/// ```
+/// use matmul::{COut, DType, Op, Problem};
+///
+/// // C (2×3) = Aᵀ · B with A stored 4×2 (k×m) and B stored 4×3 (k×n).
+/// let p = Problem::new(2, 3, 4, DType::F32).with_ops(Op::T, Op::N);
+/// assert_eq!((p.a_stored(), p.b_stored()), ((4, 2), (4, 3)));
+/// assert_eq!(p.flops(), 48.0); // 2·m·n·k
+/// assert_eq!(p.min_bytes(), (8 + 12 + 6) as f64 * 4.0); // A, B read once, C written once
+/// assert_eq!(p.to_string(), "f32 2x3x4 (TN)");
+///
+/// // bf16 inputs accumulate in f32; C is f32 unless asked in the input type.
+/// let bf = Problem::square(64, DType::Bf16);
+/// assert_eq!(bf.c_dtype(), DType::F32);
+/// assert_eq!(bf.with_c(COut::Input).c_dtype(), DType::Bf16);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Problem {
+    /// Rows of op(A) and of C.
     pub m: usize,
+    /// Columns of op(B) and of C.
     pub n: usize,
+    /// The inner dimension: columns of op(A), rows of op(B).
     pub k: usize,
+    /// Whether A is stored transposed (k×m).
     pub op_a: Op,
+    /// Whether B is stored transposed (n×k).
     pub op_b: Op,
+    /// The inputs' element type (tf32: f32 storage, tensor-core compute).
     pub dtype: DType,
     /// C's type (absent in JSON written before it existed: the accumulator).
     #[serde(default)]
@@ -70,11 +95,16 @@ pub struct Problem {
 /// Row and column strides (in elements) of a logical matrix view over row-major storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Strides {
+    /// Elements between consecutive rows of the logical view.
     pub row: usize,
+    /// Elements between consecutive columns of the logical view.
     pub col: usize,
 }
 
 impl Problem {
+    /// An m×n×k product of `dtype`, neither operand transposed, C in the accumulator type.
+    /// Nothing is checked here: zero sizes are refused by
+    /// [`KernelSpec::can_run`](crate::KernelSpec::can_run), huge ones by [`Problem::host_bytes`].
     pub fn new(m: usize, n: usize, k: usize, dtype: DType) -> Problem {
         Problem {
             m,
@@ -87,16 +117,19 @@ impl Problem {
         }
     }
 
+    /// [`Problem::new`]`(n, n, n, dtype)`.
     pub fn square(n: usize, dtype: DType) -> Problem {
         Problem::new(n, n, n, dtype)
     }
 
+    /// The same problem with A and B read through `op_a` and `op_b`.
     pub fn with_ops(mut self, op_a: Op, op_b: Op) -> Problem {
         self.op_a = op_a;
         self.op_b = op_b;
         self
     }
 
+    /// The same problem with C stored as `c` (see [`Problem::c_dtype`]).
     pub fn with_c(mut self, c: COut) -> Problem {
         self.c = c;
         self
@@ -212,11 +245,25 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A shape written "MxNxK" (or a single "N" for a square product).
+/// A shape written "MxNxK" (or a single "N" for a square product); `x`, `X` and `*` all
+/// separate, spaces around numbers are allowed. Anything else is [`Error::BadShape`].
+///
+/// ```
+/// use matmul::Shape;
+///
+/// let s: Shape = "17x33x65".parse()?;
+/// assert_eq!((s.m, s.n, s.k), (17, 33, 65));
+/// assert_eq!("64".parse::<Shape>()?, Shape { m: 64, n: 64, k: 64 });
+/// assert!("1x2".parse::<Shape>().is_err());
+/// # Ok::<(), matmul::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
+    /// Rows of C.
     pub m: usize,
+    /// Columns of C.
     pub n: usize,
+    /// The inner dimension.
     pub k: usize,
 }
 

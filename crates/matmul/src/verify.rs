@@ -9,11 +9,14 @@ use crate::problem::{Op, Problem};
 /// The outcome of one comparison.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
+    /// Shapes and types agree, `rel_frobenius` ≤ `tolerance`, and no element mismatches.
     pub passed: bool,
     /// ‖C − R‖_F / ‖R‖_F (0 for an exact match; NaN or ∞ if C holds NaN/∞).
     pub rel_frobenius: f64,
     /// Largest |C − R| over all elements, and where.
     pub max_abs_err: f64,
+    /// (row, column) of the largest difference; None when C equals the reference or the shapes
+    /// differ.
     pub worst: Option<(usize, usize)>,
     /// Elements that differ beyond the tolerance (u32: that differ at all).
     pub mismatches: usize,
@@ -80,6 +83,25 @@ pub fn product_norm(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> f64 {
 /// Compares `c` with `reference`; NaN anywhere (e.g. an unwritten poisoned element) fails.
 /// Without the inputs the input-rounding part of the tolerance is relative to ‖reference‖_F;
 /// [`compare_inputs`] measures it against the products' size instead.
+///
+/// ```
+/// use matmul::{cpu, verify, AnyMatrix, DType, Matrix, Problem};
+///
+/// let problem = Problem::new(2, 2, 3, DType::F32);
+/// let a = AnyMatrix::from(Matrix::<f32>::from_fn(2, 3, |i, j| (i + j) as f32)?);
+/// let b = AnyMatrix::from(Matrix::<f32>::from_fn(3, 2, |i, j| (i * j) as f32)?);
+/// let reference = cpu::reference::matmul(&problem, &a, &b)?;
+///
+/// let ok = verify::compare(&problem, &reference, &reference);
+/// assert!(ok.passed && ok.rel_frobenius == 0.0 && ok.worst.is_none());
+///
+/// let mut off = Matrix::<f32>::try_from(reference.clone())?;
+/// off.data[3] += 1.0; // C[1][1] wrong
+/// let bad = verify::compare(&problem, &AnyMatrix::from(off), &reference);
+/// assert!(!bad.passed);
+/// assert_eq!((bad.worst, bad.mismatches, bad.max_abs_err), (Some((1, 1)), 1, 1.0));
+/// # Ok::<(), matmul::Error>(())
+/// ```
 pub fn compare(problem: &Problem, c: &AnyMatrix, reference: &AnyMatrix) -> Verdict {
     compare_scaled(problem, c, reference, None)
 }
