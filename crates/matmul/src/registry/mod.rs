@@ -344,6 +344,19 @@ pub static KERNELS: &[KernelSpec] = &[
 ];
 
 /// Finds a kernel by name or seed alias, case-insensitively. Name matches win over aliases.
+/// Finding a kernel says nothing about whether it can run: see [`KernelSpec::can_run`].
+///
+/// ```
+/// use matmul::{find, BackendKind, DType, Error};
+///
+/// let tiled = find("TILING")?; // seed 001's flag for the shared-memory tiled kernel
+/// assert_eq!((tiled.name, tiled.backend), ("tiled", BackendKind::Cuda));
+/// assert!(tiled.supports(DType::U32));
+/// assert_eq!(find("naive-1d")?.name, "ele"); // the 1-D naive kernel of seeds 000/003
+/// assert_eq!(find("Multistage")?.entry_point(), "multistage");
+/// assert!(matches!(find("quantum"), Err(Error::UnknownKernel(_))));
+/// # Ok::<(), matmul::Error>(())
+/// ```
 pub fn find(name: &str) -> Result<&'static KernelSpec, Error> {
     KERNELS
         .iter()

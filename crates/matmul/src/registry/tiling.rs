@@ -19,12 +19,15 @@ fn defines(pairs: &[(&str, u32)]) -> Vec<(String, String)> {
 /// The compile-time tile of a tensor-core kernel (`-D` values of its .cu file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct TcTile {
-    /// C's tile per block (or per work unit of a persistent block) and the K-slice per stage.
+    /// Rows of C's tile per block (or per work unit of a persistent block).
     pub bm: u32,
+    /// Columns of C's tile per block (or per work unit).
     pub bn: u32,
+    /// The K-slice of A and B loaded per pipeline stage.
     pub bk: u32,
     /// Shared-memory buffers in the load pipeline.
     pub stages: u32,
+    /// Threads per block (warpgroups × 128 for wgmma, producer included).
     pub threads: u32,
     /// Blocks per thread-block cluster (along M; they share B's slices by TMA multicast).
     pub cluster: u32,
@@ -37,6 +40,7 @@ impl TcTile {
     /// A staged box of C (the TMA-store epilogue): 64 rows (one consumer warpgroup's) × one
     /// 128-byte swizzle row (32 f32 or 64 bf16/f16); 15_wgmma.cu's C_BOX_COLS and C_BOX_BYTES.
     pub const C_BOX_ROWS: u32 = 64;
+    /// Bytes of one row of a staged C box: the 128-byte swizzle span.
     pub const C_BOX_ROW_BYTES: u32 = 128;
 
     /// Columns of a staged C box for C elements of `c_bytes` bytes.
@@ -44,6 +48,8 @@ impl TcTile {
         Self::C_BOX_ROW_BYTES / c_bytes as u32
     }
 
+    /// A tile of BM×BN×BK, `stages` buffers, `threads` per block; no cluster (1), C stored from
+    /// registers (no staged boxes).
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32, threads: u32) -> TcTile {
         TcTile {
             bm,
@@ -56,10 +62,13 @@ impl TcTile {
         }
     }
 
+    /// The same tile in clusters of `cluster` blocks (the `/cN` of its text form).
     pub const fn with_cluster(self, cluster: u32) -> TcTile {
         TcTile { cluster, ..self }
     }
 
+    /// The same tile with `store_boxes` staged C boxes per consumer warpgroup (the `/eN` of its
+    /// text form; 0 stores C from registers).
     pub const fn with_store_boxes(self, store_boxes: u32) -> TcTile {
         TcTile {
             store_boxes,
@@ -112,18 +121,43 @@ impl fmt::Display for TcTile {
 
 /// The compile-time tile parameters of a SIMT-ladder kernel (`-D` values of its .cu file). The
 /// registry holds each rung's default; `matmul tune` searches others ([`RunOptions::tiling`](crate::RunOptions::tiling)).
+///
+/// Its text form (`--tiling`, the tune tables) is `BMxBNxBK/TMxTN` followed by the parts that
+/// differ from the defaults: `/wWMxWNnWNITER` (warp tiles), `/sSTAGES`, `/pPAD`, `/bMIN_BLOCKS`,
+/// `/rMAX_REGISTERS`, `/oPTXAS_LEVEL`. Parsing checks only the syntax; [`Tiling::check`] the rules.
+///
+/// ```
+/// use matmul::Tiling;
+///
+/// let t: Tiling = "128x128x16/8x4/w64x32n2/s3".parse()?;
+/// assert_eq!((t.bm, t.bn, t.bk, t.wm, t.wniter, t.stages), (128, 128, 16, 64, 2, 3));
+/// assert_eq!(t.threads(), 256); // 8 warps of 64×32
+/// assert_eq!(t.to_string(), "128x128x16/8x4/w64x32n2/s3"); // round-trips
+/// assert!(t.check().is_ok());
+///
+/// let odd: Tiling = "128x128x8/8x3".parse()?; // well-formed, but TN does not divide BN
+/// assert!(odd.check().unwrap_err().contains("BN % TN"));
+/// assert!("128x128/8x8".parse::<Tiling>().is_err());
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct Tiling {
-    /// The block's tile of C (BM×BN) and the K-slice loaded per step (BK).
+    /// Rows of the block's tile of C (BM).
     pub bm: u32,
+    /// Columns of the block's tile of C (BN).
     pub bn: u32,
+    /// The K-slice of A and B loaded into shared memory per step (BK).
     pub bk: u32,
-    /// Each thread's register tile (TM×TN); with warp tiling, one of its WMITER×WNITER sub-tiles.
+    /// Rows of each thread's register tile (TM); with warp tiling, of one of its WMITER×WNITER
+    /// sub-tiles.
     pub tm: u32,
+    /// Columns of each thread's register tile (TN).
     pub tn: u32,
-    /// The warp's tile of C (0 = no warp tiling) and how many sub-tiles it takes along N.
+    /// Rows of a warp's tile of C (WM); 0 = no warp tiling.
     pub wm: u32,
+    /// Columns of a warp's tile of C (WN); 0 without warp tiling.
     pub wn: u32,
+    /// Sub-tiles a warp takes along N (WNITER; WMITER follows, [`Tiling::wmiter`]).
     pub wniter: u32,
     /// Shared-memory buffers in the load pipeline (1 = load, barrier, compute).
     pub stages: u32,
@@ -190,14 +224,17 @@ impl Tiling {
         }
     }
 
+    /// The same tiling with `stages` shared-memory buffers (`/sN`).
     pub const fn with_stages(self, stages: u32) -> Tiling {
         Tiling { stages, ..self }
     }
 
+    /// The same tiling with `pad` elements of padding per shared-memory row (`/pN`).
     pub const fn with_pad(self, pad: u32) -> Tiling {
         Tiling { pad, ..self }
     }
 
+    /// The same tiling built for `min_blocks` resident blocks per SM (`/bN`).
     pub const fn with_min_blocks(self, min_blocks: u32) -> Tiling {
         Tiling { min_blocks, ..self }
     }
@@ -230,6 +267,8 @@ impl Tiling {
             .collect()
     }
 
+    /// Whether warps take WM×WN tiles (WM > 0) rather than threads being laid out over the
+    /// block tile directly.
     pub fn warp_tiled(&self) -> bool {
         self.wm > 0
     }

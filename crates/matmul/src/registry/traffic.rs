@@ -17,7 +17,10 @@ pub enum Traffic {
     AccumulateInGlobal,
     /// One operand's K elements per output, the other's shared by `threads` outputs:
     /// K + K/threads loads per output.
-    OnePacked { threads: u32 },
+    OnePacked {
+        /// Outputs that share one load of the packed operand (the block's threads).
+        threads: u32,
+    },
     /// Tiles of TILE (the geometry's, or the override): 2·K/TILE loads per output.
     Tiled,
     /// BM×BN block tiles: K/BN loads of A and K/BM of B per output.

@@ -16,7 +16,9 @@ use crate::family::Family;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// [`CpuBackend`](crate::CpuBackend): the reference and the fast CPU path.
     Cpu,
+    /// [`CudaBackend`](crate::CudaBackend): the NVRTC-compiled kernels and cuBLAS.
     Cuda,
 }
 
@@ -34,29 +36,59 @@ impl fmt::Display for BackendKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Geometry {
     /// One thread per row of C, `threads` per block; grid = ⌈m / threads⌉.
-    RowPerThread { threads: u32 },
+    RowPerThread {
+        /// Threads per block.
+        threads: u32,
+    },
     /// One thread per element of C in a 1-D grid, `threads` per block; grid = ⌈m·n / threads⌉.
-    ElementPerThread { threads: u32 },
+    ElementPerThread {
+        /// Threads per block.
+        threads: u32,
+    },
     /// `threads` consecutive outputs of one row per block; grid = (⌈n / threads⌉, m).
-    RowSegment { threads: u32 },
+    RowSegment {
+        /// Threads per block, one output of the row each.
+        threads: u32,
+    },
     /// `tile`×`tile` threads per block, one output each; grid = (⌈n / tile⌉, ⌈m / tile⌉).
-    Tile2d { tile: u32 },
+    Tile2d {
+        /// The tile edge (`TILE`); [`RunOptions::tile`](crate::RunOptions::tile) overrides it.
+        tile: u32,
+    },
     /// A single block of `tpb`×`tpb` threads covers all of C.
-    SingleBlock { tpb: u32 },
+    SingleBlock {
+        /// Threads per block along each axis (`TPB`); [`RunOptions::tile`](crate::RunOptions::tile)
+        /// overrides it.
+        tpb: u32,
+    },
     /// The SIMT ladder: a BM×BN tile of C per block, [`Tiling::threads`] threads, dynamic shared
     /// memory of [`Tiling::shared_elems`] elements; grid = (⌈n / BN⌉, ⌈m / BM⌉).
-    BlockTile { tiling: Tiling },
+    BlockTile {
+        /// The registry's default tiling; [`RunOptions::tiling`](crate::RunOptions::tiling)
+        /// overrides it.
+        tiling: Tiling,
+    },
     /// Tensor cores through mma.sync: a BM×BN tile of C per block of `tile.threads`, dynamic
     /// shared memory of [`TcTile::shared_bytes`]; grid = (⌈n / BN⌉, ⌈m / BM⌉).
-    Mma { tile: TcTile },
+    Mma {
+        /// The compile-time tile.
+        tile: TcTile,
+    },
     /// Hopper tensor cores through TMA and wgmma (sm_90a): a persistent grid of
     /// min(tiles, SMs) blocks of `tile.threads` that walk the BM×BN tiles of C; A and B also
     /// reach the kernel as two TMA tensor maps after the usual arguments.
-    Wgmma { tile: TcTile },
+    Wgmma {
+        /// The compile-time tile (cluster and staged-C boxes included).
+        tile: TcTile,
+    },
     /// The tf32 wgmma kernel: as `Wgmma`, for a D of BM×BN tiles that is C (op(B) = T) or C^T
     /// (op(B) = N), BM along the operand it loads into registers and BN along the one wgmma reads
     /// from shared memory; its tensor maps are boxed per role ([`WgmmaTf32Orientation`]).
-    WgmmaTf32 { tile: TcTile },
+    WgmmaTf32 {
+        /// The compile-time tile; BM and BN run along D's operands as above, not C's rows and
+        /// columns.
+        tile: TcTile,
+    },
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -64,6 +96,8 @@ pub enum Geometry {
 pub struct CudaSource {
     /// File name under `crates/matmul/kernels/`.
     pub file: &'static str,
+    /// The file's contents (`include_str!`), without the includes ([`CudaSource::full_text`]
+    /// adds them).
     #[serde(skip)]
     pub text: &'static str,
     /// Headers under `crates/matmul/kernels/` compiled ahead of `text`, in order (name, text).
@@ -74,6 +108,7 @@ pub struct CudaSource {
     pub entry: Option<&'static str>,
     /// Fixed `-D` values of this entry (a feature switch of a shared file).
     pub defines: &'static [(&'static str, &'static str)],
+    /// The launch geometry and default tile; it selects the kernel's [`Family`].
     pub geometry: Geometry,
     /// C must be zeroed before the launch (the kernel accumulates into it).
     pub zero_output: bool,
@@ -101,6 +136,7 @@ pub enum Implementation {
     CpuFast,
     /// The vendor library (cuBLAS / cuBLASLt) for the problem's dtype.
     Cublas,
+    /// One of this crate's CUDA C++ kernels, compiled by NVRTC.
     Cuda(CudaSource),
 }
 
@@ -122,6 +158,7 @@ pub enum Constraint {
 }
 
 impl Constraint {
+    /// The rule in a few words, for `matmul list`'s constraints column.
     pub fn describe(&self) -> &'static str {
         match self {
             Constraint::KFitsSharedMemory => "K·elem ≤ shared mem/block",
@@ -133,19 +170,27 @@ impl Constraint {
     }
 }
 
-/// One kernel.
+/// One kernel: a row of [`KERNELS`](crate::KERNELS), found by name or alias with
+/// [`find`](crate::find).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct KernelSpec {
+    /// The unique registry name, lowercase with `-` ("multistage", "cpu-reference").
     pub name: &'static str,
     /// Seed names, matched case-insensitively (ROW, TILING, naive, idiomatic-tiled, ...).
     pub aliases: &'static [&'static str],
     /// Which seed or source it comes from.
     pub origin: &'static str,
+    /// One line on what it does, as `matmul list` shows it.
     pub summary: &'static str,
+    /// The backend that runs it.
     pub backend: BackendKind,
+    /// The input dtypes it runs ([`KernelSpec::supports`]).
     pub dtypes: &'static [DType],
+    /// The shape and device rules beyond the dtype, checked by [`KernelSpec::can_run`].
     pub constraints: &'static [Constraint],
+    /// The traffic model the roofline's arithmetic intensity uses ([`KernelSpec::model_bytes`]).
     pub traffic: Traffic,
+    /// How it computes: a CPU path, cuBLAS, or a CUDA source.
     pub implementation: Implementation,
 }
 
@@ -169,6 +214,8 @@ impl CudaSource {
 }
 
 impl KernelSpec {
+    /// The `__global__` function to launch: [`CudaSource::entry`] where set, else the name with
+    /// `-` written `_` ("row-global" → `row_global`).
     pub fn entry_point(&self) -> String {
         match self.cuda_source().and_then(|s| s.entry) {
             Some(entry) => entry.to_string(),
@@ -188,6 +235,7 @@ impl KernelSpec {
         self.cuda_source().map(CudaSource::family)
     }
 
+    /// The CUDA source of a CUDA kernel; None for the CPU kernels and cuBLAS.
     pub fn cuda_source(&self) -> Option<&CudaSource> {
         match &self.implementation {
             Implementation::Cuda(src) => Some(src),
@@ -244,11 +292,13 @@ impl KernelSpec {
         }
     }
 
+    /// Whether `name` is this kernel's name or one of its aliases, ignoring ASCII case.
     pub fn matches(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
             || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
     }
 
+    /// Whether `dtype` is among the input dtypes this kernel runs.
     pub fn supports(&self, dtype: DType) -> bool {
         self.dtypes.contains(&dtype)
     }
