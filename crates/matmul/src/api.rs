@@ -1,4 +1,4 @@
-//! The one-call API: [`gemm`] for the common case and the [`Gemm`] builder for the rest (kernel,
+//! The one-call API: [`gemm()`] for the common case and the [`Gemm`] builder for the rest (kernel,
 //! backend, compute dtype, transposes, tiling, verification). Both take typed matrices and return
 //! a typed C; the kernel choice is [`crate::dispatch`]'s, the same as the CLI's.
 

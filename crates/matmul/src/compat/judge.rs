@@ -2,6 +2,20 @@
 //!
 //! Input: triples `N S1 S2`. A = rand_gen(S1, N), B = rand_gen(S2, N), C = A·B with wrapping u32
 //! arithmetic, output: the signature of C. All arithmetic is u32, wrapping.
+//!
+//! ```
+//! use matmul::judge::{case_signature, parse_cases, select, Generator};
+//! use matmul::BackendChoice;
+//!
+//! // What `echo "2 2 5" | matmul signature --backend cpu` prints.
+//! let sel = select("auto", BackendChoice::Cpu)?;
+//! for case in parse_cases("2 2 5\n") {
+//!     let case = case.map_err(|e| matmul::Error::Invalid(e.to_string()))?;
+//!     let sig = case_signature(sel.backend.as_ref(), sel.kernel, &case, Generator::Judge)?;
+//!     assert_eq!(sig, 573770929);
+//! }
+//! # Ok::<(), matmul::Error>(())
+//! ```
 
 use std::fmt;
 

@@ -22,7 +22,9 @@ const THREADS: u32 = 1024;
 pub struct GpuCeilings {
     /// Device-to-device copy, bytes read + written, GB/s.
     pub copy_gbs: f64,
+    /// FFMA peak of the CUDA cores, GFLOP/s (one FMA = 2 FLOP).
     pub fp32_gflops: f64,
+    /// IMAD peak (32-bit integer multiply-add), GOP/s: the u32 kernels' compute ceiling.
     pub int32_gops: f64,
     /// cuBLAS at a large square size, by dtype name, GFLOP/s.
     pub tensor_gflops: Vec<(String, f64)>,

@@ -87,21 +87,29 @@ pub fn supported_archs() -> Result<Vec<u32>> {
 /// ptxas's resource report for one function (from `--ptxas-options=-v`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CompileInfo {
+    /// The function's name as ptxas reports it (unmangled for the `extern "C"` kernels).
     pub function: String,
     /// A `__global__` entry point (else a non-inlined device function).
     pub entry: bool,
+    /// 32-bit registers per thread.
     pub registers: u32,
+    /// Hardware barriers used (`__syncthreads` uses one).
     pub barriers: u32,
     /// Static shared memory (dynamic shared memory is sized at launch).
     pub shared_bytes: u32,
     /// Constant bank 0: kernel parameters and driver constants.
     pub constant_bytes: u32,
+    /// Per-thread stack frame (local memory), bytes.
     pub stack_frame_bytes: u32,
+    /// Bytes of registers spilled to local memory per thread (stores).
     pub spill_store_bytes: u32,
+    /// Bytes reloaded from spills per thread.
     pub spill_load_bytes: u32,
 }
 
 impl CompileInfo {
+    /// Whether ptxas spilled registers to local memory (any spill store or load): `matmul
+    /// tune` skips such builds.
     pub fn spills(&self) -> bool {
         self.spill_store_bytes > 0 || self.spill_load_bytes > 0
     }
@@ -112,20 +120,28 @@ impl CompileInfo {
 pub struct Compiled {
     /// Registry name, or the source name given to [`compile_source`].
     pub name: String,
+    /// The target ("sm_90a", "sm_80", ...).
     pub arch: String,
+    /// Every NVRTC option used (arch, `-D`s, ptxas flags), in order.
     pub options: Vec<String>,
+    /// The NVRTC (major, minor) that compiled it.
     pub nvrtc_version: (u32, u32),
+    /// The CUBIN, ready for `cuModuleLoadData`.
     #[serde(skip)]
     pub cubin: Vec<u8>,
     /// NVRTC's log: warnings and ptxas's report.
     pub log: String,
+    /// ptxas's report, one entry per function ([`parse_ptxas`]).
     pub functions: Vec<CompileInfo>,
     /// The cache key (hash of source, options, NVRTC version, arch).
     pub key: u64,
+    /// Read from the [`DiskCache`] rather than compiled now.
     pub from_disk_cache: bool,
 }
 
 impl Compiled {
+    /// ptxas's report for the function `name` (an entry point's name, e.g.
+    /// [`KernelSpec::entry_point`]); None if ptxas did not list it.
     pub fn function(&self, name: &str) -> Option<&CompileInfo> {
         self.functions.iter().find(|f| f.function == name)
     }
@@ -259,7 +275,10 @@ pub fn compile_with_cache(
 /// entry ([`CudaSource::split_tail`](crate::registry::CudaSource::split_tail)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Build {
+    /// The kernel's own entry point ([`KernelSpec::entry_point`]).
     Main,
+    /// The split tail's entry, compiled with `SPLIT_TAIL_PIECES=1`
+    /// ([`KernelSpec::tail_entry_point`]).
     Tail,
 }
 
@@ -513,8 +532,8 @@ pub fn parse_ptxas(log: &str) -> Vec<CompileInfo> {
     out
 }
 
-/// "Used 30 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]" or
-/// "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads".
+/// `Used 30 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]` or
+/// `0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads`.
 fn apply_fields(info: &mut CompileInfo, line: &str) {
     for piece in line.split(',') {
         let piece = piece.trim();
@@ -609,10 +628,13 @@ impl DiskCache {
         }
     }
 
+    /// No disk cache: each compile runs NVRTC (a [`CudaBackend`](crate::CudaBackend) still reuses
+    /// the modules it has loaded).
     pub fn disabled() -> DiskCache {
         DiskCache { dir: None }
     }
 
+    /// The cache directory; None when disabled.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }

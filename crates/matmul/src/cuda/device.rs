@@ -12,26 +12,35 @@ use crate::error::{Error, Result};
 /// What matters about one CUDA device for running and judging kernels.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceInfo {
+    /// The driver's device index (0 for the first GPU).
     pub ordinal: usize,
+    /// The marketing name ("NVIDIA H100 80GB HBM3").
     pub name: String,
     /// (major, minor), e.g. (9, 0) for Hopper.
     pub compute_capability: (u32, u32),
     /// The NVRTC target this crate compiles for: `sm_90a` on 9.0, else `sm_XY`.
     pub arch: String,
+    /// Streaming multiprocessors (132 on H100 SXM): one wave of a persistent grid.
     pub sm_count: u32,
+    /// Most threads one block may have (1024).
     pub max_threads_per_block: u32,
     /// Shared memory a block gets without opting in (48 KiB everywhere since Volta).
     pub shared_per_block: usize,
     /// Largest dynamic shared memory a block may opt in to (227 KiB on H100).
     pub shared_per_block_optin: usize,
+    /// Shared memory of one SM, shared by its resident blocks (bytes).
     pub shared_per_sm: usize,
+    /// 32-bit registers one block may use (65536).
     pub registers_per_block: u32,
+    /// L2 cache size (bytes).
     pub l2_bytes: usize,
     /// Peak SM clock, kHz.
     pub sm_clock_khz: u32,
     /// Peak memory clock, kHz.
     pub memory_clock_khz: u32,
+    /// DRAM bus width (bits).
     pub memory_bus_bits: u32,
+    /// Device memory (bytes).
     pub total_memory_bytes: usize,
     /// "13.0": the newest CUDA the driver supports.
     pub driver_version: String,

@@ -104,6 +104,7 @@ impl CudaBackend {
         })
     }
 
+    /// The device's properties, read when the backend was opened.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
     }
@@ -113,6 +114,8 @@ impl CudaBackend {
         &self.info.arch
     }
 
+    /// The cudarc context, for work of your own on this device (use [`CudaBackend::stream`] to
+    /// stay ordered with this backend's launches).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }

@@ -49,8 +49,12 @@ pub(super) struct TailWorkspace {
 /// of its k range, drawn by `blocks` blocks (13_multistage.cu, "The split tail").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TailPlan {
+    /// The first tile of the tail in block order: the main launch computes tiles
+    /// `0..first_tile` whole (the extra argument of a split-tail entry).
     pub first_tile: u64,
+    /// Blocks of the tail launch: one wave of the device.
     pub blocks: u64,
+    /// Pieces each tail tile's k range is cut into (at least 1).
     pub pieces: u64,
 }
 

@@ -35,7 +35,9 @@ pub type LaunchDims = ((u32, u32, u32), (u32, u32, u32));
 /// How the TMA tensor maps of a launch are boxed: by a tensor-core tile, or by a SIMT tiling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Boxes {
+    /// A tensor-core kernel's maps: A, B and C boxed by its tile (BM×BK, BK×BN, C's staged box).
     Tc(TcTile),
+    /// A TMA-fed SIMT kernel's maps: A and B boxed by its tiling.
     Simt(Tiling),
 }
 
