@@ -92,6 +92,8 @@
 //! - [`family`]: how each CUDA kernel family launches (grid, block, shared memory, extra
 //!   arguments, tensor maps), one module per family behind one trait.
 
+#![warn(missing_docs)]
+
 mod api;
 pub mod backend;
 pub mod compat;
