@@ -13,6 +13,7 @@ use matmul_bench::{
 
 use crate::cli_error::{CliError, CliResult};
 
+/// `matmul bench`'s arguments.
 #[derive(Args)]
 pub struct BenchArgs {
     /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend).
@@ -27,8 +28,10 @@ pub struct BenchArgs {
     /// Shapes MxNxK, comma-separated.
     #[arg(long, value_delimiter = ',')]
     shapes: Vec<Shape>,
+    /// Every product with A stored transposed (k×m).
     #[arg(long)]
     transpose_a: bool,
+    /// Every product with B stored transposed (n×k).
     #[arg(long)]
     transpose_b: bool,
     /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16, f16 C for f16).
@@ -58,6 +61,7 @@ pub struct BenchArgs {
     /// repeated within ±0.3 % (lab/notebook.md, "Measuring small differences").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
+    /// auto (CUDA when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html).
@@ -82,6 +86,7 @@ pub struct BenchArgs {
     tiling: Option<matmul::Tiling>,
 }
 
+/// The shapes to run: `--shapes`, else the square `--sizes`, else the backend's defaults.
 fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
     if !args.shapes.is_empty() {
         return args.shapes.clone();
@@ -96,10 +101,13 @@ fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
 
 /// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
 enum Opened {
+    /// The CPU backend.
     Cpu(matmul::cpu::CpuBackend),
+    /// CUDA device 0.
     Cuda(Box<CudaBackend>),
 }
 
+/// Opens the backend `--backend` names; `auto` says on stderr why it fell back to the CPU.
 fn open(choice: BackendChoice) -> CliResult<Opened> {
     match choice {
         BackendChoice::Cpu => Ok(Opened::Cpu(matmul::cpu::CpuBackend)),
@@ -122,6 +130,9 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `matmul bench`: opens the backend, measures its ceilings (unless `--no-ceilings`), times every
+/// selected kernel × dtype × shape with `matmul_bench::run`, prints the table and writes the
+/// report files to `--out`; any case that failed verification or timing is exit status 1.
 pub fn bench(args: BenchArgs) -> CliResult {
     let opened = open(args.backend)?;
     let backend: &dyn Backend = match &opened {

@@ -3,8 +3,11 @@
 
 use std::fmt::Display;
 
+/// A failed command: the process exits with `code` after printing `matmul: <message>` on stderr.
 pub struct CliError {
+    /// The exit status: 1 (a failure) or 2 (bad input or usage).
     pub code: u8,
+    /// What went wrong, naming the input, value or rule.
     pub message: String,
 }
 
@@ -42,4 +45,5 @@ impl From<matmul::Error> for CliError {
     }
 }
 
+/// What every subcommand returns; `main` turns the error into the exit status.
 pub type CliResult<T = ()> = Result<T, CliError>;

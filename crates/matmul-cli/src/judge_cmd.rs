@@ -11,6 +11,7 @@ use matmul::BackendChoice;
 
 use crate::cli_error::{CliError, CliResult};
 
+/// `--generator`: the reduction step of `rand_gen` ([`Generator`]).
 #[derive(Clone, Copy, ValueEnum)]
 pub enum GeneratorArg {
     /// x % (N·N): the problem statement's form and the official outputs'.
@@ -28,6 +29,7 @@ impl From<GeneratorArg> for Generator {
     }
 }
 
+/// `matmul signature`'s arguments.
 #[derive(Args)]
 pub struct SignatureArgs {
     /// Kernel (registry name or seed alias: TILING, ELE, ELEPACK, ROW, ROWPACK, ...) or `auto`.
@@ -36,6 +38,7 @@ pub struct SignatureArgs {
     /// auto (CUDA when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
+    /// How rand_gen reduces x (judge: the official outputs' form).
     #[arg(long, value_enum, default_value = "judge")]
     generator: GeneratorArg,
     /// Print each case's time on stderr.
@@ -45,12 +48,16 @@ pub struct SignatureArgs {
     file: Option<PathBuf>,
 }
 
+/// `matmul judge`'s arguments.
 #[derive(Args)]
 pub struct JudgeArgs {
+    /// Kernel (registry name or seed alias: TILING, ELE, ELEPACK, ROW, ROWPACK, ...) or `auto`.
     #[arg(long, default_value = "auto")]
     kernel: String,
+    /// auto (CUDA when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
+    /// How rand_gen reduces x (judge: the official outputs' form).
     #[arg(long, value_enum, default_value = "judge")]
     generator: GeneratorArg,
     /// Case files; each CASE.in is compared with the CASE.out beside it.
@@ -58,6 +65,7 @@ pub struct JudgeArgs {
     cases: Vec<PathBuf>,
 }
 
+/// The whole of `path`, or of standard input when None; unreadable input is exit status 2.
 fn read_text(path: Option<&Path>) -> CliResult<String> {
     let mut text = String::new();
     let result = match path {
@@ -89,6 +97,8 @@ fn case_signature(sel: &Selection, case: &Case, generator: Generator) -> CliResu
     )?)
 }
 
+/// `matmul signature`: one signature per `N S1 S2` case of the input, on stdout, each as soon as
+/// it is computed; a malformed case stops the run with exit status 2 after the cases before it.
 pub fn signature(args: SignatureArgs) -> CliResult {
     let text = read_text(args.file.as_deref())?;
     let source = args
@@ -123,6 +133,8 @@ pub fn signature(args: SignatureArgs) -> CliResult {
     Ok(())
 }
 
+/// `matmul judge`: runs each CASE.in file and compares its signatures with CASE.out, printing
+/// PASS or FAIL (with the first differing case) per file; any FAIL is exit status 1.
 pub fn judge(args: JudgeArgs) -> CliResult {
     let sel = select_u32(&args.kernel, args.backend)?;
     let mut failed = 0;

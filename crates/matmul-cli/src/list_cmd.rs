@@ -6,6 +6,7 @@ use matmul_bench::fmt::ruled_table;
 
 use crate::cli_error::{CliError, CliResult};
 
+/// `matmul list`'s arguments.
 #[derive(Args)]
 pub struct ListArgs {
     /// Also compile every CUDA kernel with NVRTC and show ptxas registers, spills and shared memory.
@@ -25,6 +26,8 @@ pub struct ListArgs {
     tiling: Option<matmul::Tiling>,
 }
 
+/// `matmul list`: the registry as a table (name, aliases, backend, dtypes, C types, constraints,
+/// origin), as JSON with `--json`, or with `--verbose` each CUDA kernel's ptxas report.
 pub fn list(args: ListArgs) -> CliResult {
     if args.json {
         let json =
@@ -163,6 +166,7 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
     ))
 }
 
+/// `matmul devices`: the CPU, and CUDA device 0 or why there is none (never an error).
 pub fn devices() -> CliResult {
     println!("cpu   {}", matmul::cpu::CpuBackend.describe());
     match matmul::cuda::CudaBackend::new(0) {

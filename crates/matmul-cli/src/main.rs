@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The command line: one subcommand.
 #[derive(Parser)]
 #[command(
     name = "matmul",
@@ -23,6 +24,7 @@ struct Cli {
     command: Command,
 }
 
+/// The subcommands; each variant's doc comment is its `--help` summary.
 #[derive(Subcommand)]
 enum Command {
     /// Judge Girl CUDA-MATMUL: read `N S1 S2` triples, print one u32 signature of C = A·B per line.

@@ -12,6 +12,7 @@ use crate::cli_error::{CliError, CliResult};
 #[derive(Clone, Copy, Debug)]
 pub struct PuzzleArg(PuzzleName);
 
+/// Every puzzle, for clap's possible values (a `'static` slice built once).
 static PUZZLES: std::sync::LazyLock<Vec<PuzzleArg>> =
     std::sync::LazyLock::new(|| PuzzleName::ALL.into_iter().map(PuzzleArg).collect());
 
@@ -25,12 +26,16 @@ impl ValueEnum for PuzzleArg {
     }
 }
 
+/// `matmul puzzle`'s arguments.
 #[derive(Args)]
 pub struct PuzzleArgs {
+    /// The puzzle configuration to reproduce.
     #[arg(value_enum)]
     name: PuzzleArg,
 }
 
+/// `matmul puzzle`: runs the puzzle's kernel on the GPU with its size and TPB, prints the output
+/// and the expected buffers as the puzzle does; any difference is exit status 1.
 pub fn puzzle(args: PuzzleArgs) -> CliResult {
     let name = args.name.0;
     let p = config(name);

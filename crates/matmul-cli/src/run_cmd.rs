@@ -10,6 +10,7 @@ use matmul::{AnyMatrix, BackendChoice, COut, DType, Init, Op, Problem, RunOption
 
 use crate::cli_error::{CliError, CliResult};
 
+/// `--init`: how A and B are filled.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InitArg {
     /// Seeded uniform values (floats in [-1, 1), any u32).
@@ -23,21 +24,28 @@ pub enum InitArg {
 /// The default check covers products up to this many multiply-adds (the f64 reference is slow).
 const AUTO_CHECK_LIMIT: f64 = (1u64 << 28) as f64;
 
+/// `matmul run`'s arguments.
 #[derive(Args)]
 pub struct RunArgs {
     /// Kernel (registry name or seed alias) or `auto`.
     #[arg(long, default_value = "auto")]
     kernel: String,
+    /// Input dtype: f32, u32, tf32 (f32 storage, tensor cores), bf16 or f16.
     #[arg(long, default_value = "f32")]
     dtype: DType,
+    /// Rows of C and of op(A).
     #[arg(short)]
     m: usize,
+    /// Columns of C and of op(B).
     #[arg(short)]
     n: usize,
+    /// The inner dimension.
     #[arg(short)]
     k: usize,
+    /// A is stored transposed (k×m) and read as its transpose.
     #[arg(long)]
     transpose_a: bool,
+    /// B is stored transposed (n×k) and read as its transpose.
     #[arg(long)]
     transpose_b: bool,
     /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16, f16 C for f16;
@@ -46,6 +54,7 @@ pub struct RunArgs {
     c_dtype: COut,
     #[arg(long, value_enum, default_value = "random")]
     init: InitArg,
+    /// Seed of A's values; B's is seed + 1 (random and judge inits).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Tile / TPB for kernels that take one (tiled, single-block, naive).
@@ -61,12 +70,18 @@ pub struct RunArgs {
     /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
     #[arg(long, conflicts_with = "no_check")]
     check: bool,
+    /// Skip the check against the CPU reference whatever the size.
     #[arg(long)]
     no_check: bool,
+    /// auto (CUDA when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
 }
 
+/// `matmul run`: selects the kernel and its tuned tiling ([`matmul::dispatch::select`]), runs it
+/// once (the time printed includes transfers and any first compile), prints the signature of a
+/// u32 C, and checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed
+/// check is exit status 1.
 pub fn run(args: RunArgs) -> CliResult {
     let problem = Problem::new(args.m, args.n, args.k, args.dtype)
         .with_ops(
@@ -133,6 +148,7 @@ pub fn run(args: RunArgs) -> CliResult {
     Ok(())
 }
 
+/// A and B as stored for `problem`, filled as `--init` and `--seed` say.
 fn inputs(args: &RunArgs, problem: &Problem) -> CliResult<(AnyMatrix, AnyMatrix)> {
     let (ar, ac) = problem.a_stored();
     let (br, bc) = problem.b_stored();

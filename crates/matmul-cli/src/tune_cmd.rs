@@ -16,6 +16,7 @@ use matmul::{AnyMatrix, Backend, DType, Init, Inputs, KernelSpec, Op, Problem, R
 
 use crate::cli_error::{CliError, CliResult};
 
+/// `matmul tune`'s arguments.
 #[derive(Args)]
 pub struct TuneArgs {
     /// Kernels to tune (default: the warp-tiled SIMT kernels).
@@ -84,6 +85,7 @@ fn verify(
     Ok(())
 }
 
+/// The median seconds per launch of `iters` timed launches (after 2 untimed), rotating `sets`.
 fn median_seconds(
     backend: &CudaBackend,
     kernel: &KernelSpec,
@@ -100,6 +102,10 @@ fn median_seconds(
         .ok_or_else(|| "timing returned no usable samples".to_string())
 }
 
+/// `matmul tune`: for each dtype × shape × kernel, compiles, verifies and times up to
+/// `--max-candidates` tilings in each of two passes (an even spread, then the first winner's
+/// neighbours and builds), and saves the fastest verified one into the table (this machine's, else
+/// the built-in one for the GPU) after every winner; needs a CUDA device.
 pub fn tune(args: TuneArgs) -> CliResult {
     let backend = CudaBackend::new(0)
         .map_err(|e| CliError::failure(format!("tuning needs a CUDA device: {e}")))?;
