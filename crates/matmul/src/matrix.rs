@@ -339,14 +339,6 @@ impl AnyMatrix {
         with_matrix!(self, m => m.get(i, j).map(Element::to_f64))
     }
 
-    /// Element (i, j) widened to f64 (exact for every stored type).
-    ///
-    /// # Panics
-    /// Outside the matrix; [`AnyMatrix::get`] returns None instead.
-    pub fn get_f64(&self, i: usize, j: usize) -> f64 {
-        with_matrix!(self, m => m[(i, j)].to_f64())
-    }
-
     /// Every element widened to f64, row-major.
     pub fn to_f64_vec(&self) -> Vec<f64> {
         with_matrix!(self, m => m.data.iter().map(|v| v.to_f64()).collect())
@@ -478,7 +470,7 @@ mod tests {
         assert!(m.get_mut(0, 3).is_none());
         let any = AnyMatrix::from(m);
         assert_eq!((any.get(1, 2), any.get(2, 2)), (Some(12.0), None));
-        assert_eq!(any.get_f64(0, 1), 7.0);
+        assert_eq!(any.get(0, 1), Some(7.0));
         // Inconsistent fields set by hand: None, not a panic.
         let bad = Matrix {
             rows: 2,
