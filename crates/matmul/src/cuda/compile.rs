@@ -155,7 +155,7 @@ impl Compiled {
 /// The C++ storage type a kernel's `ELEM` stands for with `dtype` inputs: tf32 runs on f32
 /// storage, bf16 and f16 are stored as 16-bit words (the tensor-core kernels hand them to PTX as
 /// bits, so no half-precision header is needed).
-pub fn elem_type(dtype: DType) -> &'static str {
+pub(crate) fn elem_type(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 | DType::Tf32 => "float",
         DType::U32 => "matmul_u32",
@@ -167,9 +167,8 @@ pub fn elem_type(dtype: DType) -> &'static str {
 /// `C_NARROW` when C is bf16/f16, `TILE` where the geometry has one, and the tiling (`BM`, `BN`,
 /// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two; then the developer's
 /// `$MATMUL_KERNEL_DEFINES` ([`experiment_defines`]). Every compile of a registry kernel, for a
-/// launch or for a ptxas report, takes its defines from here. (Until 2026-11-23 the experiment
-/// defines were added only on the ptxas-report path, so GPU A/B runs of them timed the default
-/// kernel; see lab/notebook.md, "Measuring small differences".)
+/// launch or for a ptxas report, takes its defines from here, so a ptxas report and a timed
+/// launch always describe the same build.
 pub fn kernel_defines(
     kernel: &KernelSpec,
     types: impl Into<Types>,
@@ -239,7 +238,7 @@ pub fn kernel_defines(
 /// The NVRTC options a registry kernel is compiled with beyond the usual ones: its tiling's
 /// ([`Tiling::nvrtc_options`](crate::registry::Tiling::nvrtc_options), e.g. ptxas's level), then
 /// [`experiment_options`]. The same for every build of the kernel.
-pub fn kernel_options(kernel: &KernelSpec, opts: &RunOptions) -> Result<Vec<String>> {
+pub(crate) fn kernel_options(kernel: &KernelSpec, opts: &RunOptions) -> Result<Vec<String>> {
     let mut options = kernel
         .tiling(opts)
         .map(|t| t.nvrtc_options())
@@ -299,7 +298,8 @@ impl Build {
         }
     }
 
-    /// The `-D` parameters of `kernel`'s build: [`kernel_defines`], or [`tail_defines`].
+    /// The `-D` parameters of `kernel`'s build: [`kernel_defines`], plus `SPLIT_TAIL_PIECES=1`
+    /// for the tail (an error for a kernel without a split tail).
     pub fn defines(
         self,
         kernel: &KernelSpec,
@@ -314,10 +314,10 @@ impl Build {
 }
 
 /// The define that compiles a split-tail kernel's `<entry>_tail` instead of its main entry.
-pub const TAIL_PIECES: (&str, &str) = ("SPLIT_TAIL_PIECES", "1");
+pub(crate) const TAIL_PIECES: (&str, &str) = ("SPLIT_TAIL_PIECES", "1");
 
 /// `kernel`'s split-tail build: its defines plus [`TAIL_PIECES`]; an error for a kernel without one.
-pub fn tail_defines(
+pub(crate) fn tail_defines(
     kernel: &KernelSpec,
     types: impl Into<Types>,
     opts: &RunOptions,
@@ -562,7 +562,7 @@ fn apply_fields(info: &mut CompileInfo, line: &str) {
 }
 
 /// 64-bit FNV-1a: tiny, and stable across Rust versions and platforms (unlike DefaultHasher).
-pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+pub(crate) fn fnv1a64(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for &b in *part {

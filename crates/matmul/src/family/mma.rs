@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::{KernelSpec, TcTile};
 
-/// The mma.sync family.
+/// The [`Family`] of `Geometry::Mma` kernels (tensor cores through mma.sync).
 pub struct Mma;
 
 /// The tile of a tensor-core kernel.

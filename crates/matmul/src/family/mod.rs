@@ -108,7 +108,8 @@ pub trait Family: Sync {
     }
 }
 
-/// The family of a CUDA source.
+/// The family of a CUDA source, from its geometry (and, for `BlockTile`, whether its tiles
+/// arrive by TMA).
 pub fn of(src: &CudaSource) -> &'static dyn Family {
     match src.geometry {
         Geometry::RowPerThread { .. }

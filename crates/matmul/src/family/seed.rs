@@ -8,7 +8,8 @@ use crate::cuda::DeviceInfo;
 use crate::problem::Problem;
 use crate::registry::{Geometry, KernelSpec};
 
-/// The seed family.
+/// The [`Family`] of the seed geometries (`RowPerThread`, `ElementPerThread`, `RowSegment`,
+/// `Tile2d`, `SingleBlock`): one output per thread, no extra arguments.
 pub struct Seed;
 
 /// The geometry of `kernel`'s CUDA source.

@@ -11,7 +11,7 @@ use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::{KernelSpec, Tiling};
 
-/// The SIMT family.
+/// The [`Family`] of `BlockTile` kernels whose threads load their tiles themselves.
 pub struct Simt;
 
 /// The tiling `kernel` runs with: the override in `opts`, else the registry's.

@@ -11,7 +11,8 @@ use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::KernelSpec;
 
-/// The TMA SIMT family.
+/// The [`Family`] of `BlockTile` kernels whose tiles arrive by TMA
+/// ([`CudaSource::tma_tiles`](crate::registry::CudaSource::tma_tiles)).
 pub struct SimtTma;
 
 impl Family for SimtTma {
