@@ -205,3 +205,8 @@ fn available_memory() -> Option<u64> {
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
+
+/// The README's Rust examples, run as doc-tests so that they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -95,8 +95,13 @@ pub fn select(
         };
         if backend != BackendChoice::Auto && backend != wanted {
             return Err(Error::Invalid(format!(
-                "kernel `{}` runs on the {} backend, not the one --backend asks for",
-                spec.name, spec.backend
+                "kernel `{}` runs on the {} backend, not on the {} backend asked for",
+                spec.name,
+                spec.backend,
+                match backend {
+                    BackendChoice::Cpu => "cpu",
+                    _ => "cuda",
+                }
             )));
         }
         let (opened, _) = open_backend(wanted).map_err(|e| Error::NeedsGpu {
