@@ -1005,12 +1005,15 @@ macro_rules! cu {
 const TILE_ORDER: (&str, &str) = ("tile_order.cuh", include_str!("../kernels/tile_order.cuh"));
 /// The SIMT ladder's tile loaders and warp tiles.
 const SIMT_TILE: (&str, &str) = ("simt_tile.cuh", include_str!("../kernels/simt_tile.cuh"));
-/// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
+/// The Hopper kernels' inline-PTX wrappers: mbarriers, TMA, clusters, setmaxnreg, wgmma.
 const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"));
 /// How the wgmma kernels' consumers write C: from registers or through staged boxes and TMA stores.
 const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../kernels/epilogue.cuh"));
-/// The includes of the TMA + wgmma kernels (15_wgmma.cu and 16_wgmma_tf32.cu).
-const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
+/// The wgmma kernel's timeline probe (compiled in with `PROBE=1`, else empty).
+const PROBE: (&str, &str) = ("probe.cuh", include_str!("../kernels/probe.cuh"));
+/// The includes of the TMA + wgmma kernels: 15_wgmma.cu, and 16_wgmma_tf32.cu (no probe).
+const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE, PROBE];
+const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
@@ -1063,7 +1066,7 @@ macro_rules! wgmma_kernel {
             &[Constraint::TmaRows, Constraint::Sm90a],
             CudaSource {
                 entry: Some("wgmma"),
-                includes: HOPPER_INCLUDES,
+                includes: WGMMA_INCLUDES,
                 narrow_c: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             },
@@ -1086,7 +1089,7 @@ macro_rules! wgmma_tf32_kernel {
             ],
             CudaSource {
                 entry: Some("wgmma_tf32"),
-                includes: HOPPER_INCLUDES,
+                includes: WGMMA_TF32_INCLUDES,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )
