@@ -65,24 +65,7 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128·40 + 256·232 �
 // w of the warpgroup owns rows 16w .. 16w + 15; lane (g, t) = (lane / 4, lane % 4) holds
 // a0 = (16w + g, t), a1 = (16w + g + 8, t), a2 = (16w + g, t + 4), a3 = (16w + g + 8, t + 4) of the
 // 64×8 k-step. ldmatrix (non-transposing) on 32-bit data hands lane (g, t) word t of row g of each
-// 8×4-word matrix: that fragment.
-
-// Four 8×8 b16 matrices (8 rows × 4 words): lanes 8j..8j+7 give the row addresses of matrix j,
-// which lands in r[j]; lane l receives word l%4 of row l/4.
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-
-__device__ __forceinline__ unsigned lds32(unsigned addr)
-{
-    unsigned v;
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-    return v;
-}
+// 8×4-word matrix: that fragment. (ldsm_x4 and lds32 are sm80.cuh's.)
 
 // Byte offsets (within the R tile, k-step 0) of this lane's ldmatrix row for a K-major R: the
 // warp's rows p0..p0+15 (p0 = 64·wg + 16·warp); lanes 8j..8j+7 address matrix j = (a0, a1, a2,
@@ -135,7 +118,7 @@ __device__ __forceinline__ void load_fragment(unsigned (&a)[4], unsigned r, cons
             a[h + 2] = odd_t ? x0 : x1;  // k = t + 4
         }
     } else {
-        ldsm_x4(a, r + off[kk]);
+        ldsm_x4<false>(a, r + off[kk]);
     }
 }
 

@@ -1011,9 +1011,12 @@ const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../kernels/hopper.cuh"
 const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../kernels/epilogue.cuh"));
 /// The wgmma kernel's timeline probe (compiled in with `PROBE=1`, else empty).
 const PROBE: (&str, &str) = ("probe.cuh", include_str!("../kernels/probe.cuh"));
-/// The includes of the TMA + wgmma kernels: 15_wgmma.cu, and 16_wgmma_tf32.cu (no probe).
+/// The sm_80 tensor-core kernels' inline-PTX wrappers: cp.async, ldmatrix, ld.shared, mma.sync.
+const SM80: (&str, &str) = ("sm80.cuh", include_str!("../kernels/sm80.cuh"));
+/// The includes of the TMA + wgmma kernels: 15_wgmma.cu, and 16_wgmma_tf32.cu (which loads its
+/// register operand with sm80.cuh's ldmatrix and has no probe).
 const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE, PROBE];
-const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
+const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 const TF32: (&str, &str) = ("tf32.cuh", include_str!("../kernels/tf32.cuh"));
 
@@ -1048,7 +1051,7 @@ macro_rules! mma_kernel {
             &[],
             CudaSource {
                 entry: Some("mma_sync"),
-                includes: &[TF32],
+                includes: &[SM80, TF32],
                 defines: $defines,
                 ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
             },
