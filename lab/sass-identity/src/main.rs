@@ -45,7 +45,10 @@ fn variants(kernel: &KernelSpec, dtype: DType) -> Vec<RunOptions> {
 fn c_types(kernel: &KernelSpec, dtype: DType) -> Vec<Types> {
     let mut out = vec![Types::from(dtype)];
     if dtype.is_16_bit() && kernel.writes_narrow_c() {
-        out.push(Types { input: dtype, c: dtype });
+        out.push(Types {
+            input: dtype,
+            c: dtype,
+        });
     }
     out
 }
@@ -59,18 +62,38 @@ enum Job {
 fn label(job: &Job) -> String {
     let raw = match job {
         Job::Registry(k, t, o, arch, b) => {
-            format!("{}.{}.{}.{}", b.name(k), t, if o.label().is_empty() { "default".into() } else { o.label() }, arch)
+            format!(
+                "{}.{}.{}.{}",
+                b.name(k),
+                t,
+                if o.label().is_empty() {
+                    "default".into()
+                } else {
+                    o.label()
+                },
+                arch
+            )
         }
         Job::Probe(k) => format!("{}.probe.bf16.sm_90a", k.name),
         Job::Ceilings(arch) => format!("ceilings.{arch}"),
     };
     raw.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
 fn main() {
-    let out = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: sass-identity OUT_DIR"));
+    let out = std::path::PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .expect("usage: sass-identity OUT_DIR"),
+    );
     std::fs::create_dir_all(&out).unwrap();
     let mut jobs = Vec::new();
     let mut push = |kernel: &'static KernelSpec, dtype: DType, opts: RunOptions| {
@@ -114,9 +137,12 @@ fn main() {
         .filter_map(|job| {
             let none = DiskCache::disabled();
             let compiled = match job {
-                Job::Registry(k, t, o, arch, b) => compile::compile_build_with_cache(k, *t, o, arch, &none, *b),
+                Job::Registry(k, t, o, arch, b) => {
+                    compile::compile_build_with_cache(k, *t, o, arch, &none, *b)
+                }
                 Job::Probe(k) => {
-                    let mut defines = compile::kernel_defines(k, DType::Bf16, &RunOptions::default()).unwrap();
+                    let mut defines =
+                        compile::kernel_defines(k, DType::Bf16, &RunOptions::default()).unwrap();
                     defines.push(("PROBE".to_string(), "1".to_string()));
                     let src = k.cuda_source().unwrap();
                     compile::compile_source(src.file, &src.full_text(), &defines, "sm_90a", &none)
