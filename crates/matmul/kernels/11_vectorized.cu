@@ -9,9 +9,8 @@
 // instead of all on the same ones (stride 128 ≡ 0).
 // Why faster: fewer load instructions (the SM issues one instruction per cycle per scheduler and
 // blocktile-2d spends about a fifth of them on loads), and conflict-free stores (padded).
-// Default MIN_BLOCKS = 2 (a 128-register cap): measured first at the uncapped 130 registers, this
-// rung ran at 18.9 TFLOP/s against blocktile-2d's 26.3 — above 128 registers only one 256-thread
-// block fits an SM's 64K registers, and half the warps were gone (docs/kernels.md, rung 11).
+// Default MIN_BLOCKS = 2 (a 128-register cap): uncapped, ptxas takes 130 registers, and above 128
+// only one 256-thread block fits an SM's 64K registers: half the warps gone, slower than blocktile-2d.
 // Geometry: THREADS = (BM/TM)·(BN/TN); grid = (ceil(N/BN), ceil(M/BM)).
 // Shared memory (dynamic): BK·(BM + BN + 2·PAD) elements — As: (BK, BM + PAD), Bs: (BK, BN + PAD).
 // Traffic model per output element: K/BN + K/BM loads.

@@ -52,7 +52,7 @@ __device__ __forceinline__ void warptile_body(const ELEM* __restrict__ A, const 
 
 // Two copies of the main loop, the N·N layouts fixed at compile time and any (simt_tile.cuh), when
 // a block may use up to 255 registers a thread (MIN_BLOCKS = 1); under the 128-register cap of
-// MIN_BLOCKS = 2 the unrolled copies' addresses spill (registry default, 2026-11-23), so one.
+// MIN_BLOCKS = 2 the unrolled copies' addresses spill (the registry default), so one.
 extern "C" __global__ void REGISTER_BOUNDS
 warptile(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
          int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs)

@@ -4,101 +4,26 @@
 // the FMAs of slice t, so a slice's memory latency hides behind the math of the slices before it.
 // One barrier per slice instead of two: the barrier that makes slice t visible also proves every
 // warp has finished slice t − 1, whose buffer the next copy reuses.
-// Why faster: warptile stalls at every slice (load, barrier, compute, barrier) unless other
-// blocks on the SM fill the gap; at 128×128 tiles only one or two blocks fit, so the load latency
-// (≈ 600 ns from DRAM on H100) is exposed once per slice. Deeper pipelines also need more shared
-// memory: 3 stages at the default tiling are 50 KB (above the 48 KB default: an opt-in).
-// multistage-raster (RASTER_GROUP = 8, and the best f32 tiling measured on H100 with the main-loop
-// variants below, 128x256x16/8x4/w64x64n2/s3/p4: 16x8 lane tiles, 6 shared loads per 128 FFMA
-// against 9 for the 32x4 lane tiles of w64x64n1; docs/kernels.md) changes the order in which
-// blocks take tiles of C: the hardware starts blocks in blockIdx order, x fastest, so the ~132
-// resident blocks of a row-major raster span 4 block-rows and every block-column — all of B
-// streams through L2 each wave. Renumbered, consecutive blocks walk down a group of 8 block-rows
-// before moving right: a wave then touches 8 row-tiles of A and ~16 column-tiles of B, about 60 %
-// of the bytes (predicted gain: a few percent, since DRAM is not the bound — the measured
-// bandwidth is well below the roof; measured: 0 % in run C, +1.2 % at 8192 at the same tiling
-// in the latest run, docs/kernels.md 13b and "16×8 lane tiles").
+// Two main loops: the plain row-major product (op(A) = op(B) = N, 16-byte rows) on sm_90 runs
+// multistage_spread_loop, with its copy layouts fixed and unrolled, the next slice's copies spread
+// over the slice's k-steps, fragments loaded a k-step ahead across the barrier, A's transposing copy
+// by row chunks (RowChunkCopy) and 32-bit shared addresses; every other layout, and sm_80, runs
+// multistage_plain_loop.
+// multistage-raster: the tuned H100 tiling (128x256x16/8x4/w64x64n2/s3/p4) and RASTER_GROUP = 8:
+// consecutive blocks walk down a group of 8 block-rows before moving right (tile_order.cuh), so a
+// wave of blocks touches fewer tiles of A and B (L2 reuse).
+// The split tail (multistage_tail, the same file compiled with SPLIT_TAIL_PIECES = 1): the host
+// may have `multistage` compute the first tiles whole and multistage_tail the rest in pieces of
+// their k range (below).
 // Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)).
 // Shared memory (dynamic): STAGES·BK·(BM + BN + 2·PAD) elements.
 // Traffic model per output element: K/BN + K/BM loads.
-// Parameters: ELEM, BM, BN, BK, TM, TN, WM, WN, WNITER, STAGES (≥ 2), PAD, THREADS, RASTER_GROUP
-// (0 = row-major block order), MIN_BLOCKS
-// (the default 1: at a cap of 128 registers, 3 stages spill a word; 155 fit).
+// Parameters: ELEM, BM, BN, BK, TM, TN, WM, WN, WNITER, STAGES (≥ 2), PAD, THREADS, MIN_BLOCKS,
+// MAXNREG, RASTER_GROUP (0 = row-major block order), SPLIT_TAIL_PIECES.
 // Constraints: sm_80 or newer (cp.async); any M, N, K, either op.
-// Main-loop variants for the plain row-major product, on by default on sm_90 since measured there
-// (defines COPY_PARTS, FRAG_PREFETCH below and COPY_ONE_SELECT in simt_tile.cuh): the SASS of the
-// tuned f32 tiling shows each slice's copies issued as one burst after the barrier and each
-// slice's first FFMAs waiting on shared loads issued just before them; these spread the copies
-// over the slice, carry fragments across the barrier, and trim the copies' address arithmetic.
-// Shared loads from 32-bit addresses (SHARED32 below, 2026-11-25): NVRTC computes shared
-// addresses in 64 bits where nvcc uses 32; in 32 bits the ★ loop has 22 fewer registers and 3 %
-// fewer instructions (90.5 % FFMA), +2 to +3.5 % on H100.
-// C stores (SCALAR_C in simt_tile.cuh, 2026-11-25): at one block per SM with 128 accumulators
-// per lane, C is written one element per store, which frees ptxas from keeping accumulators in
-// register quads and so from FFMAs that read three registers of one bank; +1 to +3 % at 4096 and
-// 8192 on H100.
-// A's copy by row chunks (COPY_A_ROWS and RowChunkCopy below, 2026-11-25): the transposing copy of A
-// reads 4 rows × 32 bytes per warp instruction instead of one element of 8 rows' 16-byte groups,
-// from row pointers built once; its L1 wavefronts fall from 8.95 to 3.98 a copy and the shared
-// loads after it stop waiting; multistage-raster +1.2 to +7 % on H100.
-// The split tail (multistage_tail below, compiled with SPLIT_TAIL_PIECES=1, 2026-11-25): from two
-// waves of tiles up, the last partial wave and half a wave more are computed in pieces of their k
-// range that the SMs draw from a queue as they finish their whole tiles, so the launch does not
-// wait for its slowest SM's last whole tile; on H100 +1 to +2 % at 8192³ and 16384³.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
-#endif
-
-// Main-loop variants of the plain row-major (N·N) product, for raising the issue rate (IPC 3.08
-// against cuBLAS's 3.64 on H100; docs/kernels.md, "Main-loop variants from the SASS"). Measured
-// on H100 at 4096 (interleaved, scripts/ab-specs/simt-ipc-short.spec): all three together 45.2
-// TFLOP/s against 43.8 without (+3 %); COPY_PARTS alone 44.0, FRAG_PREFETCH alone 43.2,
-// COPY_ONE_SELECT alone 43.9. So all three are the default; MATMUL_KERNEL_DEFINES=COPY_PARTS=1,
-// FRAG_PREFETCH=0,COPY_ONE_SELECT=0 gives the plain loop back. Other layouts keep the plain
-// loop, and with COPY_PARTS = 1 and FRAG_PREFETCH = 0 the N·N loop is the plain one too; so does
-// every layout below sm_90 (SIMT_VARIANTS, simt_tile.cuh).
-//
-// COPY_PARTS = P > 1: the next stage's cp.async copies are issued in P parts spread over the
-// slice's k-steps (part p before k-step p·BK/P) instead of one burst after the barrier. The burst
-// puts 24 LDGSTS and ~230 address instructions per thread (tuned f32 tiling) between the barrier
-// and the slice's first shared loads (which may also queue behind the 8 warps' LDGSTS in the
-// shared-memory pipe), and the first FFMAs of every slice wait for them. Spread, each part's
-// copies and arithmetic fill issue slots between FFMAs. The copies are issued unconditionally (no
-// uniform branch around them, which would cut the FFMA stream into separately scheduled blocks):
-// past the last slice their k lies beyond K, so they zero-fill a buffer that no FMA uses.
-//
-// FRAG_PREFETCH = 1: fragments double-buffered across slices, as CUTLASS's multistage mainloop
-// does. The wait and barrier for slice t + 1 move from the top of slice t + 1 to before the last
-// k-step of slice t; right after them the lane loads slice t + 1's k = 0 fragments, and the last
-// k-step's FFMAs (whose fragments were loaded before the barrier) cover that load's latency. So
-// no slice starts with FFMAs waiting on a load issued a few instructions earlier. Safe for any
-// STAGES ≥ 2: every read of slice t's buffer is issued before that barrier, and the copies that
-// overwrite it are issued after it (the next slice's copies go into the buffer the barrier frees).
-#ifndef COPY_PARTS
-#define COPY_PARTS 4
-#endif
-#ifndef FRAG_PREFETCH
-#define FRAG_PREFETCH 1
-#endif
-// SHARED32 = 1 (the default since 2026-11-25): the fragments' shared loads from 32-bit shared
-// addresses (WarpTile::load_frag's ADDR32) instead of NVRTC's 64-bit ones. Measured on an H100
-// (interleaved, scripts/ab-specs/simt-shared32.spec), f32 at 2048 / 4096 / 8192: multistage
-// +2.5 / +2.0 / +2.0 %, multistage-raster +3.5 / +2.6 / +3.2 %; +4–5 % at 1024; u32 +0 to +3 %.
-// (warptile, whose single-stage loop lost 1.5–1.8 % at 4096 and 8192 with it, keeps 64-bit.)
-#ifndef SHARED32
-#define SHARED32 1
-#endif
-
-// COPY_A_ROWS = 1 (the default since 2026-11-25): A's copy in the N·N loop (op(A) = N: A's rows run
-// along k, so each element goes into the k-major As by its own 4-byte copy) by RowChunkCopy below
-// instead of load_tile, where the tiling fits it (RowChunkCopy::FITS). Measured on an H100
-// (interleaved, scripts/ab-specs/simt-copy-a-rows.spec), multistage-raster ★ f32 at 4096 / 8192:
-// 52.4 / 52.6 TFLOP/s against 51.5 / 52.1 (+1.7 / +1.0 %), +7 % at 1024; at BK 8, +2 %. Where it
-// lost (kept, since the rule would be the tiling's scheduling luck): multistage ★ f32 −0.6 / −1.2 %,
-// u32 up to −1.9 % (simt-copy-a-rows-table.spec; docs/kernels.md, "A's copy by row chunks").
-#ifndef COPY_A_ROWS
-#define COPY_A_ROWS 1
 #endif
 
 // RowChunkCopy: the transposing copy of a row-major operand's OUTER×INNER tile (outer = k, inner =
@@ -107,15 +32,12 @@
 // 4 rows × 32 bytes and writes 8 k-rows × 4 columns of smem, 32 distinct banks when LD % 8 == 4.
 // CHUNK = 4 (for a BK that is not a multiple of 8): a warp reads 8 rows × 16 bytes and writes 4
 // k-rows × 8 columns, 32 distinct banks when LD % 16 == 8 (PAD 8 at BM 128). load_tile's
-// transposing path reads one element of each 16-byte group of 8 rows per instruction (8 lines;
-// ncu: 8.95 L1 wavefronts a copy at BK 16, 15.9 at BK 8, where 1 is ideal; row chunks: 3.98). A
-// thread copies the same R rows in every slice, so their pointers are built once, before the main
-// loop, and a slice adds only its k offset, clamped to the row (a chunk past K copies nothing,
-// src-size 0, from an address inside the row; K ≥ 1, which the registry checks). FITS: whole
-// chunks and rows, the conflict-free stride, and at most 4 rows a thread (8 rows, u32's 128×128
-// tile at 128 threads, took 254 registers instead of 224). Measured at BK 12 (PAD 8, CHUNK 4) on an
-// H100: multistage-raster 51.7 / 52.1 TFLOP/s at 4096 / 8192 against 46.6 / 46.8 with load_tile's
-// copy (PAD 4), and below BK 16's 52.4 / 52.6 (scripts/ab-specs/simt-bk12.spec).
+// transposing path reads one element of each 16-byte group of 8 rows per instruction instead (8
+// lines, about twice the L1 wavefronts). A thread copies the same R rows in every slice, so their
+// pointers are built once, before the main loop, and a slice adds only its k offset, clamped to
+// the row (a chunk past K copies nothing, src-size 0, from an address inside the row; K ≥ 1, which
+// the registry checks). FITS: whole chunks and rows, the conflict-free stride, and at most 4 rows
+// a thread (8 rows cost too many registers).
 template <int OUTER, int INNER, int LD, int CHUNK = 8>
 struct RowChunkCopy {
     static constexpr int ROWS_PER_PASS = THREADS / CHUNK, R = INNER / ROWS_PER_PASS, H = OUTER / CHUNK;
@@ -163,7 +85,7 @@ struct RowChunkCopy {
 // The (row, column) of C's block tiles this block computes: blockIdx itself, or with RASTER_GROUP
 // the grouped order (consecutive blocks go down RASTER_GROUP block-rows, then right;
 // tile_order.cuh). OWN_READ reads blockIdx with volatile asm, so the values are the caller's own,
-// not merged with another path's reading (see the variant path of multistage_body).
+// not merged with another path's reading (see multistage_body).
 template <bool OWN_READ = false>
 __device__ __forceinline__ void block_tile(int& by, int& bx)
 {
@@ -193,19 +115,30 @@ struct LoopOperands {
     TilePath a_path, b_path;
 };
 
-// The main loop of the COPY_PARTS / FRAG_PREFETCH variants (above), for fixed copy layouts: slices
-// [t0, t1) of the tile at (row0, col0) added into acc.
+// The main loop of the plain row-major product on sm_90 (copy layouts A_PATH and B_PATH fixed):
+// slices [t0, t1) of the tile at (row0, col0) added into acc.
+// - The next stage's copies go out in PARTS parts spread over the slice's k-steps (part p before
+//   k-step p·BK/PARTS), not as one burst after the barrier that the slice's first FFMAs would wait
+//   behind; each part's copies and address arithmetic fill issue slots between FFMAs. They are
+//   issued unconditionally (a uniform branch around them would cut the FFMA stream into separately
+//   scheduled blocks): past the last slice their k lies beyond K, so they zero-fill a buffer that
+//   no FMA reads.
+// - Fragments are double-buffered across slices, as in CUTLASS's multistage mainloop: the wait and
+//   barrier for slice t + 1 come before the last k-step of slice t, right after them the lane loads
+//   slice t + 1's k = 0 fragments, and that last k-step's FFMAs cover the load's latency. Safe for
+//   any STAGES ≥ 2: every read of slice t's buffer is issued before that barrier, and the copies
+//   that overwrite it after it.
 template <int A_PATH, int B_PATH>
-__device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
-                                                        ELEM* stages, const LoopOperands& op, int row0, int col0,
-                                                        int t0, int t1)
+__device__ __forceinline__ void multistage_spread_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
+                                                       ELEM* stages, const LoopOperands& op, int row0, int col0,
+                                                       int t0, int t1)
 {
-    // Parts of a slice's copy, each at its own k-step; with FRAG_PREFETCH all of them before the
-    // last k-step (whose barrier ends the slice's use of the buffer they write).
-    constexpr int PARTS = COPY_PARTS < 1 ? 1 : (COPY_PARTS > BK / 2 ? BK / 2 : COPY_PARTS);
-    // A's copy by row chunks (COPY_A_ROWS), its row pointers built here, once.
+    // Parts of a slice's copy, each at its own k-step, all of them before the last k-step (whose
+    // barrier ends the slice's use of the buffer they write).
+    constexpr int PARTS = 4 > BK / 2 ? BK / 2 : 4;
+    // A's copy by row chunks, its row pointers built here, once.
     using ARows = RowChunkCopy<BK, BM, A_LD, BK % 8 == 0 ? 8 : 4>;
-    constexpr bool A_ROWS = COPY_A_ROWS && A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
+    constexpr bool A_ROWS = A_PATH == OUTER_CONTIGUOUS && ARows::FITS;
     const ARows a_rows(op.A, op.a_rs, row0, op.M, op.K);  // unused (and so not computed) without A_ROWS
     // Part `part` of slice t's copies into stage buffer `buf`. Past t1 they fill buffers that no FMA
     // reads (zeros past K).
@@ -217,7 +150,7 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
         load_tile<BK, BN, B_LD, true, B_PATH, PARTS>(As + BK * A_LD, op.B, op.b_path, op.b_rs, op.b_cs, t * BK, col0,
                                                      op.K, op.N, part);
     };
-    static_assert(BK % 2 == 0, "FRAG_PREFETCH loads k = 0 into a[0] while k-step BK − 1 still reads a[1]");
+    static_assert(BK % 2 == 0, "k = 0 is loaded into a[0] while k-step BK − 1 still reads a[1]");
 
 #pragma unroll
     for (int t = 0; t < STAGES - 1; t++) {
@@ -227,45 +160,28 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     }
     int read = 0, write = STAGES - 1;  // stage buffers of slice t and of slice t + STAGES - 1
     ELEM a[2][WarpTile::RM], b[2][WarpTile::RN];  // fragments: k-step kk in a[kk % 2], b[kk % 2]
-    if (FRAG_PREFETCH) {
-        cp_async_wait<STAGES - 2>();  // slice 0 has landed
-        __syncthreads();
-        wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], stages, stages + BK * A_LD, 0);
-    }
+    cp_async_wait<STAGES - 2>();  // slice 0 has landed
+    __syncthreads();
+    wt.load_frag<A_LD, B_LD, true>(a[0], b[0], stages, stages + BK * A_LD, 0);
     for (int t = t0; t < t1; t++) {
-        if (!FRAG_PREFETCH) {
-            cp_async_wait<STAGES - 2>();  // this thread's copies of slice t have landed
-            __syncthreads();              // everyone's have; everyone is done with slice t - 1
-        }
         const ELEM* As = stages + read * STAGE_ELEMS;
         // Part p of the copies, then k-steps p·BK/PARTS .. (p + 1)·BK/PARTS − 1. (Two nested
         // loops rather than one k loop that tests for its parts: NVVM sizes a loop before folding
         // such tests, and a k loop holding PARTS copies of the copy code is not unrolled.)
-        // Without FRAG_PREFETCH the slice's first shared loads come before the first part of the
-        // copies in the source: ptxas keeps an ld.shared behind a cp.async (which writes shared
-        // memory), so the other order makes the loads that the first FFMAs need at once wait for
-        // the copy's address arithmetic (SASS: first use 3 instructions after the load, against
-        // 14). Only the first part: the same order for every part made multistage-raster spill.
-        // With FRAG_PREFETCH the loads are a k-step ahead and the copies go first.
 #pragma unroll
         for (int p = 0; p < PARTS; p++) {
             const int k0 = p * BK / PARTS;
-            if (!FRAG_PREFETCH && p == 0) wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], As, As + BK * A_LD, 0);
             issue_part(t + STAGES - 1, write, p);  // into slice t - 1's buffer
             if (p == PARTS - 1) cp_async_commit();
 #pragma unroll
             for (int kk = k0; kk < (p + 1) * BK / PARTS; kk++) {
-                if (!FRAG_PREFETCH && kk == 0) {
-                    // loaded above
-                } else if (!FRAG_PREFETCH) {
-                    wt.load_frag<A_LD, B_LD, SHARED32>(a[kk % 2], b[kk % 2], As, As + BK * A_LD, kk);
-                } else if (kk + 1 < BK) {
-                    wt.load_frag<A_LD, B_LD, SHARED32>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * A_LD, kk + 1);
+                if (kk + 1 < BK) {
+                    wt.load_frag<A_LD, B_LD, true>(a[(kk + 1) % 2], b[(kk + 1) % 2], As, As + BK * A_LD, kk + 1);
                 } else {
                     cp_async_wait<STAGES - 2>();  // this thread's copies of slice t + 1 have landed
                     __syncthreads();  // everyone's have; everyone has issued its last read of slice t
                     const ELEM* An = stages + next_stage(read) * STAGE_ELEMS;
-                    wt.load_frag<A_LD, B_LD, SHARED32>(a[0], b[0], An, An + BK * A_LD, 0);  // slice t + 1, k = 0
+                    wt.load_frag<A_LD, B_LD, true>(a[0], b[0], An, An + BK * A_LD, 0);  // slice t + 1, k = 0
                 }
                 wt.ffma(acc, a[kk % 2], b[kk % 2]);
             }
@@ -275,8 +191,8 @@ __device__ __forceinline__ void multistage_variant_loop(ELEM (&acc)[WarpTile::RM
     }
 }
 
-// The plain main loop (every layout; the N·N one too without the variants): slices [t0, t1) of
-// the tile at (row0, col0) added into acc.
+// The plain main loop (every layout; sm_80's N·N one too): slices [t0, t1) of the tile at (row0,
+// col0) added into acc.
 template <int A_PATH, int B_PATH>
 __device__ __forceinline__ void multistage_plain_loop(ELEM (&acc)[WarpTile::RM][WarpTile::RN], const WarpTile& wt,
                                                       ELEM* stages, const LoopOperands& op, int row0, int col0, int t0,
@@ -301,16 +217,16 @@ __device__ __forceinline__ void multistage_plain_loop(ELEM (&acc)[WarpTile::RM][
         __syncthreads();              // everyone's have; everyone is done with slice t - 1
         issue(t + STAGES - 1, write);  // into slice t - 1's buffer
         const ELEM* As = stages + read * STAGE_ELEMS;
-        wt.mma<A_LD, B_LD, SHARED32>(acc, As, As + BK * A_LD);
+        wt.mma<A_LD, B_LD, true>(acc, As, As + BK * A_LD);
         read = next_stage(read);
         write = next_stage(write);
     }
 }
 
-// The main loop for copy layouts A_PATH and B_PATH known at compile time (their copy loops
-// unrolled into straight-line code, simt_tile.cuh) with the variants, or the plain one.
+// Whether copy layouts A_PATH and B_PATH (known at compile time: their copy loops unrolled into
+// straight-line code, simt_tile.cuh) run multistage_spread_loop, or else the plain one.
 template <int A_PATH, int B_PATH>
-constexpr bool VARIANT_LOOP = A_PATH >= 0 && B_PATH >= 0 && SIMT_VARIANTS && (COPY_PARTS > 1 || FRAG_PREFETCH);
+constexpr bool SPREAD_LOOP = A_PATH >= 0 && B_PATH >= 0 && SIMT_SM90;
 
 #ifndef SPLIT_TAIL_PIECES
 #define SPLIT_TAIL_PIECES 0
@@ -338,14 +254,14 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
 #pragma unroll
         for (int j = 0; j < WarpTile::RN; j++) acc[i][j] = 0;
 
-    if constexpr (VARIANT_LOOP<A_PATH, B_PATH>) {
+    if constexpr (SPREAD_LOOP<A_PATH, B_PATH>) {
         // The block's tile read again, for this path alone: sharing row0 and col0 with the
-        // general path made ptxas spill 24 bytes in the general loop of multistage-raster (whose
-        // grouped order it cannot recompute cheaply) with these variants.
+        // general path makes ptxas spill in the general loop of multistage-raster (whose grouped
+        // order it cannot recompute cheaply).
         int vby, vbx;
         block_tile<true>(vby, vbx);
         const int vrow0 = vby * BM, vcol0 = vbx * BN;
-        multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, op, vrow0, vcol0, 0, slices);
+        multistage_spread_loop<A_PATH, B_PATH>(acc, wt, stages, op, vrow0, vcol0, 0, slices);
         cp_async_wait<0>();
         wt.store<SCALAR_C>(C, acc, vrow0, vcol0, M, N);
         return;
@@ -371,33 +287,22 @@ multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
     WITH_TILE_PATHS(a_path, b_path, multistage_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
 }
 #else
-// The split tail (SPLIT_TAIL_PIECES = 1 compiles this entry instead of `multistage`; 2026-11-25):
-// the last tiles in pieces, taken from a queue by whichever SM is free. Blocks take C's tiles as
-// SMs free up, so a launch ends when its slowest SM does: on an H100 the SMs' busy cycles spread
-// from their mean to 3.7 % above it at 4096³ (a last wave of 116 tiles on 132 SMs), 3.0 % at
-// 8192³ and 1.3 % at 16384³, where whole waves would leave only the SMs' own differences of
-// speed (ncu, docs/kernels.md "The split tail"). The host (cuda/mod.rs, split_launch) then has
-// `multistage` compute the first T − R tiles whole and launches this kernel right behind it as a
-// programmatic dependent (sm_90: `multistage` lets it start once its last block has started, so
-// this kernel's blocks take the SMs its blocks free) with one block per resident slot. Its blocks
-// draw pieces from a queue until none is left: piece i is piece j = i / R of tail tile u = i mod R,
-// slices [j·S/P, (j + 1)·S/P) of its S, so the pieces running at once are at the same k of
-// neighbouring tiles (the L2 serves them as it serves whole tiles). A tile's pieces add up in
-// order through one workspace slot: piece j waits until the tile's count says j pieces are in,
-// adds the slot's sums to its own (piece 0 has none), and writes the slot back, or, if it is the
-// last, stores C and resets the count for the next launch. A piece only waits for pieces drawn
-// before it, whose blocks are running, so every wait ends. The last block to leave resets the
-// queue. The sum of a tile is the same whichever block computes which piece.
-// Measured on an H100 (interleaved, scripts/ab-specs/simt-tail-queue.spec): multistage-raster f32
-// 54.2 against 53.6 TFLOP/s at 16384³ (cuBLAS 54.1), 53.7 against 52.6 at 8192³ (pieces of 64
-// slices); multistage +1 to +2.4 %, u32 +1.6 % at 8192³. At 4096³ (a last wave of 116 tiles on 132
-// SMs) every tail lost 2–4 % (and as much with a slot per piece and no waits: the tail's own cost,
-// not the waits), so the host plans none there (cuda::split_tail_plan). A first
-// version, which cut the last wave's tiles into equal runs of slices per block (stream-K) and
-// ran before `multistage`, gained less: its blocks read at staggered k (L2 hits 45 % against 88 %).
-// A separate kernel, not blocks of `multistage`: with both kinds of block in one kernel, ptxas
-// allocated the whole-tile loop's registers differently (FFMAs reading three registers of one
-// bank: 6.3 % of them, against 0), whatever the code around it.
+// The split tail (SPLIT_TAIL_PIECES = 1 compiles this entry instead of `multistage`): the last
+// tiles in pieces, taken from a queue by whichever SM is free, so that a launch does not wait for
+// its slowest SM's last whole tile. The host (cuda::split_tail_plan, split_launch) has `multistage`
+// compute the first T − R tiles whole and launches this kernel right behind it as a programmatic
+// dependent (sm_90: `multistage` lets it start once its last block has started, so its blocks take
+// the SMs `multistage` frees) with one block per resident slot. Its blocks draw pieces from a
+// queue until none is left: piece i is piece j = i / R of tail tile u = i mod R, slices
+// [j·S/P, (j + 1)·S/P) of its S, so the pieces running at once are at the same k of neighbouring
+// tiles (the L2 serves them as it serves whole tiles). A tile's pieces add up in order through one
+// workspace slot: piece j waits until the tile's count says j pieces are in, adds the slot's sums
+// to its own (piece 0 has none), and writes the slot back, or, if it is the last, stores C and
+// resets the count for the next launch. A piece only waits for pieces drawn before it, whose
+// blocks are running, so every wait ends. The last block to leave resets the queue. The sum of a
+// tile is the same whichever block computes which piece. A separate kernel, not blocks of
+// `multistage`: with both kinds of block in one kernel, ptxas allocates the whole-tile loop's
+// registers worse.
 struct SplitTail {
     int first_tile;   // T − R: the first tile of the tail, in the block order
     int pieces;       // P: pieces per tail tile
@@ -479,8 +384,8 @@ __device__ __forceinline__ void tail_body(const ELEM* __restrict__ A, const ELEM
         for (int r = 0; r < WarpTile::RM; r++)
 #pragma unroll
             for (int c = 0; c < WarpTile::RN; c++) acc[r][c] = 0;
-        if constexpr (VARIANT_LOOP<A_PATH, B_PATH>)
-            multistage_variant_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
+        if constexpr (SPREAD_LOOP<A_PATH, B_PATH>)
+            multistage_spread_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
         else
             multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
         cp_async_wait<0>();

@@ -1,41 +1,28 @@
-// mma-sync — tensor-core ladder rung 1: warp-level mma.sync on tensor cores, fed from swizzled
-// shared memory by a STAGES-deep cp.async pipeline.
-// Changes from multistage (SIMT rung 6): the inner product of a K-slice is done by the tensor cores,
-// one warp-wide `mma.sync` per 16×8×16 (bf16, f16) or 16×8×8 (tf32) product, with fp32
-// accumulators in registers. Each operand is kept in shared memory in its global orientation (rows
-// along its contiguous dimension), so every copy is a straight 16-byte cp.async; the transpose, when
-// the layout needs one, happens on the way out: `ldmatrix` vs `ldmatrix.trans` (16-bit), or the
-// choice of which index a scalar 32-bit load walks (tf32: ldmatrix has no 32-bit transpose).
-// Why faster: one mma.sync m16n8k16 is 4096 FLOPs in one instruction; a SIMT FFMA is 64 per warp
-// instruction. The SIMT ladder tops out at ~42 TFLOP/s f32 on H100; mma.sync can reach ~60–70 %
-// of the 989 TFLOP/s bf16 dense peak (half of that for tf32), if shared memory keeps up. It is the
-// next bound: an H100 SM serves 128 B of shared memory per clock and its tensor cores retire one
-// m16n8k16 (bf16) or m16n8k8 (tf32) per clock. Per K-slice of the default 128×128×32 block: bf16
-// 128 wavefronts of cp.async writes + 384 of ldmatrix (6 x4 per warp and k16) for 256 MMAs; tf32
-// 256 + 768 LDS.32 wavefronts for 512 MMAs: both cap at 50 % of peak (~495 / ~247 TFLOP/s).
-// Larger warp tiles read less per MMA: 128×256 blocks (64×64 warp tiles) cap at ~73 %. That tile is
-// the registry's `mma-sync-wide` (128×256×32, 3 stages, REG_COPY_UNROLL = 8): measured +9–13 % on
-// aligned shapes, not the +40 % this count allows (docs/kernels.md, 14b).
-// REG_COPY_UNROLL: loads in flight per thread on the odd-row 16-bit copy path (default 4; 8 took
-// 123 registers to 127 here and cost 5 % on aligned shapes, but gained 45 % on odd rows for the
-// wide tile at no cost to its aligned ones).
-// No padding (the dynamic shared memory is exactly STAGES·(BM+BN)·BK elements): bank conflicts are
-// avoided by an XOR swizzle of 16-byte chunks within each row of a tile (see `swz`).
-// Geometry: THREADS = 32·WARPS_M·WARPS_N; a warp owns a WM×WN = (BM/WARPS_M)×(BN/WARPS_N) tile of C,
-// MI×NI = (WM/16)×(WN/8) MMA tiles (defaults 2×4 warps of 64×32: 4×4 tiles, 64 accumulators per
-// lane); grid = (ceil(N/BN), ceil(M/BM)).
-// Shared memory (dynamic): STAGES·(BM·BK + BK·BN) elements, stage s = [A tile, B tile], where
-//   A tile is (BM, BK) when A is K-contiguous (a_cs = 1) and (BK, BM) when M-contiguous (a_rs = 1);
-//   B tile is (BK, BN) when B is N-contiguous (b_cs = 1) and (BN, BK) when K-contiguous (b_rs = 1).
-// Global → shared copy path per operand, chosen per launch: 16-byte cp.async when the stored row
-// length (lda/ldb and the contiguous extent) is a multiple of 16 bytes; else 4-byte cp.async (tf32:
-// one element; 16-bit: an element pair, when the row length is even); else (16-bit, odd row length)
-// element-wise loads and stores through registers. Out-of-range elements are zero-filled.
-// Parameters: ELEM (float for tf32, matmul_u16 for bf16/f16), one of IN_BF16 / IN_F16 / IN_TF32,
-// BM, BN, BK, STAGES (≥ 2), THREADS, WARPS_M (default 2).
-// Constraints: sm_80 or newer (cp.async, ldmatrix, mma.sync bf16/tf32); any M, N, K ≥ 1; the two
-// layouts of each operand (a_cs = 1 or a_rs = 1; b_rs = 1 or b_cs = 1); 16-byte-aligned bases for
-// the fast path (checked per launch; other bases take the 4-byte or element-wise copies).
+// mma-sync, mma-sync-wide — tensor-core ladder rung 1: warp-level mma.sync on tensor cores, fed
+// from swizzled shared memory by a STAGES-deep cp.async pipeline.
+// Changes from multistage (SIMT rung 5): the inner product of a K-slice runs on the tensor cores,
+// one warp-wide mma.sync per 16×8×16 (bf16, f16) or 16×8×8 (tf32) product, with f32 accumulators
+// in registers. Each operand stays in shared memory in its global orientation (rows along its
+// contiguous dimension), so every copy is a straight 16-byte cp.async; a transpose, where the
+// layout needs one, happens on the way out: ldmatrix vs ldmatrix.trans (16-bit), or which index a
+// scalar 32-bit load walks (tf32: ldmatrix has no 32-bit transpose). No padding: an XOR swizzle of
+// 16-byte chunks within each tile row avoids bank conflicts (`swz`).
+// Bound: an H100 SM serves 128 B of shared memory per clock and retires one m16n8k16 (bf16) or
+// m16n8k8 (tf32) per clock; per K-slice of a 128×128×32 block, bf16 needs 128 wavefronts of
+// cp.async writes + 384 of ldmatrix for 256 MMAs, tf32 256 + 768 LDS.32 for 512: both cap at 50 %
+// of the tensor-core peak. mma-sync-wide's 128×256 blocks (64×64 warp tiles) read less per MMA.
+// Geometry: THREADS = 32·WARPS_M·WARPS_N; a warp owns a WM×WN = (BM/WARPS_M)×(BN/WARPS_N) tile of
+// C, (WM/16)×(WN/8) m16n8 tiles; grid = (ceil(N/BN), ceil(M/BM)).
+// Shared memory (dynamic): STAGES·(BM·BK + BK·BN) elements, stage s = [A tile, B tile]: A (BM, BK)
+// when K-contiguous (a_cs = 1), else (BK, BM); B (BK, BN) when N-contiguous (b_cs = 1), else (BN, BK).
+// Copy path per operand, chosen per launch: 16-byte cp.async where the stored rows and the base
+// allow it; else 4-byte cp.async (one f32 or a 16-bit pair); else (16-bit, odd row length) element
+// by element through registers, REG_COPY_UNROLL loads in flight. Out-of-range elements are zeros.
+// Traffic model per output element: K/BN + K/BM loads.
+// Parameters: ELEM (float for tf32, matmul_u16 for bf16/f16), IN_BF16 | IN_F16 | IN_TF32, BM, BN,
+// BK, STAGES (≥ 2), THREADS, WARPS_M (default 2), REG_COPY_UNROLL (default 4; mma-sync-wide 8).
+// Constraints: sm_80 or newer; any M, N, K ≥ 1; each operand with a unit stride along its rows or
+// its columns.
 
 #if defined(IN_TF32)
 #define MMA_TF32 1
@@ -67,77 +54,11 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tiles are made of 16×16 (two 
 static_assert(BK % 16 == 0, "BK: whole k16 steps (bf16/f16) and 8-element tf32 chunk pairs");
 static_assert((A_TILE * ESZ) % 1024 == 0 && (B_TILE * ESZ) % 1024 == 0, "tiles keep 1 KiB alignment");
 
-// ---- PTX wrappers ------------------------------------------------------------------------------
-
+// The PTX wrappers (cp.async, ldmatrix, mma.sync) are sm80.cuh's.
 __device__ __forceinline__ unsigned smem_u32(const void* p)
 {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
-
-// 16 bytes global → shared; src-size 0 (out of range) writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool in_range)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 16 : 0)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src, bool in_range)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(in_range ? 4 : 0)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Four 8×8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j, which lands in r[j]:
-// lane l holds row l/4, columns 2(l%4), 2(l%4)+1 (TRANS: of the transposed matrix).
-template <bool TRANS>
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
-{
-    if constexpr (TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(addr)
-                     : "memory");
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(addr)
-                     : "memory");
-}
-
-#if MMA_TF32
-// Operands are rounded to tf32 by to_tf32 (tf32.cuh), to nearest: truncation would bias the sum.
-
-// d (16×8, f32) += a (16×8, tf32, row) · b (8×8, tf32, col).
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-#else
-#if defined(IN_BF16)
-#define MMA_16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
-#define MMA_16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#endif
-// d (16×8, f32) += a (16×16, row) · b (16×8, col); two 16-bit values per register, lower k low.
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
-{
-    asm volatile(MMA_16 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-#endif
 
 // ---- Swizzled tiles ----------------------------------------------------------------------------
 // A tile is (ROWS, LEN): rows of LEN elements = CPR 16-byte chunks, row-major, no padding. Logical
@@ -234,8 +155,9 @@ __device__ __forceinline__ void load_tile(ELEM* tile, const ELEM* __restrict__ g
     } else {
         if constexpr (ESZ == 2) {
             // Odd row lengths: one element at a time through registers (synchronous, but the
-            // buffer is free: every warp passed the barrier after its last read of it).
-            // REG_COPY_UNROLL loads are in flight per thread.
+            // buffer is free: every warp passed the barrier after its last read of it), with
+            // REG_COPY_UNROLL loads in flight per thread (more gains on odd rows at the wide tile
+            // and costs registers at the narrow one).
             constexpr int N1 = ROWS * LEN;
 #pragma unroll REG_COPY_UNROLL
             for (int it = 0; it < (N1 + THREADS - 1) / THREADS; it++) {
@@ -342,7 +264,7 @@ __device__ __forceinline__ void mma_body(unsigned char* smem, const ELEM* __rest
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) mma(acc[mi][ni], a[mi], b[ni]);
+                for (int ni = 0; ni < NI; ni++) mma_m16n8(acc[mi][ni], a[mi], b[ni]);
         }
     };
 #else
@@ -387,7 +309,7 @@ __device__ __forceinline__ void mma_body(unsigned char* smem, const ELEM* __rest
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) mma(acc[mi][ni], a[mi], b[ni]);
+                for (int ni = 0; ni < NI; ni++) mma_m16n8(acc[mi][ni], a[mi], b[ni]);
         }
     };
 #endif

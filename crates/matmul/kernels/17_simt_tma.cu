@@ -1,44 +1,28 @@
-// simt-tma — SIMT ladder rung 7 (Hopper, sm_90a): multistage-raster's warp and lane tiles, with
-// the tiles of A and B brought into shared memory by TMA instead of cp.async.
+// simt-tma — SIMT ladder rung 7 (Hopper, sm_90a): multistage-raster's warp and lane tiles, with the
+// tiles of A and B brought into shared memory by TMA instead of cp.async.
 // Changes from multistage-raster:
-// - Loads. One thread issues two TMA box copies per K-slice (hopper.cuh's tma_load), which
-//   complete on the slice's mbarrier; every thread waits on that barrier. In multistage each
-//   thread issued 12 cp.async per slice plus their address arithmetic and bounds selects: about
-//   150 of the 2324 instructions of a 16-k-step trip at the tuned f32 tiling (SASS,
-//   scripts/sass-loop.py), in a loop whose issue rate is its limit (ncu: 84.7 % of cycles issue,
-//   the FFMAs 88 % of the instructions). TMA also zero-fills what lies past M, N and K, so the
-//   edges cost the loop nothing.
-// - No transpose. TMA copies boxes as they are stored, so an operand stored with K contiguous
-//   (A for op(A) = N, B for op(B) = T) arrives as rows of BK elements along K ("k-rows"), not as
-//   the k-major rows multistage's transposing copy wrote. A lane then reads 4 consecutive k of
-//   one of its rows with one LDS.128 and works through the k-steps in groups of 4. Per group of
-//   4 k-steps it loads RM + RN LDS.128, as many as multistage's 4·(RM + RN)/4 (one per row
-//   here, one per 4 rows and k-step there), only grouped by row instead of by k.
-// - Conflict-free k-rows without a swizzle. The lanes that read at once take rows
-//   r = base + i·LANES + g (g the lane's index along that side, LANES = 4 along M, 8 along N):
-//   consecutive rows. A row is BK·4 bytes = BK/4 16-byte units with BK/4 odd (BK = 12, 20, 28),
-//   so LANES ≤ 8 consecutive rows start in distinct units of the 8 that make up 128 bytes: one
-//   wavefront per LDS.128, as for the k-major layout (whose reads are unchanged).
-// - Lane rows interleaved. Along a k-rows side a lane's rows are r = i·LANES + g (above), not
-//   TM consecutive rows; its C stores are then per row (as before) but, for op(B) = T, per column
-//   too (scalar stores). For op(B) = N, C is stored by rows of 4, in one 16-byte store each or, at
-//   the tilings of SCALAR_C (simt_tile.cuh), element by element: +1.7 / +1.9 % at 4096 / 8192 f32.
-// Why faster (prediction): the FFMA share of the trip rises from 88 % to about 94 % (the copy
-// instructions go), so an issue-bound loop gains up to ~6 %; fewer live address registers may
-// also let ptxas issue shared loads further ahead of their use (48 instructions median now).
-// Measured (H100, 4096, interleaved A/B; docs/kernels.md, rung 17): the SASS is as predicted
-// (93.6 % FFMAs, 6 LDS.128 per 128 FFMA, no shared-memory bank conflicts in ncu, 6.5 % fewer
-// instructions), but the issue rate fell (78 % of cycles against 85 %: dispatch stalls 0.40 per
-// instruction against 0.25), so it runs at 47.6 TFLOP/s against multistage-raster's 48.5. Kept
-// as the measured rung; `--kernel auto` and the tune table do not pick it.
-// Geometry: as multistage (THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)),
-// RASTER_GROUP renumbers the blocks). Shared memory (dynamic): STAGES·BK·(BM + BN) elements,
-// then the STAGES mbarriers, plus 128 bytes of alignment slack.
-// Constraints: sm_90a; stored rows of A and B 16-byte multiples (TMA); BM, BN ≤ 256 (box edge);
-// BK/4 odd. The layout of each operand is read from its strides: under the TMA rule a_cs == 1
-// exactly when op(A) = N (op(A) = T needs M % 4 == 0, so its a_cs = M ≥ 4), b_rs == 1 exactly
-// when op(B) = T. The host's tensor maps (crates/matmul/src/cuda/tma.rs, simt_maps) follow the
-// same rule: a k-rows operand's box is BK (inner) × BM or BN, a k-major one's BM or BN × BK.
+// - Loads: one thread issues two TMA box copies per K-slice into a STAGES-deep ring; they complete
+//   on the slice's mbarrier, which every thread waits on. The copies' address arithmetic and
+//   bounds selects leave the loop (TMA zero-fills past M, N and K). One barrier per slice frees
+//   the oldest buffer for thread 0's next copy.
+// - No transpose: TMA copies boxes as stored, so an operand with K contiguous (A for op(A) = N, B
+//   for op(B) = T) arrives as rows of BK elements along K ("k-rows"). A lane reads 4 consecutive k
+//   of one of its rows with one LDS.128 and takes the k-steps in groups of 4: per group as many
+//   LDS.128 as multistage, grouped by row instead of by k.
+// - Conflict-free k-rows without a swizzle: the lanes that read at once take consecutive rows
+//   (r = base + i·LANES + g; LANES = 4 along M, 8 along N), and a row is BK/4 16-byte units with
+//   BK/4 odd, so up to 8 consecutive rows start in distinct units of a 128-byte line.
+// - C: along a k-rows side a lane's rows are interleaved, so for op(B) = T C is stored element by
+//   element; for op(B) = N by rows of 4 (element by element at SCALAR_C's tilings, simt_tile.cuh).
+// On the H100 its loop has fewer instructions but a lower issue rate than multistage-raster's;
+// `--kernel auto` and the tune table do not pick it.
+// Geometry: as multistage (THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)), renumbered
+// by RASTER_GROUP). Shared memory (dynamic): STAGES·BK·(BM + BN) elements, then the STAGES
+// mbarriers, plus 128 bytes of alignment slack. Traffic model per output element: K/BN + K/BM loads.
+// Parameters: ELEM, BM, BN, BK, TM, TN, WM, WN, WNITER, STAGES, THREADS, MIN_BLOCKS, RASTER_GROUP.
+// Constraints: sm_90a; stored rows of A and B multiples of 16 bytes (TMA), which makes a_cs == 1
+// exactly when op(A) = N and b_rs == 1 exactly when op(B) = T (the layouts the kernel and the
+// host's maps, src/cuda/tma.rs `simt_maps`, read); BM, BN ≤ 256 (a box edge); BK/4 odd; PAD 0.
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 8
@@ -124,7 +108,7 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; s++) mbar_init(&full[s], 1);  // thread 0's arrive.expect_tx + the bytes
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        fence_mbarrier_init();
     }
     __syncthreads();
 
@@ -154,9 +138,7 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
     unsigned phase = 0;                // parity of the current use of buffer `read`
     for (int t = 0; t < slices; t++) {
         // Everyone is done with slice t − 1, so thread 0 refills its buffer (`write`) with slice
-        // t + STAGES − 1. (Measured against a ring without this barrier, where each warp released
-        // a buffer on an "empty" mbarrier and thread 0 waited on it, STAGES − 2 slices ahead: 45.9
-        // against 47.6 TFLOP/s at 4096, H100; docs/kernels.md, rung 17.)
+        // t + STAGES − 1.
         __syncthreads();
         if (tid == 0 && t + STAGES - 1 < slices) issue(t + STAGES - 1, write);
         mbar_wait(&full[read], phase);  // slice t has landed
@@ -167,8 +149,7 @@ __device__ __forceinline__ void simt_tma_body(ELEM* __restrict__ C, int M, int N
             ELEM fa[RM][4], fb[RN][4];
             a_side.load(fa, As, g);
             b_side.load(fb, Bs, g);
-            // Row by row: a row's 4 values serve 4·RN FMAs. (ptxas reorders the FMAs anyway:
-            // the k-step-by-k-step order measured the same, 47.4 against 47.6.)
+            // Row by row: a row's 4 values serve 4·RN FMAs (ptxas reorders them anyway).
 #pragma unroll
             for (int i = 0; i < RM; i++)
 #pragma unroll

@@ -1,13 +1,16 @@
-// epilogue.cuh — how the consumers of the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) write
-// their accumulators to C, compiled ahead of each after hopper.cuh (registry: `includes`). Both
-// kernels hold the same m64nBN f32 accumulator fragment per consumer warpgroup (wgmma's layout
-// does not depend on the input type), so one epilogue serves both: bounds-checked stores straight
-// from the registers (any N), or the TMA-store epilogue through STORE_BOXES swizzled boxes per
-// warpgroup in shared memory (C's rows a multiple of 16 bytes); each in the direct orientation
-// (the tile is C's) and the swapped one (the tile is C^T's, written transposed).
-// Parameters (-D): BN, STORE_BOXES (boxes per consumer warpgroup; 0 = direct stores only),
-// C_NARROW (C in ELEM, bf16/f16 only), DIRECT_STORES (an experiment switch: 1 ignores the boxes).
-// The staged epilogue, measured against direct stores: docs/kernels.md 15 and 15i (bf16), 16d (tf32).
+// epilogue.cuh — how the consumer warpgroups of the wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu)
+// write their accumulators to C; compiled after hopper.cuh (registry: `includes`). Both kernels
+// hold the same m64nBN f32 fragment per consumer warpgroup (wgmma's layout does not depend on the
+// input type), so one epilogue serves both, in the direct orientation (the tile is C's) and the
+// swapped one (the tile is C^T's, written transposed):
+//   * direct stores: bounds-checked pair or element stores from the registers (any N);
+//   * staged (STORE_BOXES > 0, C's rows a multiple of 16 bytes): the warpgroup writes its 64×BN
+//     into STORE_BOXES swizzled boxes of 64 rows × 128 bytes in shared memory, conflict-free, and
+//     one thread hands each box to a TMA store; the warpgroup waits only until TMA has read a box
+//     before refilling it, so the next tile's products start while C drains.
+// C_NARROW = 1: C in ELEM (bf16/f16), each f32 rounded to nearest even on the way (cvt.rn).
+// Parameters: BN, STORE_BOXES (boxes per consumer warpgroup, dividing BN/32; 0 = direct stores
+// only), C_NARROW.
 
 #ifndef STORE_BOXES
 #define STORE_BOXES 0
@@ -21,9 +24,6 @@ typedef ELEM OUT;  // C stored as bf16/f16 bits
 #else
 typedef float OUT;
 #endif
-#ifndef DIRECT_STORES
-#define DIRECT_STORES 0
-#endif
 constexpr int ACC = BN / 2;                               // f32 accumulators per consumer thread
 constexpr int C_BYTES = sizeof(OUT);
 constexpr int C_BOX_COLS = 128 / C_BYTES;                 // a 128-byte swizzle row: 32 f32 or 64 16-bit
@@ -32,31 +32,6 @@ constexpr int C_BOX_BYTES = 64 * 128;                     // 64 rows (one warpgr
 // when a warpgroup's 64×BN holds fewer (BN = 64 with 16-bit C is one box).
 constexpr int C_STAGE_BOXES = STORE_BOXES < BN / C_BOX_COLS ? STORE_BOXES : BN / C_BOX_COLS;
 static_assert(STORE_BOXES == 0 || (BN / C_BOX_COLS) % C_STAGE_BOXES == 0, "epilogue: the staged boxes must divide BN");
-
-// ---- TMA store (the staged epilogue) ----------------------------------------------------------
-// Copies the swizzled box at `src` to C at (column c0, row c1); TMA clips what lies past M or N.
-__device__ __forceinline__ void tma_store(const TmaMap* map, const void* src, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
-                     reinterpret_cast<u64>(map)),
-                 "r"(smem_u32(src)), "r"(c0), "r"(c1)
-                 : "memory");
-}
-
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-
-// Waits until this thread's committed stores have read their shared memory (it may be refilled).
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-
-// Waits until this thread's committed stores are complete.
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-
-// Makes this thread's ordinary shared-memory writes visible to TMA (the async proxy).
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// A barrier of the 128 threads of consumer warpgroup `wg` (named barriers 1 and 2; 0 is
-// __syncthreads).
-__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
 
 // ---- the epilogue: this warpgroup's 64×BN of the tile, d[4j + 2h + c] = C(row0 + 8h, col0 + 8j + c)
 // with row0 = 16·warp + lane/4 and col0 = 2·(lane % 4) -------------------------------------------

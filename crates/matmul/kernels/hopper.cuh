@@ -1,10 +1,8 @@
-// hopper.cuh — what the TMA + wgmma kernels (15_wgmma.cu, 16_wgmma_tf32.cu) share, compiled
-// ahead of each (registry: `includes`): the tensor-map parameter type, mbarriers, the TMA tile
-// load, wgmma's shared-memory descriptor, fences and waits, the accumulator operand lists of the
-// inline-PTX wgmma statements, the cluster barriers, remote arrivals and the multicast copy. Each
-// kernel keeps what only it uses (register fragments for tf32); the grouped tile order is
-// tile_order.cuh's, and how the consumers write C (from registers or through TMA stores) is
-// epilogue.cuh's.
+// hopper.cuh — the inline-PTX wrappers of the Hopper kernels (15_wgmma.cu, 16_wgmma_tf32.cu,
+// 17_simt_tma.cu), compiled ahead of each (registry: `includes`): the tensor-map parameter type,
+// mbarriers, TMA loads and stores, clusters (barriers, remote arrivals, multicast), setmaxnreg,
+// and wgmma (descriptors, fences, waits, the instructions and their accumulator operand lists).
+// The grouped tile order is tile_order.cuh's; how the wgmma consumers write C is epilogue.cuh's.
 
 typedef unsigned long long u64;
 
@@ -51,6 +49,12 @@ __device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity)
         : "memory");
 }
 
+// Orders this thread's mbarrier inits before the cluster's (and TMA's) first use of them.
+__device__ __forceinline__ void fence_mbarrier_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
 // ---- TMA -----------------------------------------------------------------------------------
 // Copies the box at (inner c0, outer c1) of `map` to `dst`, completing `bytes` on `bar`.
 __device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar, int c0, int c1)
@@ -60,6 +64,49 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar,
             smem_u32(dst)),
         "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
         : "memory");
+}
+
+// Fetches a tensor map into the TMA unit's cache ahead of its first copy.
+__device__ __forceinline__ void prefetch_tensormap(const TmaMap* map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(map)) : "memory");
+}
+
+// Copies the swizzled box at `src` to C at (column c0, row c1); TMA clips what lies past M or N.
+__device__ __forceinline__ void tma_store(const TmaMap* map, const void* src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                     reinterpret_cast<u64>(map)),
+                 "r"(smem_u32(src)), "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until this thread's committed stores have read their shared memory (it may be refilled).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
+// Waits until this thread's committed stores are complete.
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Makes this thread's ordinary shared-memory writes visible to TMA (the async proxy).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// ---- warpgroups ----------------------------------------------------------------------------
+// A barrier of the 128 threads of consumer warpgroup `wg` (named barriers 1 and 2; 0 is
+// __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory"); }
+
+// The warpgroup's register budget per thread, lowered (a producer) or raised (a consumer).
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
 // ---- clusters (wgmma-cluster, wgmma-tf32-cluster) ---------------------------------------------
@@ -72,11 +119,10 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned rank)
 }
 
 // A whole-cluster barrier split in two, for a split start: every thread arrives once and waits
-// once, each warp where it is about to need the other blocks' barriers. (A build whose idle
-// producer warps arrived and never waited ran, but hung under compute-sanitizer racecheck.)
-// The arrive is relaxed: fence.mbarrier_init orders the barriers' init before it, and that is all
-// the other block may see first; a release arrive is a MEMBAR.ALL.GPU, which cost ~1,400 cycles
-// at the start (docs/kernels.md 15m).
+// once (idle warps too: racecheck hangs otherwise), each warp where it is about to need the other
+// blocks' barriers. The arrive is relaxed: fence_mbarrier_init orders the barriers' init before
+// it, and that is all the other block may see first (a release arrive is a MEMBAR.ALL.GPU, about
+// 1,400 cycles at the start).
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
 
@@ -135,6 +181,8 @@ __device__ __forceinline__ void wgmma_wait()
 // Keeps the compiler from moving reads or writes of an accumulator across the asynchronous
 // wgmma (it cannot see that wgmma writes the registers after the asm statement returns).
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// The same for a register operand (wgmma-tf32's A fragments).
+__device__ __forceinline__ void fence_operand(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // wgmma's accumulator register lists as PTX text: operands %0 .. %(n - 1), the accumulators that
 // ACC32(0), ACC32(32), ... bind, in the braces the instruction expects.
@@ -155,3 +203,69 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
 #define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                 "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
+
+#if defined(IN_BF16) || defined(IN_F16)
+#if defined(IN_BF16)
+#define WGMMA_TYPE "bf16"
+#else
+#define WGMMA_TYPE "f16"
+#endif
+// d (64×N f32, N/2 per thread) = A·B (+ d when accumulate): A 64×16 and B 16×N of 16-bit elements
+// from shared memory (descriptors); TA / TB = 1 where the operand is MN-major.
+template <int N, int TA, int TB>
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], u64 desc_a, u64 desc_b, int accumulate)
+{
+    static_assert(N == 64 || N == 128 || N == 256, "wgmma: m64n{64,128,256}k16");
+    if constexpr (N == 256) {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "setp.ne.b32 p, %130, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
+            WGMMA_ACC_128 ",\n"
+            "%128, %129, p, 1, 1, %131, %132;\n"
+            "}\n"
+            : ACC32(0), ACC32(32), ACC32(64), ACC32(96)
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+    } else if constexpr (N == 128) {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "setp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
+            WGMMA_ACC_64 ",\n"
+            "%64, %65, p, 1, 1, %67, %68;\n"
+            "}\n"
+            : ACC32(0), ACC32(32)
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+    } else {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "setp.ne.b32 p, %34, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_TYPE "." WGMMA_TYPE "\n"
+            WGMMA_ACC_32 ",\n"
+            "%32, %33, p, 1, 1, %35, %36;\n"
+            "}\n"
+            : ACC32(0)
+            : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));
+    }
+}
+#endif
+
+// d (64×256 f32, 128 per thread) = a·S (+ d when accumulate): a 64×8 tf32 from registers (the
+// wgmma A fragment), S 8×256 tf32 from shared memory, K-major (tf32 has no transpose bits).
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], const unsigned (&a)[4], u64 desc_s,
+                                                     int accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32\n"
+        WGMMA_ACC_128 ",\n"
+        "{%128, %129, %130, %131}, %132, p, 1, 1;\n"
+        "}\n"
+        : ACC32(0), ACC32(32), ACC32(64), ACC32(96)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_s), "r"(accumulate));
+}

@@ -1,13 +1,12 @@
-// simt_tile.cuh — what the SIMT ladder shares from rung 12 (vectorized) on: moving a tile of A or
-// B from global to shared memory, for any strides (op(A), op(B) = N or T) and any M, N, K, with
-// zeros past the edges; 128-bit words where the layout allows them. Compiled ahead of the rung's
-// own file (registry: `simt!`), which defines the tile parameters (BM, BN, BK, ..., THREADS).
-//
+// simt_tile.cuh — what the SIMT ladder shares from rung 3 (vectorized) on, compiled ahead of the
+// rung's own file (registry: `simt!`), which is compiled with the tile parameters (BM, BN, BK, TM,
+// TN, WM, WN, WNITER, STAGES, PAD, THREADS, MIN_BLOCKS, MAXNREG): the register bound of an entry,
+// the global → shared tile copies, the warp tile (fragments, FMAs, C stores) and the C-store rule.
 // Both operands are kept k-major in shared memory, As[BK][BM + PAD] and Bs[BK][BN + PAD], so the
 // inner-product loop reads TM consecutive values of A and TN of B as 128-bit words.
 // A global element at (outer o = k, inner i = m for A, n for B) is g[o * outer_stride + i *
 // inner_stride]: for A outer_stride = a_cs, inner_stride = a_rs; for B b_rs and b_cs.
-// Three paths, chosen per launch (a uniform branch):
+// Three copy paths, chosen per launch (a uniform branch) or fixed at compile time (PATH):
 //   inner-contiguous (inner_stride == 1, outer_stride % 4 == 0): 16-byte loads along i, stored as
 //     16-byte words — B as usual, and A when op(A) = T (A stored K×M);
 //   outer-contiguous (outer_stride == 1, inner_stride % 4 == 0): 16-byte loads along k, stored as
@@ -18,46 +17,24 @@
 // With ASYNC the copies are cp.async (sm_80+): 16-byte ones where the group is stored whole,
 // 4-byte ones for the transposing and scalar paths; out-of-range sources are zero-filled by the
 // copy itself (src-size 0) and never read, but must still be valid addresses (the base is used).
-// COPY_ONE_SELECT = 1 (the default; measured with multistage's variants, 13_multistage.cu) makes
-// the transposing path's 4 copies of a group share one selected source, g .. g + 3 out of range,
-// instead of a select per copy: in the tuned f32 multistage N·N loop 48 fewer instructions per
-// slice (SASS: 24 of its 32 SELs and 24 of the 64-bit address adds go).
-// It and multistage's main-loop variants apply on Hopper only: SIMT_VARIANTS is 0 below sm_90,
-// where they stay off whatever the defines say (at sm_80 several of them spill at the 128×256
-// tiling, and that target has no tuned table to justify them).
+// SIMT_SM90: 1 when compiling for sm_90 or newer, where multistage's unrolled N·N loop
+// (13_multistage.cu) and the transposing copy's shared source select below apply; below sm_90
+// several of them spill at the 128×256 tiling, so those builds keep the plain forms.
 
-#ifndef COPY_ONE_SELECT
-#define COPY_ONE_SELECT 1
-#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define SIMT_VARIANTS 0
+#define SIMT_SM90 0
 #else
-#define SIMT_VARIANTS 1
+#define SIMT_SM90 1
 #endif
 
 // REGISTER_BOUNDS, every SIMT entry's register bound: __launch_bounds__(THREADS, MIN_BLOCKS), or
 // with MAXNREG = n (a tiling's /rN, registry.rs Tiling::max_registers) __maxnreg__(n) in its place
 // (CUDA allows one or the other; the registry keeps n within the cap MIN_BLOCKS implies). ptxas
-// allocates and schedules the same loop differently under each cap: multistage's ★ f32 build at
-// 8192³ ran from 49.2 to 53.8 TFLOP/s over caps of 208 to 248 (H100, 2026-11-25), and -O1 with a
-// cap of 244 (the tiling's /o1) 54.6 against the default build's 53.8 (docs/kernels.md, "The
-// register lottery").
+// allocates and schedules the same loop differently under each cap, which `matmul tune` searches.
 #ifdef MAXNREG
 #define REGISTER_BOUNDS __maxnreg__(MAXNREG)
 #else
 #define REGISTER_BOUNDS __launch_bounds__(THREADS, MIN_BLOCKS)
-#endif
-
-#ifndef KK_UNROLL
-#define KK_UNROLL BK
-#endif
-#ifndef STORE_SCALAR
-#define STORE_SCALAR -1  // -1: SCALAR_C's rule (after WarpTile); 0 or 1 forces it (A/B runs)
-#endif
-#ifndef FFMA_ORDER
-// WarpTile::ffma's order: 2×2 blocks, except under the 128-register cap of two blocks per SM,
-// where that order made warptile's registry default spill (16 bytes, the compile test).
-#define FFMA_ORDER (MIN_BLOCKS > 1 ? 0 : 1)
 #endif
 
 struct __align__(16) Vec4 {
@@ -83,9 +60,9 @@ __device__ __forceinline__ unsigned shared_addr(const void* p)
 
 // load4 from a 32-bit shared-window address (shared_addr): ld.shared with a 32-bit register
 // operand. NVRTC derives shared addresses from 64-bit generic pointers (ld.shared [%rd]) where nvcc
-// uses 32-bit ones (ld.shared [%r]); with a lane's fragment addresses in 32 bits, multistage ★'s
-// loop needs 22 fewer registers and 70 fewer instructions a slice (WarpTile::load_frag, ADDR32).
-// Volatile, like the cp.async and barrier asm around it, so the compiler keeps its order to them.
+// uses 32-bit ones (ld.shared [%r]); 32-bit fragment addresses save multistage's loop registers and
+// instructions (WarpTile::load_frag, ADDR32). Volatile, like the cp.async and barrier asm around
+// it, so the compiler keeps its order to them.
 __device__ __forceinline__ void load4_at(ELEM* dst, unsigned smem_addr)
 {
     unsigned v[4];
@@ -132,12 +109,11 @@ __device__ __forceinline__ TilePath tile_path(int outer_stride, int inner_stride
 // Calls f(row, col) for this thread's items of a copy over COUNT items in rows of PER_ROW:
 // items tid, tid + THREADS, ... With UNROLLED the loop has a compile-time trip count and is fully
 // unrolled, and when THREADS is a multiple of PER_ROW each item's (row, col) is (tid / PER_ROW +
-// r·THREADS / PER_ROW, tid % PER_ROW): constant offsets, no per-item division. (A loop of
-// `idx += THREADS` is not unrolled, since ptxas cannot bound tid: in `multistage` it cost ~435
-// instructions of loop control and index arithmetic per k-slice, docs/kernels.md.) Without
-// UNROLLED it is that loop, with `#pragma unroll ROLLED_UNROLL` (0: a plain `#pragma unroll`, the
-// compiler's choice): a kernel that keeps all three copy layouts in one loop body cannot afford
-// the registers of fully unrolled addresses.
+// r·THREADS / PER_ROW, tid % PER_ROW): constant offsets, no per-item division (a loop of
+// `idx += THREADS` is not unrolled, since ptxas cannot bound tid). Without UNROLLED it is that
+// loop, with `#pragma unroll ROLLED_UNROLL` (0: a plain `#pragma unroll`, the compiler's choice):
+// a kernel that keeps all three copy layouts in one loop body cannot afford the registers of
+// fully unrolled addresses.
 // PARTS > 1 (UNROLLED only) splits the thread's items into PARTS runs of consecutive r and takes
 // run `part` alone, so a caller can spread one copy over several points of its code; `part` must
 // be a constant after unrolling (e.g. derived from an unrolled loop's counter), or the selection
@@ -205,10 +181,11 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
             bool in = go < o_lim && gi < i_lim;
             const ELEM* src = in ? &g[gi * inner_stride + go] : g;
             if (ASYNC) {
-#if COPY_ONE_SELECT && SIMT_VARIANTS
-                // One select for the group's 4 sources (which then differ by immediate offsets).
-                // Out of range they are g .. g + 3: read by no copy (src-size 0), inside the
-                // allocation all the same (cudaMalloc rounds to 256 bytes).
+#if SIMT_SM90
+                // One select for the group's 4 sources (which then differ by immediate offsets),
+                // not one per copy: fewer SELs and 64-bit adds in multistage's loop. Out of range
+                // they are g .. g + 3: read by no copy (src-size 0), inside the allocation all
+                // the same (cudaMalloc rounds to 256 bytes).
                 const ELEM* s = in ? src : g;
 #pragma unroll
                 for (int j = 0; j < 4; j++) cp_async4(&smem[(o + j) * LD + i], s + j, in);
@@ -242,7 +219,7 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
 // (op(A) = op(B) = N with 16-byte-aligned rows: A's groups run along k, B's along n), so that its
 // copy loops unroll into straight-line code, or with both left to run time (-1) for every other
 // layout. A kernel gets two copies of its main loop this way; one loop body holding all three
-// layouts fully unrolled spilled at 255 registers (multistage's tuned tiling, 2026-11-23).
+// layouts fully unrolled spills at 255 registers (multistage's tuned tiling).
 #define WITH_TILE_PATHS(a_path, b_path, BODY, ...)                                        \
     do {                                                                                  \
         if ((a_path) == OUTER_CONTIGUOUS && (b_path) == INNER_CONTIGUOUS)                 \
@@ -252,8 +229,8 @@ __device__ __forceinline__ void load_tile(ELEM* __restrict__ smem, const ELEM* _
     } while (0)
 
 // C[r][c .. c+3] = v[0 .. 3] one element at a time, skipping what lies past (M, N). (store4's
-// fallback below is the same check written out; calling this there instead moved warptile's and
-// vectorized's register allocation, so it stays as it was.)
+// fallback below is the same check written out: calling this there moves warptile's and
+// vectorized's register allocation.)
 __device__ __forceinline__ void store_each(ELEM* __restrict__ C, int r, int c, int M, int N, const ELEM* v)
 {
     if (r >= M) return;
@@ -306,8 +283,8 @@ struct WarpTile {
     }
 
     // The lane's fragments of k-step kk: a (RM) from As (BK, LDA), b (RN) from Bs (BK, LDB).
-    // ADDR32: the loads from one 32-bit shared address per operand plus immediates (load4_at); see
-    // 13_multistage.cu's SHARED32 for where that pays.
+    // ADDR32: the loads from one 32-bit shared address per operand plus immediates (load4_at);
+    // multistage uses them, warptile (whose single-stage loop they slow) does not.
     template <int LDA, int LDB, bool ADDR32 = false>
     __device__ __forceinline__ void load_frag(ELEM (&a)[RM], ELEM (&b)[RN], const ELEM* As, const ELEM* Bs,
                                               int kk) const
@@ -332,17 +309,14 @@ struct WarpTile {
             for (int j = 0; j < TN; j += 4) ld_b(b + wj * TN + j, kk * LDB + wj * WSUBN + j);
     }
 
-    // acc += a ⊗ b: the RM·RN FMAs of one k-step.
-    // FFMA_ORDER 1 (the default since 2026-11-25, at one block per SM): 2×2 blocks, (i, j) (i, j+1)
-    // (i+1, j) (i+1, j+1), snaking along the row pairs. These are cuBLAS's SGEMM blocks (its own
-    // walk over them measured slower here), written for an operand reuse cache that keeps one
-    // register per bank (register mod 2) per operand slot: a[i], a[i+1] and b[j], b[j+1] sit in
-    // consecutive registers of the 16-byte loads' quads, one per bank. ptxas re-schedules the
-    // order, but fewer operands come from the register file (1.91 per FFMA by that model, 2.07 row
-    // by row) and f32 gains 1.5–4 % (docs/kernels.md, "What the SASS costs"). 0: row by row.
+    // acc += a ⊗ b: the RM·RN FMAs of one k-step. At one block per SM in 2×2 blocks, (i, j)
+    // (i, j+1) (i+1, j) (i+1, j+1), snaking along the row pairs (cuBLAS's SGEMM order): a[i],
+    // a[i+1] and b[j], b[j+1] sit in consecutive registers of the 16-byte loads' quads, one per
+    // register bank, so the operand reuse cache serves more of them. Under the 128-register cap of
+    // two blocks per SM row by row (the 2×2 order makes warptile's registry default spill).
     __device__ __forceinline__ static void ffma(ELEM (&acc)[RM][RN], const ELEM (&a)[RM], const ELEM (&b)[RN])
     {
-        if constexpr (FFMA_ORDER == 1 && RM % 2 == 0 && RN % 2 == 0) {
+        if constexpr (MIN_BLOCKS == 1 && RM % 2 == 0 && RN % 2 == 0) {
 #pragma unroll
             for (int i = 0; i < RM; i += 2)
 #pragma unroll
@@ -361,13 +335,12 @@ struct WarpTile {
         }
     }
 
-    // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major.
-    // KK_UNROLL k-steps per trip of the loop below (an experiment switch; default BK, the whole
-    // slice in straight-line code).
+    // acc += the products of one BK-slice: As (BK, lda) and Bs (BK, ldb), both k-major, in
+    // straight-line code.
     template <int LDA, int LDB, bool ADDR32 = false>
     __device__ __forceinline__ void mma(ELEM (&acc)[RM][RN], const ELEM* As, const ELEM* Bs) const
     {
-#pragma unroll KK_UNROLL
+#pragma unroll BK
         for (int kk = 0; kk < BK; kk++) {
             ELEM a[RM], b[RN];
             load_frag<LDA, LDB, ADDR32>(a, b, As, Bs, kk);
@@ -401,10 +374,6 @@ struct WarpTile {
 
 // Whether multistage and simt-tma store C element by element (WarpTile::store<true>,
 // store_each): at one block per SM with 128 accumulators per lane, the tilings where the register
-// banks bind. Measured on an H100 (docs/kernels.md, "CUTLASS's SIMT SGEMM as a yardstick"), f32 at
-// 4096 / 8192: multistage +1.2 / +1.8 %, multistage-raster +2.7 / +2.4 %, simt-tma +1.7 / +1.9 %;
-// u32 +0.6 % or level. Where the rule does not apply it did not pay: -0.3 to -0.9 % on f32 tiles
-// of 32 accumulators, -7.6 % on a u32 tile at two blocks per SM, -4 % on warptile's single-stage
-// loop (which keeps its 16-byte stores).
-constexpr bool SCALAR_C =
-    STORE_SCALAR >= 0 ? STORE_SCALAR != 0 : MIN_BLOCKS == 1 && WarpTile::RM * WarpTile::RN >= 128;
+// banks bind (on the H100 +1 to +3 % there, and a loss on smaller tiles, at two blocks per SM and
+// in warptile's single-stage loop, which keeps its 16-byte stores).
+constexpr bool SCALAR_C = MIN_BLOCKS == 1 && WarpTile::RM * WarpTile::RN >= 128;

@@ -16,7 +16,7 @@ pub const EXPERIMENT_ENV: &str = "MATMUL_KERNEL_DEFINES";
 
 /// Extra `-D` definitions for every registry kernel, from `$MATMUL_KERNEL_DEFINES`
 /// ("NAME=VALUE,NAME" ...): a developer's switch for trying a kernel variant (e.g.
-/// `WAIT_DEPTH=0`) on a GPU host that has no Rust toolchain. They enter the cache key like any
+/// `PROBE=1`, the wgmma timeline probe) on a GPU host that has no Rust toolchain. They enter the cache key like any
 /// define, and a note on stderr says they are in force, so no figure passes for the default
 /// kernel's. A malformed entry is an error naming it.
 pub fn experiment_defines() -> Result<Vec<(String, String)>> {
@@ -170,12 +170,12 @@ mod tests {
 
     #[test]
     fn experiment_defines_parse_and_reject_bad_entries() {
-        let d = parse_defines("WAIT_DEPTH=0, DIRECT_STORES").unwrap();
+        let d = parse_defines("PROBE=0, SPLIT_TAIL").unwrap();
         assert_eq!(
             d,
             vec![
-                ("WAIT_DEPTH".to_string(), "0".to_string()),
-                ("DIRECT_STORES".to_string(), "1".to_string())
+                ("PROBE".to_string(), "0".to_string()),
+                ("SPLIT_TAIL".to_string(), "1".to_string())
             ]
         );
         assert!(parse_defines("").unwrap().is_empty());

@@ -21,7 +21,8 @@ pub use types::{
 use crate::dtype::DType;
 use crate::error::Error;
 use sources::{
-    tc_ladder_kernel, with_split_tail, HOPPER, HOPPER_INCLUDES, SIMT_TILE, TF32, TILE_ORDER,
+    tc_ladder_kernel, with_split_tail, HOPPER, SIMT_TILE, SM80, TF32, TILE_ORDER, WGMMA_INCLUDES,
+    WGMMA_TF32_INCLUDES,
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];

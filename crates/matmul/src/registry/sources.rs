@@ -44,12 +44,19 @@ pub(super) const TILE_ORDER: (&str, &str) = (
 /// The SIMT ladder's tile loaders and warp tiles.
 pub(super) const SIMT_TILE: (&str, &str) =
     ("simt_tile.cuh", include_str!("../../kernels/simt_tile.cuh"));
-/// What the TMA kernels share: mbarriers, TMA loads, wgmma descriptors and waits.
+/// The Hopper kernels' inline-PTX wrappers: mbarriers, TMA, clusters, setmaxnreg, wgmma.
 pub(super) const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../../kernels/hopper.cuh"));
 /// How the wgmma kernels' consumers write C: from registers or through staged boxes and TMA stores.
 const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../../kernels/epilogue.cuh"));
-/// The includes of the TMA + wgmma kernels (15_wgmma.cu and 16_wgmma_tf32.cu).
-pub(super) const HOPPER_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
+/// The wgmma kernel's timeline probe (compiled in with `PROBE=1`, else empty).
+pub(super) const PROBE: (&str, &str) = ("probe.cuh", include_str!("../../kernels/probe.cuh"));
+/// The sm_80 tensor-core kernels' inline-PTX wrappers: cp.async, ldmatrix, ld.shared, mma.sync.
+pub(super) const SM80: (&str, &str) = ("sm80.cuh", include_str!("../../kernels/sm80.cuh"));
+/// The includes of 15_wgmma.cu (TMA + wgmma, 16-bit inputs).
+pub(super) const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE, PROBE];
+/// The includes of 16_wgmma_tf32.cu, which loads its register operand with sm80.cuh's ldmatrix
+/// and has no probe.
+pub(super) const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 
@@ -84,7 +91,7 @@ macro_rules! mma_kernel {
             &[],
             CudaSource {
                 entry: Some("mma_sync"),
-                includes: &[TF32],
+                includes: &[SM80, TF32],
                 defines: $defines,
                 ..cu_source!("14_mma_sync.cu", Geometry::Mma { tile: $tile })
             },
@@ -102,7 +109,7 @@ macro_rules! wgmma_kernel {
             &[Constraint::TmaRows, Constraint::Sm90a],
             CudaSource {
                 entry: Some("wgmma"),
-                includes: HOPPER_INCLUDES,
+                includes: WGMMA_INCLUDES,
                 narrow_c: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             },
@@ -125,7 +132,7 @@ macro_rules! wgmma_tf32_kernel {
             ],
             CudaSource {
                 entry: Some("wgmma_tf32"),
-                includes: HOPPER_INCLUDES,
+                includes: WGMMA_TF32_INCLUDES,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )
