@@ -22,6 +22,7 @@ pub mod report;
 pub mod roofline;
 pub mod runner;
 pub mod stats;
+pub mod suite;
 pub mod system;
 
 #[cfg(test)]
