@@ -35,6 +35,7 @@ pub use report::{
     SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
-pub use runner::{default_cpu_cache_bytes, run, BenchConfig, ProgressEvent};
+pub use runner::{default_cpu_cache_bytes, run, BenchConfig, BenchKernel, ProgressEvent};
 pub use stats::Stats;
+pub use suite::{Suite, SuiteError};
 pub use system::SystemInfo;

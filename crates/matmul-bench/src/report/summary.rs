@@ -73,7 +73,7 @@ pub struct SummaryRow {
 pub struct Summary {
     /// The kernel the ratios are taken against (`cublas` on CUDA).
     pub baseline: String,
-    /// The tags of the records, each once, in order of first appearance.
+    /// The tags of the problems the baseline timed, each once, in order of first appearance.
     pub tags: Vec<String>,
     /// One per dtype × kernel with at least one problem the baseline timed, in record order.
     pub rows: Vec<SummaryRow>,
@@ -105,7 +105,7 @@ impl Report {
             .filter(|r| r.kernel == baseline && timed(r))
             .collect();
         let mut tags: Vec<String> = Vec::new();
-        for t in self.records.iter().flat_map(|r| &r.tags) {
+        for t in base.iter().flat_map(|r| &r.tags) {
             if !tags.contains(t) {
                 tags.push(t.clone());
             }
@@ -187,7 +187,7 @@ impl Summary {
     }
 
     /// The table: a header and one row per dtype × kernel: dtype, kernel, cases, geometric mean,
-    /// worst, worst case, then per tag "geomean (worst)".
+    /// worst, worst case, then per tag "geomean (worst)" (the ratio alone for a single case).
     pub fn rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let mut header: Vec<String> =
             ["dtype", "kernel", "cases", "geomean", "worst", "worst case"]
@@ -210,6 +210,7 @@ impl Summary {
                 ];
                 for t in &row.by_tag {
                     let mut cell = match (t.geomean, &t.worst) {
+                        (Some(g), _) if t.cases == 1 => ratio_text(g),
                         (Some(g), Some((w, _))) => {
                             format!("{} ({})", ratio_text(g), ratio_text(*w))
                         }
