@@ -8,6 +8,11 @@
 //! results.json (schema: docs/results-schema.md), results.csv, roofline.svg, report.md and
 //! report.html; [`Report::table`] is the text table for stdout.
 //!
+//! The shapes can come from a [`Suite`] (`bench/suites/*.txt`, built in: tagged cases such as
+//! LLM layers, unaligned, small-M, small-K and K-heavy products), and a kernel can be
+//! [`BenchKernel::Auto`], the library's own choice per problem; [`Report::summary`] gives each
+//! kernel's geometric mean and worst ratio to cuBLAS over the run, overall and per tag.
+//!
 //! Everything is written against the `Backend` trait; the tests use `matmul::cpu::CpuBackend`.
 
 #![warn(missing_docs)]

@@ -332,8 +332,8 @@ fn profile(report: &mut matmul_bench::Report) {
     });
 }
 
-/// The `matmul run` arguments that repeat `rec`: its kernel, dtype, shape, transpositions, C's
-/// type and tiling, unchecked.
+/// The `matmul run` arguments that repeat `rec`: its kernel (for `auto`, the one it chose),
+/// dtype, shape, transpositions, C's type and tiling, unchecked.
 fn run_args(rec: &Record) -> Vec<String> {
     let p = rec.problem;
     let mut args: Vec<String> = vec![
@@ -342,7 +342,8 @@ fn run_args(rec: &Record) -> Vec<String> {
         "cuda".into(),
         "--no-check".into(),
         "--kernel".into(),
-        rec.kernel.clone(),
+        // `auto`'s record names the kernel it chose: profile that one.
+        rec.chosen.clone().unwrap_or_else(|| rec.kernel.clone()),
         "--dtype".into(),
         p.dtype.name().into(),
         "-m".into(),
