@@ -3,6 +3,8 @@
 
 use matmul::{BackendKind, DType, KernelSpec, KERNELS};
 
+use crate::runner::BenchKernel;
+
 /// Kernels a quick run leaves out of `all`: the seeds' slowest, which take seconds per shape.
 pub const SLOW_IN_QUICK: [&str; 4] = ["row-global", "row", "rowpack", "single-block"];
 
@@ -34,18 +36,25 @@ pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
 }
 
 /// The kernels `list` names: `all` (any case) for [`kernels`], else comma-separated registry
-/// names or aliases, each once, in the order given. A name that is not in the registry, or a
-/// kernel of another backend than `kind`, is an error.
+/// names or aliases, or `auto` (the library's choice per problem), each once, in the order
+/// given. A name that is not in the registry, or a kernel of another backend than `kind`, is an
+/// error.
 pub fn select_kernels(
     list: &str,
     kind: BackendKind,
     quick: bool,
-) -> matmul::Result<Vec<&'static KernelSpec>> {
+) -> matmul::Result<Vec<BenchKernel>> {
     if list.eq_ignore_ascii_case("all") {
-        return Ok(kernels(kind, quick));
+        return Ok(kernels(kind, quick).into_iter().map(Into::into).collect());
     }
-    let mut out = Vec::new();
+    let mut out: Vec<BenchKernel> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if name.eq_ignore_ascii_case("auto") {
+            if !out.iter().any(|o| matches!(o, BenchKernel::Auto)) {
+                out.push(BenchKernel::Auto);
+            }
+            continue;
+        }
         let k = matmul::find(name)?;
         if k.backend != kind {
             return Err(matmul::Error::Invalid(format!(
@@ -53,8 +62,8 @@ pub fn select_kernels(
                 k.name, k.backend
             )));
         }
-        if !out.iter().any(|o: &&KernelSpec| o.name == k.name) {
-            out.push(k);
+        if !out.iter().any(|o| o.name() == k.name) {
+            out.push(k.into());
         }
     }
     Ok(out)
@@ -67,7 +76,9 @@ mod tests {
     #[test]
     fn all_is_the_backends_kernels_less_the_slow_ones_when_quick() {
         let cpu = select_kernels("ALL", BackendKind::Cpu, false).unwrap();
-        assert!(!cpu.is_empty() && cpu.iter().all(|k| k.backend == BackendKind::Cpu));
+        let is_cpu =
+            |k: &BenchKernel| matches!(k, BenchKernel::Named(k) if k.backend == BackendKind::Cpu);
+        assert!(!cpu.is_empty() && cpu.iter().all(is_cpu));
         let full = kernels(BackendKind::Cuda, false);
         let quick = kernels(BackendKind::Cuda, true);
         assert!(full.iter().any(|k| k.name == "row") && !quick.iter().any(|k| k.name == "row"));
@@ -79,8 +90,12 @@ mod tests {
     #[test]
     fn named_kernels_are_checked_and_deduplicated() {
         let k = select_kernels(" cpu ,cpu-reference,,cpu", BackendKind::Cpu, false).unwrap();
-        let names: Vec<_> = k.iter().map(|k| k.name).collect();
+        let names: Vec<_> = k.iter().map(|k| k.name()).collect();
         assert_eq!(names, ["cpu", "cpu-reference"]);
+        let k = select_kernels("Auto,cpu-reference,auto", BackendKind::Cpu, false).unwrap();
+        let names: Vec<_> = k.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["auto", "cpu-reference"]);
+        assert!(matches!(k[0], BenchKernel::Auto));
         let e = select_kernels("cpu,naive", BackendKind::Cpu, false).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -8,6 +8,11 @@
 //! results.json (schema: docs/results-schema.md), results.csv, roofline.svg, report.md and
 //! report.html; [`Report::table`] is the text table for stdout.
 //!
+//! The shapes can come from a [`Suite`] (`bench/suites/*.txt`, built in: tagged cases such as
+//! LLM layers, unaligned, small-M, small-K and K-heavy products), and a kernel can be
+//! [`BenchKernel::Auto`], the library's own choice per problem; [`Report::summary`] gives each
+//! kernel's geometric mean and worst ratio to cuBLAS over the run, overall and per tag.
+//!
 //! Everything is written against the `Backend` trait; the tests use `matmul::cpu::CpuBackend`.
 
 #![warn(missing_docs)]
@@ -22,6 +27,7 @@ pub mod report;
 pub mod roofline;
 pub mod runner;
 pub mod stats;
+pub mod suite;
 pub mod system;
 
 #[cfg(test)]
@@ -34,6 +40,7 @@ pub use report::{
     SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
-pub use runner::{default_cpu_cache_bytes, run, BenchConfig, ProgressEvent};
+pub use runner::{default_cpu_cache_bytes, run, BenchConfig, BenchKernel, ProgressEvent};
 pub use stats::Stats;
+pub use suite::{Suite, SuiteError};
 pub use system::SystemInfo;

@@ -8,22 +8,56 @@ use crate::ceilings::{datasheet, Ceilings};
 use crate::check::Reference;
 use crate::report::{Baselines, Record, Report, Settings, Status, Timing, SCHEMA_VERSION};
 use crate::stats::Stats;
+use crate::suite::Suite;
 use crate::system::SystemInfo;
 
 /// Timed launches when neither `iters` nor `min_time` is given.
 pub const DEFAULT_ITERS: usize = 10;
 
+/// A kernel a benchmark runs: one of the registry, or `auto`, the library's own choice for each
+/// problem.
+#[derive(Debug, Clone, Copy)]
+pub enum BenchKernel {
+    /// A registry kernel, run with the options of [`BenchConfig::options_for`].
+    Named(&'static KernelSpec),
+    /// For each problem, the kernel and tiling `matmul::dispatch` chooses for it (the choice of
+    /// `matmul run --kernel auto`, made with the run's tune table): recorded as kernel `auto`,
+    /// the chosen kernel in `chosen` and its tiling in `tiling`.
+    Auto,
+}
+
+impl BenchKernel {
+    /// The registry name, or `auto`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BenchKernel::Named(k) => k.name,
+            BenchKernel::Auto => "auto",
+        }
+    }
+}
+
+impl From<&'static KernelSpec> for BenchKernel {
+    fn from(k: &'static KernelSpec) -> Self {
+        BenchKernel::Named(k)
+    }
+}
+
 /// What to measure and how.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     /// The kernels to run; within a problem, in this order (rotated per round).
-    pub kernels: Vec<&'static KernelSpec>,
+    pub kernels: Vec<BenchKernel>,
     /// The dtypes to run every shape in.
     pub dtypes: Vec<DType>,
     /// The shapes (m × n × k) to run.
     pub shapes: Vec<Shape>,
     /// Operand transpositions to run each shape with (default: only N·N).
     pub ops: Vec<(Op, Op)>,
+    /// A suite whose cases (each with its own transpositions and tags) replace `shapes` × `ops`.
+    pub suite: Option<Suite>,
+    /// Cases whose m·n·k is above this are skipped, saying so (a size budget, as the CPU's for a
+    /// suite made for GPUs); None: no limit.
+    pub max_mnk: Option<u64>,
     /// C's type (default: the accumulator, f32 or u32).
     pub c: COut,
     /// Untimed launches before the timed ones.
@@ -73,12 +107,15 @@ pub struct BenchConfig {
 impl BenchConfig {
     /// Every kernel × dtype × shape (N·N) with the default settings: warmup 3, timing until
     /// 0.25 s, inputs rotated past 64 MiB, full verification up to m·n·k = 2^27.
+    /// Add [`BenchKernel::Auto`] to `kernels` afterwards to run `auto` too.
     pub fn new(kernels: Vec<&'static KernelSpec>, dtypes: Vec<DType>, shapes: Vec<Shape>) -> Self {
         BenchConfig {
-            kernels,
+            kernels: kernels.into_iter().map(Into::into).collect(),
             dtypes,
             shapes,
             ops: vec![(Op::N, Op::N)],
+            suite: None,
+            max_mnk: None,
             c: COut::Accumulator,
             warmup: 3,
             iters: None,
@@ -142,22 +179,78 @@ impl BenchConfig {
         self.gpu_info = serde_json::to_value(info).ok();
     }
 
-    /// The problems run, in order: dtype, then shape, then ops.
+    /// The problems run, in order: dtype, then shape, then ops (or dtype, then the suite's cases).
     pub fn problems(&self) -> Vec<Problem> {
+        self.cases().into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// The problems run with the tags of their suite cases (none without a suite).
+    fn cases(&self) -> Vec<(Problem, Vec<String>)> {
         let mut out = Vec::new();
         for &dtype in &self.dtypes {
+            if let Some(suite) = &self.suite {
+                for case in &suite.cases {
+                    out.push((case.problem(dtype, self.c), case.tags.clone()));
+                }
+                continue;
+            }
             for s in &self.shapes {
                 for &(a, b) in &self.ops {
-                    out.push(
-                        Problem::new(s.m, s.n, s.k, dtype)
-                            .with_ops(a, b)
-                            .with_c(self.c),
-                    );
+                    let p = Problem::new(s.m, s.n, s.k, dtype)
+                        .with_ops(a, b)
+                        .with_c(self.c);
+                    out.push((p, Vec::new()));
                 }
             }
         }
         out
     }
+
+    /// `kernel` made concrete for `problem`: the registry kernel and the options it runs with.
+    /// `auto` asks `matmul::dispatch` with this run's tune table; `tiling`, when set, overrides
+    /// the tiling it chose for a SIMT-ladder kernel, as `matmul run --tiling` does.
+    fn resolve(
+        &self,
+        backend: &dyn Backend,
+        kernel: BenchKernel,
+        problem: &Problem,
+    ) -> matmul::Result<Resolved> {
+        match kernel {
+            BenchKernel::Named(spec) => Ok(Resolved {
+                spec,
+                opts: self.options_for(spec, problem),
+                auto: false,
+            }),
+            BenchKernel::Auto => {
+                let choice = matmul::dispatch::auto_with_table(
+                    backend,
+                    problem.dtype,
+                    Some(problem),
+                    self.tuned.as_ref(),
+                )?;
+                let simt = choice.kernel.tiling(&RunOptions::default()).is_some();
+                let tiling = self.tiling.filter(|_| simt).or(choice.tiling);
+                Ok(Resolved {
+                    spec: choice.kernel,
+                    opts: RunOptions {
+                        tiling,
+                        ..RunOptions::default()
+                    },
+                    auto: true,
+                })
+            }
+        }
+    }
+}
+
+/// A kernel of the run made concrete for one problem.
+struct Resolved {
+    /// The registry kernel that runs.
+    spec: &'static KernelSpec,
+    /// Its options.
+    opts: RunOptions,
+    /// Whether `auto` chose it (the record is then named `auto`).
+    auto: bool,
 }
 
 /// Twice the largest CPU cache the OS reports (Linux sysfs), else 64 MiB.
@@ -282,22 +375,36 @@ pub fn run(
     config: &BenchConfig,
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Report {
-    let problems = config.problems();
-    let total = problems.len() * config.kernels.len();
+    let cases = config.cases();
+    let total = cases.len() * config.kernels.len();
     progress(ProgressEvent::Planned { total });
     let mut records = Vec::with_capacity(total);
     let mut index = 0;
-    for problem in &problems {
+    for (problem, tags) in &cases {
         let mut cache = InputCache::new(*problem);
         let first = records.len();
-        for (i, kernel) in config.kernels.iter().enumerate() {
+        let resolved: Vec<matmul::Result<Resolved>> = config
+            .kernels
+            .iter()
+            .map(|&k| config.resolve(backend, k, problem))
+            .collect();
+        for (i, (kernel, res)) in config.kernels.iter().zip(&resolved).enumerate() {
             progress(ProgressEvent::Started {
                 index: index + i,
                 total,
-                kernel: kernel.name,
+                kernel: kernel.name(),
                 problem,
             });
-            let record = bench_one(backend, config, kernel, &mut cache, index + i, progress);
+            let mut record = match res {
+                Ok(r) => bench_one(backend, config, r, &mut cache, index + i, progress),
+                Err(e) => Record::unresolved(
+                    kernel.name(),
+                    &backend.kind().to_string(),
+                    problem,
+                    format!("choosing the kernel: {e}"),
+                ),
+            };
+            record.tags = tags.clone();
             if config.rounds <= 1 {
                 progress(ProgressEvent::Finished {
                     index: index + i,
@@ -310,7 +417,7 @@ pub fn run(
         if config.rounds > 1 {
             // The records of this problem are round 1; they are finished after the last round.
             let round = &mut records[first..];
-            more_rounds(backend, config, &cache, round);
+            more_rounds(backend, config, &cache, &resolved, round);
             for (i, record) in round.iter().enumerate() {
                 progress(ProgressEvent::Finished {
                     index: index + i,
@@ -341,6 +448,7 @@ pub fn run(
             seed: config.seed,
             rounds: config.rounds.max(1),
         },
+        suite: config.suite.as_ref().map(|s| s.name.clone()),
         baselines: config
             .baselines
             .clone()
@@ -357,14 +465,17 @@ pub fn run(
 fn bench_one(
     backend: &dyn Backend,
     config: &BenchConfig,
-    kernel: &KernelSpec,
+    resolved: &Resolved,
     cache: &mut InputCache,
     index: usize,
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Record {
     let problem = cache.problem;
-    let opts = config.options_for(kernel, &problem);
+    let (kernel, opts) = (resolved.spec, resolved.opts);
     let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped);
+    if resolved.auto {
+        rec.chosen = Some(std::mem::replace(&mut rec.kernel, "auto".into()));
+    }
     let skip = |mut rec: Record, why: String| {
         rec.status = Status::Skipped;
         rec.reason = Some(why);
@@ -375,6 +486,14 @@ fn bench_one(
         rec.reason = Some(why);
         rec
     };
+    if let Some(max) = config.max_mnk {
+        if problem.m as u128 * problem.n as u128 * problem.k as u128 > max as u128 {
+            return skip(
+                rec,
+                format!("m·n·k above the run's size budget of {max} (--max-mnk)"),
+            );
+        }
+    }
     if let Err(e) = backend.check(kernel, &problem, opts) {
         return skip(rec, e.to_string());
     }
@@ -535,6 +654,7 @@ fn more_rounds(
     backend: &dyn Backend,
     config: &BenchConfig,
     cache: &InputCache,
+    resolved: &[matmul::Result<Resolved>],
     records: &mut [Record],
 ) {
     let n = records.len();
@@ -542,8 +662,7 @@ fn more_rounds(
     for r in 1..config.rounds {
         for j in 0..n {
             let i = (j + r) % n;
-            if records[i].status == Status::Ok {
-                let kernel = config.kernels[i];
+            if let (Status::Ok, Ok(kernel)) = (records[i].status, &resolved[i]) {
                 time_round(
                     backend,
                     config,
@@ -577,7 +696,7 @@ fn start_rounds(rec: &mut Record) -> usize {
 fn time_round(
     backend: &dyn Backend,
     config: &BenchConfig,
-    kernel: &KernelSpec,
+    kernel: &Resolved,
     cache: &InputCache,
     rec: &mut Record,
     r: usize,
@@ -587,7 +706,7 @@ fn time_round(
         return;
     };
     let sets = &cache.sets[..timing.input_sets.min(cache.sets.len())];
-    let opts = config.options_for(kernel, &cache.problem);
+    let (opts, kernel) = (kernel.opts, kernel.spec);
     // Warm-up as in round 1, which the per-case budget may have cut for a slow kernel, and no
     // more launches up front than round 1 timed.
     let mut launches = config.round_budget(timing.warmup);
@@ -727,6 +846,8 @@ mod tests {
     struct TestBackend {
         mode: RunMode,
         synthetic: bool,
+        /// When set, every launch of a kernel on a problem takes this many seconds.
+        fixed: Option<fn(&str, &Problem) -> f64>,
         timed: RefCell<Vec<&'static str>>,
     }
 
@@ -735,6 +856,7 @@ mod tests {
             TestBackend {
                 mode,
                 synthetic,
+                fixed: None,
                 timed: Default::default(),
             }
         }
@@ -782,6 +904,9 @@ mod tests {
         ) -> matmul::Result<Vec<f64>> {
             let mut timed = self.timed.borrow_mut();
             timed.push(kernel.name);
+            if let Some(time) = self.fixed {
+                return Ok(vec![time(kernel.name, problem); iters]);
+            }
             if self.synthetic {
                 return Ok(vec![timed.len() as f64 * 1e-3; iters]);
             }
@@ -909,5 +1034,123 @@ mod tests {
             .round_medians_s
             .is_empty()));
         assert!(!single.table().contains("spread"));
+    }
+
+    /// `auto` runs the library's choice (on the CPU: `cpu`) per suite case and is recorded as
+    /// `auto` with its choice and the case's tags; the summary takes geometric means and worst
+    /// cases against the baseline, overall and per tag.
+    #[test]
+    fn auto_and_a_suite_are_recorded_and_summarised() {
+        let mut backend = TestBackend::new(RunMode::Correct, false);
+        // Ours takes m ms, the baseline 8 ms: ratios 8/m.
+        backend.fixed = Some(|kernel, p| match kernel {
+            "cpu-reference" => 8e-3,
+            _ => p.m as f64 * 1e-3,
+        });
+        let suite = crate::suite::Suite::parse(
+            "mini",
+            "mini.txt",
+            "8 square\n16x8x4 --transpose-a small-m # ratio 0.5\n32x4x2 square small-m\n",
+        )
+        .unwrap();
+        let mut config = small_config(vec![matmul::find("cpu-reference").unwrap()]);
+        config.kernels.insert(0, BenchKernel::Auto);
+        config.dtypes = vec![DType::F32];
+        config.suite = Some(suite);
+        config.rounds = 2;
+        config.baselines = Some(Baselines {
+            vendor: Some("cpu-reference".into()),
+            naive: None,
+        });
+        assert_eq!(config.problems().len(), 3);
+        let report = run(&backend, &config, &mut |_| {});
+        assert_eq!(report.suite.as_deref(), Some("mini"));
+        assert_eq!(report.records.len(), 6);
+        let auto: Vec<&Record> = report
+            .records
+            .iter()
+            .filter(|r| r.kernel == "auto")
+            .collect();
+        assert_eq!(auto.len(), 3);
+        for r in &auto {
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            assert_eq!(
+                (r.chosen.as_deref(), r.tiling.as_deref()),
+                (Some("cpu"), None)
+            );
+            assert_eq!(r.label(), "auto (cpu)");
+            assert_eq!(r.vs_cublas, Some(8.0 / r.problem.m as f64));
+        }
+        assert_eq!(auto[1].problem.op_a, Op::T);
+        assert_eq!(auto[1].tags, ["small-m"]);
+        assert_eq!(
+            report.records[1].tags,
+            ["square"],
+            "the baseline's record too"
+        );
+
+        let summary = report.summary().unwrap();
+        assert_eq!(summary.baseline, "cpu-reference");
+        assert_eq!(summary.tags, ["square", "small-m"]);
+        assert_eq!(summary.rows.len(), 1);
+        let row = &summary.rows[0];
+        assert_eq!((row.dtype, row.kernel.as_str()), (DType::F32, "auto"));
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-9;
+        assert!(close(row.all.geomean, (1.0f64 * 0.5 * 0.25).cbrt()));
+        assert_eq!(row.all.worst, Some((0.25, "32x4x2".to_string())));
+        assert!(close(row.by_tag[0].geomean, 0.5));
+        assert!(close(row.by_tag[1].geomean, (0.5f64 * 0.25).sqrt()));
+        assert_eq!(row.by_tag[1].cases, 2);
+
+        let json = report.to_json().unwrap();
+        assert!(json.contains("\"chosen\": \"cpu\"") && json.contains("\"suite\": \"mini\""));
+        assert_eq!(Report::from_json(&json).unwrap(), report);
+        let table = report.table();
+        assert!(table.contains("auto (cpu)"), "{table}");
+        let summary_line = table.lines().find(|l| l.starts_with("f32")).unwrap_or("");
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("dtype") && l.contains("worst case")),
+            "{table}"
+        );
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("f32") && l.contains("0.50×")),
+            "{summary_line}\n{table}"
+        );
+        let md = report.to_markdown("roofline.svg");
+        assert!(md.contains("## Suite summary"), "{md}");
+        assert!(
+            md.contains(
+                "| f32 | auto | 3 | 0.50× | 0.25× | 32x4x2 | 0.50× (0.25×) | 0.35× (0.25×) |"
+            ),
+            "{md}"
+        );
+        let html = report.to_html();
+        assert!(html.contains("<h2>Suite summary</h2>") && html.contains("<td>32x4x2</td>"));
+
+        // A kernel that was not timed on a problem the baseline timed is counted as missing.
+        let mut failed = report.clone();
+        failed.records[2].status = Status::Failed;
+        let row = failed.summary().unwrap().rows.remove(0);
+        assert_eq!((row.all.cases, row.all.missing), (2, 1));
+        assert_eq!(row.all.cases_text(), "2 of 3");
+        assert_eq!(row.by_tag[1].missing, 1);
+
+        // A size budget skips the larger cases for every kernel, saying why; a case the baseline
+        // did not time does not count.
+        config.max_mnk = Some(300);
+        let report = run(&backend, &config, &mut |_| {});
+        let skipped: Vec<&Record> = report
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Skipped)
+            .collect();
+        assert_eq!(skipped.len(), 4, "8³ and 16·8·4 are 512, 32·4·2 is 256");
+        assert!(skipped[0].reason.as_deref().unwrap().contains("--max-mnk"));
+        let row = report.summary().unwrap().rows.remove(0);
+        assert_eq!((row.all.cases, row.all.missing), (1, 0));
     }
 }

@@ -233,7 +233,7 @@ pub(crate) fn synthetic_report() -> Report {
 fn cpu_end_to_end_writes_every_report() {
     let mut config = small_config(cpu_kernels());
     // One kernel the CPU cannot run, to exercise the SKIPPED path.
-    config.kernels.push(matmul::find("naive").unwrap());
+    config.kernels.push(matmul::find("naive").unwrap().into());
     config.measured_ceilings = Some(measure_cpu(&CpuCeilingOptions::quick()));
     let mut events = (0usize, 0usize, 0usize);
     let report = run(&CpuBackend, &config, &mut |e| match e {

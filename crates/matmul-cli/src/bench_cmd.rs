@@ -9,6 +9,7 @@ use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
 use matmul_bench::profile::{find_ncu, profile_report, Profiled};
 use matmul_bench::{
     defaults, measure_cpu, measure_gpu, BenchConfig, CpuCeilingOptions, ProgressEvent, Record,
+    Suite,
 };
 
 use crate::cli_error::{CliError, CliResult};
@@ -16,7 +17,9 @@ use crate::cli_error::{CliError, CliResult};
 /// `matmul bench`'s arguments.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend).
+    /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend); `auto` is
+    /// the kernel and tiling `matmul run --kernel auto` picks for each problem, reported as
+    /// `auto (KERNEL TILING)`.
     #[arg(long, default_value = "all")]
     kernels: String,
     /// Comma-separated dtypes (default: f32,u32,tf32,bf16,f16 on CUDA; f32,u32 on the CPU).
@@ -28,6 +31,15 @@ pub struct BenchArgs {
     /// Shapes MxNxK, comma-separated.
     #[arg(long, value_delimiter = ',')]
     shapes: Vec<Shape>,
+    /// A shape suite: `shapes` or `quick` (built in, from bench/suites/), or the path of a file of
+    /// lines `MxNxK [--transpose-a] [--transpose-b] [TAG...] [# comment]`. The report adds, per
+    /// dtype and kernel, the geometric mean and the worst ratio to cuBLAS, overall and per tag.
+    #[arg(long, conflicts_with_all = ["sizes", "shapes", "transpose_a", "transpose_b"])]
+    suite: Option<String>,
+    /// Skip cases whose m·n·k is above this, saying so (default with --suite on the CPU: 2^30,
+    /// as the suites are sized for GPUs; 0: no limit).
+    #[arg(long)]
+    max_mnk: Option<u64>,
     /// Every product with A stored transposed (k×m).
     #[arg(long)]
     transpose_a: bool,
@@ -99,6 +111,44 @@ fn shapes(args: &BenchArgs, kind: BackendKind) -> Vec<Shape> {
     sizes.into_iter().map(|n| Shape { m: n, n, k: n }).collect()
 }
 
+/// The CPU's default size budget for a suite (`--max-mnk`): 2^30 multiply-adds, about 5 ms of
+/// f32 on a 2-core AVX-512 machine, so that the GPU-sized cases are skipped, saying so.
+const CPU_SUITE_MAX_MNK: u64 = 1 << 30;
+
+/// Says on stderr what a suite run will do, and roughly how long its timing takes.
+fn announce(suite: &Suite, config: &BenchConfig) {
+    let cases = suite.cases.len();
+    let over = config.max_mnk.map_or(0, |max| {
+        suite
+            .cases
+            .iter()
+            .filter(|c| {
+                (c.shape.m as u128) * (c.shape.n as u128) * (c.shape.k as u128) > max as u128
+            })
+            .count()
+    });
+    let runs = (cases - over) * config.dtypes.len() * config.kernels.len();
+    eprintln!(
+        "matmul: suite `{}` ({}): {cases} cases × {} dtype(s) × {} kernel(s)",
+        suite.name,
+        suite.file,
+        config.dtypes.len(),
+        config.kernels.len()
+    );
+    if let Some(max) = config.max_mnk.filter(|_| over > 0) {
+        eprintln!("matmul: {over} case(s) with m·n·k above {max} are skipped (--max-mnk)");
+    }
+    let per_run = match (config.iters, config.min_time) {
+        (None, Some(t)) => format!("{t} s"),
+        _ => "its --iters launches".into(),
+    };
+    eprintln!(
+        "matmul: {runs} runs, each timed for {per_run} after {} warm-up launches (a slow one cut at {} s), plus verification, input generation and compilation",
+        config.warmup,
+        config.max_case_seconds.unwrap_or(f64::INFINITY)
+    );
+}
+
 /// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
 enum Opened {
     /// The CPU backend.
@@ -134,6 +184,10 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 /// selected kernel × dtype × shape with `matmul_bench::run`, prints the table and writes the
 /// report files to `--out`; any case that failed verification or timing is exit status 1.
 pub fn bench(args: BenchArgs) -> CliResult {
+    let suite = match &args.suite {
+        Some(name) => Some(Suite::load(name).map_err(CliError::input)?),
+        None => None,
+    };
     let opened = open(args.backend)?;
     let backend: &dyn Backend = match &opened {
         Opened::Cpu(b) => b,
@@ -149,11 +203,19 @@ pub fn bench(args: BenchArgs) -> CliResult {
     if kernels.is_empty() {
         return Err(CliError::input("no kernels to benchmark"));
     }
-    let mut config = BenchConfig::new(kernels, dtypes, shapes(&args, kind));
+    let mut config = BenchConfig::new(Vec::new(), dtypes, shapes(&args, kind));
+    config.kernels = kernels;
     config.ops = vec![(
         Op::from_flag(args.transpose_a),
         Op::from_flag(args.transpose_b),
     )];
+    config.suite = suite;
+    config.max_mnk = match args.max_mnk {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None if config.suite.is_some() && kind == BackendKind::Cpu => Some(CPU_SUITE_MAX_MNK),
+        None => None,
+    };
     config.c = args.c_dtype;
     config.warmup = args.warmup;
     config.iters = args.iters;
@@ -201,6 +263,10 @@ pub fn bench(args: BenchArgs) -> CliResult {
                 config.measured_ceilings = Some(measure_gpu(cuda, args.quick)?);
             }
         }
+    }
+
+    if let Some(suite) = &config.suite {
+        announce(suite, &config);
     }
 
     let bar = ProgressBar::new(0);
@@ -277,8 +343,8 @@ fn profile(report: &mut matmul_bench::Report) {
     });
 }
 
-/// The `matmul run` arguments that repeat `rec`: its kernel, dtype, shape, transpositions, C's
-/// type and tiling, unchecked.
+/// The `matmul run` arguments that repeat `rec`: its kernel (for `auto`, the one it chose),
+/// dtype, shape, transpositions, C's type and tiling, unchecked.
 fn run_args(rec: &Record) -> Vec<String> {
     let p = rec.problem;
     let mut args: Vec<String> = vec![
@@ -287,7 +353,8 @@ fn run_args(rec: &Record) -> Vec<String> {
         "cuda".into(),
         "--no-check".into(),
         "--kernel".into(),
-        rec.kernel.clone(),
+        // `auto`'s record names the kernel it chose: profile that one.
+        rec.chosen.clone().unwrap_or_else(|| rec.kernel.clone()),
         "--dtype".into(),
         p.dtype.name().into(),
         "-m".into(),

@@ -302,6 +302,150 @@ fn bench_times_as_many_launches_as_asked() {
 }
 
 #[test]
+fn bench_suite_errors_name_the_suite_file_line_and_token() {
+    let out = matmul(&["bench", "--backend", "cpu", "--suite", "nope"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no suite `nope`: not a built-in suite (shapes, quick)"),
+        "{err}"
+    );
+    let dir = temp_dir("bench-suite-bad");
+    let file = dir.join("bad.txt");
+    std::fs::write(&file, "# mine\n64 square\n32x32 square\n").unwrap();
+    let path = file.to_str().unwrap();
+    let out = matmul(&["bench", "--backend", "cpu", "--suite", path], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("{path}:3: `32x32` is not a shape")),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&file, "# nothing\n").unwrap();
+    let out = matmul(&["bench", "--backend", "cpu", "--suite", path], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no cases"), "{}", stderr(&out));
+    // A suite brings its own shapes.
+    let out = matmul(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--suite",
+            "quick",
+            "--shapes",
+            "8",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The built-in quick suite on the CPU: `auto` runs the CPU's kernel, the cases above the CPU's
+/// size budget are skipped with the reason, and the report names the suite and the choice.
+#[test]
+fn bench_runs_the_quick_suite_on_the_cpu() {
+    let dir = temp_dir("bench-suite-quick");
+    let out = matmul(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--suite",
+            "quick",
+            "--kernels",
+            "auto",
+            "--dtypes",
+            "f32",
+            "--no-ceilings",
+            "--warmup",
+            "1",
+            "--min-time",
+            "0.01",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(err.contains("suite `quick`"), "{err}");
+    assert!(text.contains("auto (cpu)"), "{text}");
+    assert!(text.contains("above the run's size budget"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["suite"], "quick");
+    let records = json["records"].as_array().unwrap();
+    assert_eq!(records.len(), 10);
+    let ok: Vec<&serde_json::Value> = records.iter().filter(|r| r["status"] == "OK").collect();
+    assert!(ok.len() >= 3, "{text}");
+    for r in ok {
+        assert_eq!(
+            (&r["kernel"], &r["chosen"]),
+            (&"auto".into(), &"cpu".into())
+        );
+        assert!(!r["tags"].as_array().unwrap().is_empty());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A suite from a file, against a baseline: the summary (geometric mean, worst case, per tag)
+/// is printed and written to report.md.
+#[test]
+fn bench_summarises_a_suite_file_against_the_baseline() {
+    let dir = temp_dir("bench-suite-file");
+    let file = dir.join("tiny.txt");
+    std::fs::write(
+        &file,
+        "16 square\n8x24x40 --transpose-b small-m transposed # a comment\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("report");
+    let out = matmul(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--suite",
+            file.to_str().unwrap(),
+            "--kernels",
+            "auto,cpu-reference",
+            "--no-ceilings",
+            "--iters",
+            "3",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("dtype") && l.contains("worst case"))
+        .unwrap_or_else(|| panic!("no summary in\n{text}"));
+    for class in ["square", "small-m", "transposed"] {
+        assert!(header.contains(class), "{header}");
+    }
+    for dtype in ["f32", "u32"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{dtype}    auto"))),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("Against cpu-reference over the suite"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("## Suite summary"), "{md}");
+    assert!(md.contains("| f32 | auto | 2 |"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn list_shows_every_registry_kernel() {
     let out = matmul(&["list"], "");
     assert!(out.status.success());

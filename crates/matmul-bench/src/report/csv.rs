@@ -39,6 +39,9 @@ const CSV_HEADER: &[&str] = &[
     "roof_percent",
     "vs_cublas",
     "vs_naive",
+    "chosen",
+    "tiling",
+    "tags",
 ];
 
 /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
@@ -120,6 +123,9 @@ impl Report {
                 opt_num(b.and_then(|b| b.percent)),
                 opt_num(r.vs_cublas),
                 opt_num(r.vs_naive),
+                r.chosen.clone().unwrap_or_default(),
+                r.tiling.clone().unwrap_or_default(),
+                r.tags.join(" "),
             ];
             debug_assert_eq!(fields.len(), CSV_HEADER.len());
             let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

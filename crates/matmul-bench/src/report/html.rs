@@ -53,6 +53,13 @@ impl Report {
                 e(&serde_json::to_string_pretty(gpu).unwrap_or_default())
             );
         }
+        if let Some(summary) = self.suite.as_ref().and(self.summary()) {
+            let (header, rows) = summary.rows();
+            out.push_str("<h2>Suite summary</h2>\n");
+            let numeric: Vec<usize> = (2..header.len()).filter(|&i| i != 5).collect();
+            out.push_str(&table(&header, &rows, &numeric));
+            let _ = writeln!(out, "<p>{}</p>", e(&summary.caption(self.suite.as_deref())));
+        }
         out.push_str("<h2>Results</h2>\n");
         let (header, rows) = self.result_rows();
         if rows.is_empty() {
@@ -92,7 +99,7 @@ impl Report {
                 let _ = writeln!(
                     out,
                     "<li><code>{}</code> {} {}: <pre>{}</pre></li>",
-                    e(&r.kernel),
+                    e(&r.label()),
                     r.dtype,
                     e(&r.shape),
                     e(r.reason.as_deref().unwrap_or(""))

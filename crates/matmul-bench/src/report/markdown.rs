@@ -29,7 +29,7 @@ impl Report {
             .filter(|r| r.status != Status::Skipped)
             .map(|r| {
                 let mut row = vec![
-                    r.kernel.clone(),
+                    r.label(),
                     r.dtype.to_string(),
                     r.shape.clone(),
                     r.median_s().map_or("-".into(), fmt::time),
@@ -80,7 +80,7 @@ impl Report {
             let _ = writeln!(
                 out,
                 "FAILED {} {} {}: {}",
-                r.kernel,
+                r.label(),
                 r.dtype,
                 r.shape,
                 r.reason.as_deref().unwrap_or("")
@@ -88,6 +88,14 @@ impl Report {
         }
         for (what, count, reason) in self.skipped_groups() {
             let _ = writeln!(out, "skipped {what} ({count}x): {reason}");
+        }
+        if let Some(summary) = self.suite.as_ref().and(self.summary()) {
+            let (header, rows) = summary.rows();
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            let right: Vec<bool> = (0..header.len()).map(|i| i >= 2 && i != 5).collect();
+            out.push('\n');
+            out.push_str(&fmt::align(&header, &rows, &right));
+            let _ = writeln!(out, "{}", summary.caption(self.suite.as_deref()));
         }
         out
     }
@@ -119,6 +127,12 @@ impl Report {
                 "\nGPU:\n\n```json\n{}\n```",
                 serde_json::to_string_pretty(gpu).unwrap_or_default()
             );
+        }
+        if let Some(summary) = self.suite.as_ref().and(self.summary()) {
+            let (header, rows) = summary.rows();
+            out.push_str("\n## Suite summary\n\n");
+            out.push_str(&table(&header, &rows));
+            let _ = writeln!(out, "\n{}", summary.caption(self.suite.as_deref()));
         }
         let (header, rows) = self.result_rows();
         out.push_str("\n## Results\n\n");
@@ -162,7 +176,7 @@ impl Report {
                 let _ = writeln!(
                     out,
                     "- `{}` {} {}: {}",
-                    r.kernel,
+                    r.label(),
                     r.dtype,
                     r.shape,
                     md(r.reason.as_deref().unwrap_or(""))

@@ -20,9 +20,11 @@ mod csv;
 mod html;
 mod markdown;
 mod rows;
+mod summary;
 mod write;
 
 pub use csv::csv_field;
+pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
 pub use write::{write_reports, ReportFiles};
 
 /// Bumped whenever a field of results.json changes meaning or disappears.
@@ -146,6 +148,10 @@ pub struct Record {
     /// The tiling a SIMT-ladder kernel ran with (`BMxBNxBK/TMxTN...`); None for other kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiling: Option<String>,
+    /// For kernel `auto`: the registry name of the kernel it chose for this problem (its tiling
+    /// is `tiling`); None for every other kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
     /// "cpu" or "cuda" (the kernel's backend).
     pub backend: String,
     /// The element type.
@@ -154,6 +160,9 @@ pub struct Record {
     pub shape: String,
     /// The product run (shape, transpositions, dtype, C's type).
     pub problem: Problem,
+    /// The tags (classes) of the suite case it ran; empty outside a suite.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// OK, FAILED or SKIPPED.
     pub status: Status,
     /// Why it failed or was skipped.
@@ -200,10 +209,12 @@ impl Record {
         Record {
             kernel: kernel.name.to_string(),
             tiling: kernel.tiling(opts).map(|t| t.to_string()),
+            chosen: None,
             backend: kernel.backend.to_string(),
             dtype: problem.dtype,
             shape: problem.shape_label(),
             problem: *problem,
+            tags: Vec::new(),
             status,
             reason: None,
             verification: None,
@@ -220,6 +231,47 @@ impl Record {
             roof: None,
             vs_cublas: None,
             vs_naive: None,
+        }
+    }
+
+    /// A FAILED record of `kernel` on `backend` that never got to run any kernel (`auto` could
+    /// not choose one): the problem's counts, the traffic model's bytes taken as the minimum.
+    pub fn unresolved(kernel: &str, backend: &str, problem: &Problem, reason: String) -> Record {
+        Record {
+            kernel: kernel.to_string(),
+            tiling: None,
+            chosen: None,
+            backend: backend.to_string(),
+            dtype: problem.dtype,
+            shape: problem.shape_label(),
+            problem: *problem,
+            tags: Vec::new(),
+            status: Status::Failed,
+            reason: Some(reason),
+            verification: None,
+            timing: None,
+            flops: problem.flops(),
+            min_bytes: problem.min_bytes(),
+            model_bytes: problem.min_bytes(),
+            measured_bytes: None,
+            intensity_model: problem.flops() / problem.min_bytes(),
+            intensity_measured: None,
+            rate_unit: format!("{}/s", problem.dtype.rate_unit()),
+            rate_gops: None,
+            bandwidth_gbs: None,
+            roof: None,
+            vs_cublas: None,
+            vs_naive: None,
+        }
+    }
+
+    /// The kernel as the tables name it: the registry name, or for `auto` what it chose,
+    /// `auto (warptile 128x128x16/8x4)`.
+    pub fn label(&self) -> String {
+        match (&self.chosen, &self.tiling) {
+            (Some(c), Some(t)) => format!("{} ({c} {t})", self.kernel),
+            (Some(c), None) => format!("{} ({c})", self.kernel),
+            (None, _) => self.kernel.clone(),
         }
     }
 
@@ -258,6 +310,9 @@ pub struct Report {
     pub system: SystemInfo,
     /// How the run measured.
     pub settings: Settings,
+    /// The suite run (`--suite`: a built-in name or a path); None for sizes or shapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
     /// The kernels ratios are taken against.
     pub baselines: Baselines,
     /// The ceilings the roofs come from.

@@ -57,7 +57,7 @@ impl Report {
             .map(|r| {
                 let ok = r.status == Status::Ok;
                 vec![
-                    r.kernel.clone(),
+                    r.label(),
                     r.dtype.to_string(),
                     r.shape.clone(),
                     r.median_s().map_or("-".into(), |t| fmt::sig(t * 1e3, 4)),

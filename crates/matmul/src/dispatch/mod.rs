@@ -166,12 +166,30 @@ pub fn choose(
 /// problem's tile count, then the others, then `mma-sync` (which runs any shape).
 pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> Result<Choice> {
     let mut notes = Vec::new();
+    let table = match (backend.kind(), problem) {
+        (BackendKind::Cuda, Some(_)) => tuned_table(&mut notes),
+        _ => None,
+    };
+    let mut choice = auto_with_table(backend, dtype, problem, table.as_ref())?;
+    choice.notes = notes;
+    Ok(choice)
+}
+
+/// [`auto`] with the tune table given instead of read from device 0: what `matmul bench` runs
+/// for its kernel `auto`, with the table it loaded (None under `--no-tuned`). The table is
+/// consulted on CUDA with a `problem` only, as in [`auto`].
+pub fn auto_with_table(
+    backend: &dyn Backend,
+    dtype: DType,
+    problem: Option<&Problem>,
+    table: Option<&tune::TuneTable>,
+) -> Result<Choice> {
     if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
-        if let Some((kernel, tiling)) = tuned_table(&mut notes).and_then(|t| t.best(p)) {
+        if let Some((kernel, tiling)) = table.and_then(|t| t.best(p)) {
             return Ok(Choice {
                 kernel,
                 tiling: Some(tiling),
-                notes,
+                notes: Vec::new(),
             });
         }
     }
@@ -183,7 +201,7 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
     Ok(Choice {
         kernel,
         tiling: None,
-        notes,
+        notes: Vec::new(),
     })
 }
 
