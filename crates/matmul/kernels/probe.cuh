@@ -4,7 +4,7 @@
 // Thread 0 of each block keeps its SM clock at the ProbePoints in shared memory and, at the exit,
 // writes them (as cycles since its entry) with %globaltimer at the entry and its SM's id to row
 // blockIdx.x of the module-scope array wgmma_probe, which the host prints after the last timed
-// launch with MATMUL_PROBE=wgmma_probe (scripts/probe-summary.py reads it). No printf: its stack
+// launch with MATMUL_PROBE=wgmma_probe (lab/probe-summary.py reads it). No printf: its stack
 // frame in local memory delayed the very start it was timing (tests/compile.rs checks that the
 // probe build has no stack frame).
 

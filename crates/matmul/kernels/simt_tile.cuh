@@ -28,7 +28,7 @@
 #endif
 
 // REGISTER_BOUNDS, every SIMT entry's register bound: __launch_bounds__(THREADS, MIN_BLOCKS), or
-// with MAXNREG = n (a tiling's /rN, registry.rs Tiling::max_registers) __maxnreg__(n) in its place
+// with MAXNREG = n (a tiling's /rN, registry/tiling.rs, Tiling::max_registers) __maxnreg__(n) in its place
 // (CUDA allows one or the other; the registry keeps n within the cap MIN_BLOCKS implies). ptxas
 // allocates and schedules the same loop differently under each cap, which `matmul tune` searches.
 #ifdef MAXNREG
