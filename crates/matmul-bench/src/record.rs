@@ -27,6 +27,10 @@ pub const BASELINES_DIR: &str = "bench/baselines";
 /// in the order their dtypes appear in the table.
 pub const README_RUNS: &[&str] = &["h100-80gb-hbm3/simt", "h100-80gb-hbm3/tensor-cores"];
 
+/// The shape-suite run the README's second table (`auto` against cuBLAS over a suite, per dtype
+/// and class) is rendered from, under [`BASELINES_DIR`].
+pub const README_SUITE_RUN: &str = "h100-80gb-hbm3/suite";
+
 /// The table's columns: square products m = n = k of these sizes.
 pub const README_SIZES: &[usize] = &[1024, 2048, 4096, 8192, 16384];
 
@@ -77,9 +81,53 @@ pub fn load_readme_runs(root: &Path) -> io::Result<Vec<Report>> {
         .collect()
 }
 
-/// The README's section, markers excluded, rendered from the runs of record under `root`.
+/// The README's section, markers excluded, rendered from the runs of record under `root`: the
+/// square-size table, then the suite summary of [`README_SUITE_RUN`].
 pub fn readme_section(root: &Path) -> io::Result<String> {
-    Ok(readme_table(&load_readme_runs(root)?, README_SIZES))
+    let mut out = readme_table(&load_readme_runs(root)?, README_SIZES);
+    let suite = load(
+        &root
+            .join(BASELINES_DIR)
+            .join(README_SUITE_RUN)
+            .join("results.json"),
+    )?;
+    out.push('\n');
+    out.push_str(&suite_table(&suite));
+    Ok(out)
+}
+
+/// The summary of a suite run (a report with `suite` set) in Markdown: one row per dtype and
+/// kernel (geometric mean and worst ratio to cuBLAS, overall and per class), its caption, and
+/// the run's date, commit and command. Empty for a report that is not a suite run.
+pub fn suite_table(report: &Report) -> String {
+    let mut out = String::new();
+    let (Some(name), Some(summary)) = (report.suite.as_deref(), report.summary()) else {
+        return out;
+    };
+    let (header, rows) = summary.rows();
+    let _ = writeln!(
+        out,
+        "Off the square sizes, over the shape suite `{name}` ([bench/suites/{name}.txt](bench/suites/{name}.txt)): \
+         `--kernel auto` against cuBLAS.\n"
+    );
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    let s = &report.system;
+    let date = s.date.get(..10).unwrap_or(&s.date);
+    let commit = s
+        .git_commit
+        .as_deref()
+        .map_or("?", |c| c.get(..7).unwrap_or(c));
+    let _ = writeln!(
+        out,
+        "\n{} The run: {date}, commit {commit}, `{}`.",
+        summary.caption(Some(name)),
+        command(&s.command_line)
+    );
+    out
 }
 
 /// A plain N·N product with C in the accumulator type, m = n = k = `size`.

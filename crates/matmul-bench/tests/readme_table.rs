@@ -24,7 +24,10 @@ fn readme_table_matches_the_run_of_record() {
 #[test]
 fn runs_of_record_are_small_and_load() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for run in record::README_RUNS {
+    for run in record::README_RUNS
+        .iter()
+        .chain([&record::README_SUITE_RUN])
+    {
         let path = root
             .join(record::BASELINES_DIR)
             .join(run)
