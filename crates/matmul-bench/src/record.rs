@@ -116,11 +116,7 @@ pub fn suite_table(report: &Report) -> String {
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     let s = &report.system;
-    let date = s.date.get(..10).unwrap_or(&s.date);
-    let commit = s
-        .git_commit
-        .as_deref()
-        .map_or("?", |c| c.get(..7).unwrap_or(c));
+    let (date, commit) = date_and_commit(s);
     let _ = writeln!(
         out,
         "\n{} The run: {date}, commit {commit}, `{}`.",
@@ -179,6 +175,16 @@ fn tera(gops: f64) -> String {
         let decimals = (2.0 - t.log10().floor()).min(12.0) as usize;
         format!("{t:.decimals$}")
     }
+}
+
+/// A run's day (YYYY-MM-DD) and short commit (`?` when unknown), as the tables cite runs.
+fn date_and_commit(s: &crate::SystemInfo) -> (&str, &str) {
+    let date = s.date.get(..10).unwrap_or(&s.date);
+    let commit = s
+        .git_commit
+        .as_deref()
+        .map_or("?", |c| c.get(..7).unwrap_or(c));
+    (date, commit)
 }
 
 /// The command line as a user types it: `matmul` for the binary's path, without `--out DIR`.
@@ -264,11 +270,7 @@ pub fn readme_table(runs: &[Report], sizes: &[usize]) -> String {
     for report in runs {
         let dt: Vec<String> = dtypes(report).iter().map(|d| d.to_string()).collect();
         let s = &report.system;
-        let date = s.date.get(..10).unwrap_or(&s.date);
-        let commit = s
-            .git_commit
-            .as_deref()
-            .map_or("?", |c| c.get(..7).unwrap_or(c));
+        let (date, commit) = date_and_commit(s);
         let _ = write!(out, "- {}: {date}, commit {commit}", dt.join(", "));
         if devices.len() > 1 {
             let _ = write!(out, ", {}", s.device);
