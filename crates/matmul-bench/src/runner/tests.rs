@@ -1,0 +1,404 @@
+//! The runner's tests, over a fake backend.
+use std::cell::RefCell;
+
+use matmul::cpu::CpuBackend;
+use matmul::registry::{BackendKind, DeviceLimits};
+
+use super::*;
+use crate::check::VerifyMethod;
+use crate::tests::{check_xml, cpu_kernels, small_config};
+
+#[test]
+fn sizes_parse() {
+    assert_eq!(parse_size("16384K"), Some(16 << 20));
+    assert_eq!(parse_size("32M"), Some(32 << 20));
+    assert_eq!(parse_size("512"), Some(512));
+    assert_eq!(parse_size("x"), None);
+    assert!(default_cpu_cache_bytes() >= 1 << 10);
+}
+
+#[test]
+fn options_follow_the_override_then_the_tune_table() {
+    let warptile = matmul::find("warptile").unwrap();
+    let tiled = matmul::find("tiled").unwrap();
+    let p = Problem::square(4096, DType::F32);
+    let mut c = BenchConfig::new(vec![], vec![DType::F32], vec![]);
+    assert_eq!(c.options_for(warptile, &p), RunOptions::default());
+    let tuned = matmul::Tiling::block(64, 64, 16, 4, 4).warps(64, 32, 1);
+    let mut table = matmul::tune::TuneTable::default();
+    table.insert(matmul::tune::TuneEntry {
+        kernel: "warptile".into(),
+        dtype: DType::F32,
+        class: matmul::tune::ShapeClass::of(&p),
+        shape: p.shape_label(),
+        tiling: tuned,
+        rate_gops: 1.0,
+        default_rate_gops: 1.0,
+    });
+    c.tuned = Some(table);
+    assert_eq!(c.options_for(warptile, &p), RunOptions::tiling(tuned));
+    assert_eq!(
+        c.options_for(warptile, &Problem::square(512, DType::F32)),
+        RunOptions::default()
+    );
+    let forced = matmul::Tiling::block(128, 128, 8, 8, 8);
+    c.tiling = Some(forced);
+    assert_eq!(c.options_for(warptile, &p), RunOptions::tiling(forced));
+    assert_eq!(c.options_for(tiled, &p), RunOptions::default());
+}
+
+#[test]
+fn round_budget_times_every_asked_launch() {
+    let mut c = BenchConfig::new(vec![], vec![DType::F32], vec![]);
+    c.iters = Some(5000);
+    c.min_time = None;
+    let b = c.round_budget(3);
+    assert_eq!((b.first, b.max_iters), (5000, 5000));
+    c.rounds = 30;
+    let b = c.round_budget(3);
+    assert_eq!((b.first, b.max_iters), (167, 167));
+    // --min-time alone stops at max_iters, 1000 unless raised.
+    c.iters = None;
+    c.min_time = Some(5.0);
+    c.rounds = 1;
+    assert_eq!(c.round_budget(3).max_iters, 1000);
+    c.max_iters = 100_000;
+    assert_eq!(c.round_budget(3).max_iters, 100_000);
+}
+
+#[test]
+fn problems_cross_dtypes_shapes_ops() {
+    let mut c = BenchConfig::new(
+        vec![],
+        vec![DType::F32, DType::U32],
+        vec![Shape { m: 2, n: 3, k: 4 }],
+    );
+    c.ops = vec![(Op::N, Op::N), (Op::T, Op::N)];
+    let p = c.problems();
+    assert_eq!(p.len(), 4);
+    assert_eq!(
+        p[1],
+        Problem::new(2, 3, 4, DType::F32).with_ops(Op::T, Op::N)
+    );
+    assert_eq!(p[2].dtype, DType::U32);
+}
+
+/// What [`TestBackend::run`] does with the CPU backend's result.
+#[derive(Clone, Copy, PartialEq)]
+enum RunMode {
+    Correct,
+    /// One element of the last row changed (the sampled check reads all of it).
+    Corrupt,
+    /// An error instead of a result.
+    Error,
+}
+
+/// The CPU backend with switches: `run` per [`RunMode`]; `time` logs the kernels it timed and,
+/// when `synthetic`, answers call c (1-based) with `iters` copies of c ms instead of timing, so
+/// every round of a case has its own median.
+struct TestBackend {
+    mode: RunMode,
+    synthetic: bool,
+    /// When set, every launch of a kernel on a problem takes this many seconds.
+    fixed: Option<fn(&str, &Problem) -> f64>,
+    timed: RefCell<Vec<&'static str>>,
+}
+
+impl TestBackend {
+    fn new(mode: RunMode, synthetic: bool) -> Self {
+        TestBackend {
+            mode,
+            synthetic,
+            fixed: None,
+            timed: Default::default(),
+        }
+    }
+}
+
+impl Backend for TestBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+    fn describe(&self) -> String {
+        "test backend".into()
+    }
+    fn limits(&self) -> Option<DeviceLimits> {
+        None
+    }
+    fn run(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> matmul::Result<AnyMatrix> {
+        if self.mode == RunMode::Error {
+            return Err(matmul::Error::Invalid("launch failed (simulated)".into()));
+        }
+        let mut c = CpuBackend.run(kernel, problem, a, b, opts)?;
+        if self.mode == RunMode::Corrupt {
+            match &mut c {
+                AnyMatrix::F32(m) => m.data[(problem.m - 1) * problem.n + 1] += 1.0,
+                AnyMatrix::U32(m) => m.data[(problem.m - 1) * problem.n + 1] ^= 4,
+                _ => unreachable!(),
+            }
+        }
+        Ok(c)
+    }
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+        opts: RunOptions,
+    ) -> matmul::Result<Vec<f64>> {
+        let mut timed = self.timed.borrow_mut();
+        timed.push(kernel.name);
+        if let Some(time) = self.fixed {
+            return Ok(vec![time(kernel.name, problem); iters]);
+        }
+        if self.synthetic {
+            return Ok(vec![timed.len() as f64 * 1e-3; iters]);
+        }
+        CpuBackend.time(kernel, problem, inputs, warmup, iters, opts)
+    }
+}
+
+#[test]
+fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
+    for error in [false, true] {
+        let mode = if error {
+            RunMode::Error
+        } else {
+            RunMode::Corrupt
+        };
+        let backend = TestBackend::new(mode, false);
+        let mut config = small_config(cpu_kernels());
+        config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
+        let report = run(&backend, &config, &mut |_| {});
+        assert!(
+            backend.timed.borrow().is_empty(),
+            "a failed kernel must not be timed"
+        );
+        assert_eq!(report.records.len(), 8);
+        for r in &report.records {
+            assert_eq!(r.status, Status::Failed, "{r:?}");
+            assert!(r.timing.is_none() && r.rate_gops.is_none() && r.vs_naive.is_none());
+            let reason = r.reason.as_deref().unwrap();
+            if error {
+                assert!(reason.contains("simulated"), "{reason}");
+                assert!(r.verification.is_none());
+            } else {
+                assert!(reason.starts_with("verification FAILED"), "{reason}");
+                let v = r.verification.as_ref().unwrap();
+                assert!(!v.passed && v.mismatches >= 1);
+                assert_eq!(v.method, VerifyMethod::Sampled);
+            }
+        }
+        let table = report.table();
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with("FAILED ")).count(),
+            8
+        );
+        assert!(check_xml(&report.roofline_svg()).is_ok());
+        assert_eq!(report.roofline_svg().matches(r#"class="point""#).count(), 0);
+    }
+}
+
+#[test]
+fn large_products_are_verified_by_sampling() {
+    let mut config = small_config(cpu_kernels());
+    config.shapes = vec![Shape {
+        m: 17,
+        n: 33,
+        k: 65,
+    }];
+    config.verify_full_limit = 17 * 33 * 65 - 1;
+    config.verify_samples = 16;
+    let report = run(&CpuBackend, &config, &mut |_| {});
+    assert_eq!(report.records.len(), 4);
+    for r in &report.records {
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let v = r.verification.as_ref().unwrap();
+        assert_eq!(v.method, VerifyMethod::Sampled);
+        // 16 random entries at most, plus the last row (33) and column (17) sharing a corner.
+        assert!(
+            v.checked >= 33 + 17 - 1 && v.checked <= 33 + 17 + 16 + 3,
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn rounds_interleave_the_kernels_and_pool_their_samples() {
+    let backend = TestBackend::new(RunMode::Correct, true);
+    let mut config = small_config(cpu_kernels());
+    config.dtypes = vec![DType::F32];
+    config.shapes.truncate(1);
+    config.iters = Some(6);
+    config.rounds = 3;
+    let report = run(&backend, &config, &mut |_| {});
+    // Round 1 in registry order, then rotated by one kernel per round.
+    assert_eq!(
+        *backend.timed.borrow(),
+        [
+            "cpu",
+            "cpu-reference",
+            "cpu-reference",
+            "cpu",
+            "cpu",
+            "cpu-reference"
+        ]
+    );
+    assert_eq!(report.settings.rounds, 3);
+    assert_eq!(report.records.len(), 2);
+    for (r, calls) in report
+        .records
+        .iter()
+        .zip([[1.0, 4.0, 5.0], [2.0, 3.0, 6.0]])
+    {
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let t = r.timing.as_ref().unwrap();
+        // iters 6 over 3 rounds: 2 launches a round, each round's own time.
+        assert_eq!(t.iters, 6);
+        let medians: Vec<f64> = calls.iter().map(|c| c * 1e-3).collect();
+        assert_eq!(t.round_medians_s, medians, "{}", r.kernel);
+        // The statistics pool every round: the median of six samples, two of each round.
+        assert!((t.stats.median - medians[1]).abs() < 1e-12, "{}", r.kernel);
+        assert!((r.rate_gops.unwrap() - r.flops / medians[1] / 1e9).abs() < 1e-6);
+    }
+    // The table's spread: (5 − 1) / 4 for `cpu`, (6 − 2) / 3 for `cpu-reference`.
+    let table = report.table();
+    assert!(
+        table.lines().next().unwrap().trim_end().ends_with("spread"),
+        "{table}"
+    );
+    assert!(table.contains("100%") && table.contains("133%"), "{table}");
+    // One round: no per-round medians in the record.
+    config.rounds = 1;
+    let single = run(&backend, &config, &mut |_| {});
+    assert!(single
+        .records
+        .iter()
+        .all(|r| r.timing.as_ref().unwrap().round_medians_s.is_empty()));
+    assert!(!single.table().contains("spread"));
+}
+
+/// `auto` runs the library's choice (on the CPU: `cpu`) per suite case and is recorded as
+/// `auto` with its choice and the case's tags; the summary takes geometric means and worst
+/// cases against the baseline, overall and per tag.
+#[test]
+fn auto_and_a_suite_are_recorded_and_summarised() {
+    let mut backend = TestBackend::new(RunMode::Correct, false);
+    // Ours takes m ms, the baseline 8 ms: ratios 8/m.
+    backend.fixed = Some(|kernel, p| match kernel {
+        "cpu-reference" => 8e-3,
+        _ => p.m as f64 * 1e-3,
+    });
+    let suite = crate::suite::Suite::parse(
+        "mini",
+        "mini.txt",
+        "8 square\n16x8x4 --transpose-a small-m # ratio 0.5\n32x4x2 square small-m\n",
+    )
+    .unwrap();
+    let mut config = small_config(vec![matmul::find("cpu-reference").unwrap()]);
+    config.kernels.insert(0, BenchKernel::Auto);
+    config.dtypes = vec![DType::F32];
+    config.suite = Some(suite);
+    config.rounds = 2;
+    config.baselines = Some(Baselines {
+        vendor: Some("cpu-reference".into()),
+        naive: None,
+    });
+    assert_eq!(config.problems().len(), 3);
+    let report = run(&backend, &config, &mut |_| {});
+    assert_eq!(report.suite.as_deref(), Some("mini"));
+    assert_eq!(report.records.len(), 6);
+    let auto: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.kernel == "auto")
+        .collect();
+    assert_eq!(auto.len(), 3);
+    for r in &auto {
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        assert_eq!(
+            (r.chosen.as_deref(), r.tiling.as_deref()),
+            (Some("cpu"), None)
+        );
+        assert_eq!(r.label(), "auto (cpu)");
+        assert_eq!(r.vs_cublas, Some(8.0 / r.problem.m as f64));
+    }
+    assert_eq!(auto[1].problem.op_a, Op::T);
+    assert_eq!(auto[1].tags, ["small-m"]);
+    assert_eq!(
+        report.records[1].tags,
+        ["square"],
+        "the baseline's record too"
+    );
+
+    let summary = report.summary().unwrap();
+    assert_eq!(summary.baseline, "cpu-reference");
+    assert_eq!(summary.tags, ["square", "small-m"]);
+    assert_eq!(summary.rows.len(), 1);
+    let row = &summary.rows[0];
+    assert_eq!((row.dtype, row.kernel.as_str()), (DType::F32, "auto"));
+    let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-9;
+    assert!(close(row.all.geomean, (1.0f64 * 0.5 * 0.25).cbrt()));
+    assert_eq!(row.all.worst, Some((0.25, "32x4x2".to_string())));
+    assert!(close(row.by_tag[0].geomean, 0.5));
+    assert!(close(row.by_tag[1].geomean, (0.5f64 * 0.25).sqrt()));
+    assert_eq!(row.by_tag[1].cases, 2);
+
+    let json = report.to_json().unwrap();
+    assert!(json.contains("\"chosen\": \"cpu\"") && json.contains("\"suite\": \"mini\""));
+    assert_eq!(Report::from_json(&json).unwrap(), report);
+    let table = report.table();
+    assert!(table.contains("auto (cpu)"), "{table}");
+    let summary_line = table.lines().find(|l| l.starts_with("f32")).unwrap_or("");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("dtype") && l.contains("worst case")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("f32") && l.contains("0.50×")),
+        "{summary_line}\n{table}"
+    );
+    let md = report.to_markdown("roofline.svg");
+    assert!(md.contains("## Suite summary"), "{md}");
+    assert!(
+        md.contains("| f32 | auto | 3 | 0.50× | 0.25× | 32x4x2 | 0.50× (0.25×) | 0.35× (0.25×) |"),
+        "{md}"
+    );
+    let html = report.to_html();
+    assert!(html.contains("<h2>Suite summary</h2>") && html.contains("<td>32x4x2</td>"));
+
+    // A kernel that was not timed on a problem the baseline timed is counted as missing.
+    let mut failed = report.clone();
+    failed.records[2].status = Status::Failed;
+    let row = failed.summary().unwrap().rows.remove(0);
+    assert_eq!((row.all.cases, row.all.missing), (2, 1));
+    assert_eq!(row.all.cases_text(), "2 of 3");
+    assert_eq!(row.by_tag[1].missing, 1);
+
+    // A size budget skips the larger cases for every kernel, saying why; a case the baseline
+    // did not time does not count.
+    config.max_mnk = Some(300);
+    let report = run(&backend, &config, &mut |_| {});
+    let skipped: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .collect();
+    assert_eq!(skipped.len(), 4, "8³ and 16·8·4 are 512, 32·4·2 is 256");
+    assert!(skipped[0].reason.as_deref().unwrap().contains("--max-mnk"));
+    let row = report.summary().unwrap().rows.remove(0);
+    assert_eq!((row.all.cases, row.all.missing), (1, 0));
+}
