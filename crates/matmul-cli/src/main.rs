@@ -45,7 +45,22 @@ enum Command {
     Tune(tune_cmd::TuneArgs),
 }
 
+/// A reader that closes the pipe early (`matmul list | head`) ends the process quietly, by
+/// SIGPIPE, as it ends other Unix tools, instead of a panic in the next `println!` (Rust ignores
+/// SIGPIPE by default, so every write would fail with EPIPE).
+#[cfg(unix)]
+fn quiet_on_closed_pipe() {
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn quiet_on_closed_pipe() {}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Signature(args) => judge_cmd::signature(args),

@@ -468,3 +468,39 @@ fn devices_never_crash_without_a_gpu() {
     assert!(stdout(&out).starts_with("cpu "));
     assert!(stdout(&out).contains("\ncuda "));
 }
+
+/// `matmul ... | head`: a reader that closes the pipe early ends the process by SIGPIPE, quietly,
+/// as other Unix tools end (before, `list`, `run` and the rest panicked in `println!`). 20,000
+/// signatures are more than a pipe holds, so a write after the close is certain.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_process_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_matmul"))
+        .args(["signature", "--backend", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("matmul starts");
+    drop(child.stdout.take()); // the reader goes away before reading anything
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        // The process may end before it has read all of this: a failed write is expected.
+        let _ = stdin.write_all("2 1 2\n".repeat(20_000).as_bytes());
+    });
+    let out = child.wait_with_output().expect("matmul ends");
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(SIGPIPE),
+        "status {:?}, stderr: {stderr}",
+        out.status
+    );
+}
+
+/// SIGPIPE's number (13 on Linux, macOS and the BSDs).
+#[cfg(unix)]
+const SIGPIPE: i32 = 13;
