@@ -432,10 +432,12 @@ fn split_tail() {
     // 2 pieces; 2100×2100×2100: pieces of one whole tile (132 slices). Under MATMUL_TEST_SMALL
     // (compute-sanitizer) the first alone, at that tiling alone, and under =tiny (racecheck) f32
     // N·N alone, once, and for `multistage` alone (the two kernels' tails are the same code).
+    // 130×70×8200: split-K, two tiles (a partial one on each side) of 513 slices (the last one
+    // partial), all of C in 8 pieces each.
     let shapes: &[(usize, usize, usize)] = if small_only() {
-        &[(2100, 2100, 4100)]
+        &[(2100, 2100, 4100), (130, 70, 8200)]
     } else {
-        &[(2100, 2100, 4100), (2100, 2100, 2100)]
+        &[(2100, 2100, 4100), (2100, 2100, 2100), (130, 70, 8200)]
     };
     let square: matmul::Tiling = "128x128x16/4x4/w64x32n2/s3/p4".parse().unwrap();
     let mut failures = Vec::new();

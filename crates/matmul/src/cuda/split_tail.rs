@@ -59,7 +59,8 @@ pub struct TailPlan {
 }
 
 /// The split tail of `tiles` tiles of `slices` k slices each, for a device that runs `wave` blocks
-/// at once, where it is planned: at least two waves of tiles at least [`TAIL_MIN_SLICES`] long,
+/// at once on its `sms` SMs, where it is planned, for tiles at least [`TAIL_MIN_SLICES`] long:
+/// every tile, in pieces (split-K), when there are tiles for at most half the SMs; else at least two waves of tiles
 /// whose last partial wave is at most 3/4 full. The tail is that partial wave plus
 /// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
@@ -70,11 +71,28 @@ pub struct TailPlan {
 pub fn split_tail_plan(
     tiles: u64,
     slices: u64,
+    sms: u64,
     wave: u64,
     extra_eighths: u64,
     piece_slices: u64,
 ) -> Option<TailPlan> {
-    if wave == 0 || tiles < 2 * wave || slices < TAIL_MIN_SLICES || 4 * (tiles % wave) > 3 * wave {
+    if wave == 0 || slices < TAIL_MIN_SLICES {
+        return None;
+    }
+    let pieces = (slices / piece_slices.max(1)).max(1);
+    if 2 * tiles <= sms {
+        // Split-K: tiles for half the SMs or fewer would leave most SMs idle for the whole of K,
+        // so every tile goes to the tail, in pieces: no more than about two waves of them, since a
+        // tile's pieces add up in order. (With a tile for nearly every SM, u32 1024²×32768 and
+        // 8192×64×8192 ran 16 % slower split, on the H100: one block an SM already kept its IMAD
+        // pipes busy.)
+        return Some(TailPlan {
+            first_tile: 0,
+            blocks: wave,
+            pieces: pieces.min((2 * wave).div_ceil(tiles.max(1))),
+        });
+    }
+    if tiles < 2 * wave || 4 * (tiles % wave) > 3 * wave {
         return None;
     }
     // Saturating: the knobs come from the kernel defines, and a huge one means "all of C".
@@ -84,7 +102,7 @@ pub fn split_tail_plan(
     Some(TailPlan {
         first_tile: tiles - tail,
         blocks: wave,
-        pieces: (slices / piece_slices.max(1)).max(1),
+        pieces,
     })
 }
 
@@ -120,6 +138,7 @@ impl CudaBackend {
         Ok(split_tail_plan(
             tiles,
             slices,
+            self.info.sm_count as u64,
             wave,
             knobs.extra_eighths()?,
             knobs.piece_slices()?,
@@ -290,6 +309,7 @@ mod tests {
                 m.div_ceil(128) * n.div_ceil(256),
                 k.div_ceil(16),
                 132,
+                132,
                 TAIL_EXTRA_EIGHTHS,
                 TAIL_PIECE_SLICES,
             )
@@ -306,29 +326,45 @@ mod tests {
         // A last wave over 3/4 full stays whole: 4096² (116 of 132), 12288² (120).
         assert_eq!(plan(4096, 4096, 4096), None);
         assert_eq!(plan(12288, 12288, 4096), None);
-        // Fewer than two waves (2048²: 128 tiles), or tiles under TAIL_MIN_SLICES (1000³, K = 1024).
+        // Split-K: at most half a wave of tiles, all of them in pieces (64×64×65536: one tile of
+        // 65536/16 slices in 64 pieces; 256×8192×8192 and 2048×1024×8192: 64 tiles of 512 slices,
+        // in 5 pieces rather than 8, about two waves of pieces).
+        assert_eq!(plan(64, 64, 65536), Some((0, 132, 64)));
+        assert_eq!(plan(256, 8192, 8192), Some((0, 132, 5)));
+        assert_eq!(plan(2048, 1024, 8192), Some((0, 132, 5)));
+        // Fewer than two waves but more than half of one (2048²: 128 tiles), or tiles under
+        // TAIL_MIN_SLICES (1000³, K = 1024; 64×64×1024).
         assert_eq!(plan(2048, 2048, 2048), None);
         assert_eq!(plan(1000, 1000, 1000), None);
         assert_eq!(plan(8192, 8192, 1024), None);
+        assert_eq!(plan(64, 64, 1024), None);
+        // Two blocks an SM (u32's 64×128 tiles): the split-K rule counts SMs, not the wave, and
+        // caps the pieces at about two waves (1024²×32768: 128 tiles stay whole; 64 tiles of
+        // 2048 slices go in 9 pieces, not 32).
+        assert_eq!(split_tail_plan(128, 2048, 132, 264, 4, 64), None);
+        assert_eq!(
+            split_tail_plan(64, 2048, 132, 264, 4, 64).map(|p| (p.first_tile, p.pieces)),
+            Some((0, 9))
+        );
         // No wave (a device that cannot run the kernel): no split, and no division by zero.
-        assert_eq!(split_tail_plan(10, 1000, 0, 4, 128), None);
+        assert_eq!(split_tail_plan(10, 1000, 0, 0, 4, 128), None);
         // A tail as large as the problem is the whole problem.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 64, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, 132, 64, 128).map(|p| p.first_tile),
             Some(0)
         );
         // A knob too large for u64 arithmetic is all of C, not an overflow.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, u64::MAX, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, 132, u64::MAX, 128).map(|p| p.first_tile),
             Some(0)
         );
         // Pieces of at least one slice, and at least one piece a tile.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 4, 0).map(|p| p.pieces),
+            split_tail_plan(300, 1000, 132, 132, 4, 0).map(|p| p.pieces),
             Some(1000)
         );
         assert_eq!(
-            split_tail_plan(300, 130, 132, 4, 1000).map(|p| p.pieces),
+            split_tail_plan(300, 130, 132, 132, 4, 1000).map(|p| p.pieces),
             Some(1)
         );
     }
