@@ -205,12 +205,44 @@ impl Record {
         opts: &matmul::RunOptions,
         status: Status,
     ) -> Record {
-        let model_bytes = kernel.model_bytes(problem, opts);
+        let mut record = Record::blank(
+            kernel.name,
+            kernel.backend.to_string(),
+            problem,
+            status,
+            kernel.model_bytes(problem, opts),
+        );
+        record.tiling = kernel.tiling(opts).map(|t| t.to_string());
+        record
+    }
+
+    /// A FAILED record of `kernel` on `backend` that never got to run any kernel (`auto` could
+    /// not choose one): the problem's counts, the traffic model's bytes taken as the minimum.
+    pub fn unresolved(kernel: &str, backend: &str, problem: &Problem, reason: String) -> Record {
+        let mut record = Record::blank(
+            kernel,
+            backend.to_string(),
+            problem,
+            Status::Failed,
+            problem.min_bytes(),
+        );
+        record.reason = Some(reason);
+        record
+    }
+
+    /// `kernel` on `backend` for `problem`, with its counts and `model_bytes` and nothing else.
+    fn blank(
+        kernel: &str,
+        backend: String,
+        problem: &Problem,
+        status: Status,
+        model_bytes: f64,
+    ) -> Record {
         Record {
-            kernel: kernel.name.to_string(),
-            tiling: kernel.tiling(opts).map(|t| t.to_string()),
+            kernel: kernel.to_string(),
+            tiling: None,
             chosen: None,
-            backend: kernel.backend.to_string(),
+            backend,
             dtype: problem.dtype,
             shape: problem.shape_label(),
             problem: *problem,
@@ -224,37 +256,6 @@ impl Record {
             model_bytes,
             measured_bytes: None,
             intensity_model: problem.flops() / model_bytes,
-            intensity_measured: None,
-            rate_unit: format!("{}/s", problem.dtype.rate_unit()),
-            rate_gops: None,
-            bandwidth_gbs: None,
-            roof: None,
-            vs_cublas: None,
-            vs_naive: None,
-        }
-    }
-
-    /// A FAILED record of `kernel` on `backend` that never got to run any kernel (`auto` could
-    /// not choose one): the problem's counts, the traffic model's bytes taken as the minimum.
-    pub fn unresolved(kernel: &str, backend: &str, problem: &Problem, reason: String) -> Record {
-        Record {
-            kernel: kernel.to_string(),
-            tiling: None,
-            chosen: None,
-            backend: backend.to_string(),
-            dtype: problem.dtype,
-            shape: problem.shape_label(),
-            problem: *problem,
-            tags: Vec::new(),
-            status: Status::Failed,
-            reason: Some(reason),
-            verification: None,
-            timing: None,
-            flops: problem.flops(),
-            min_bytes: problem.min_bytes(),
-            model_bytes: problem.min_bytes(),
-            measured_bytes: None,
-            intensity_model: problem.flops() / problem.min_bytes(),
             intensity_measured: None,
             rate_unit: format!("{}/s", problem.dtype.rate_unit()),
             rate_gops: None,
