@@ -9,6 +9,17 @@ use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::{KernelSpec, TcTile};
 
+/// A tensor-core kernel's dynamic shared memory, named by its tile, for
+/// [`Family::tile_shared_bytes`].
+pub(super) fn tc_shared_bytes(
+    kernel: &KernelSpec,
+    dtype: DType,
+    persistent: bool,
+) -> Option<(String, usize)> {
+    let t = kernel.tc_tile()?;
+    Some((format!("tile {t}"), t.shared_bytes(dtype, persistent)))
+}
+
 /// The [`Family`] of `Geometry::Mma` kernels (tensor cores through mma.sync).
 pub struct Mma;
 
@@ -30,11 +41,7 @@ impl Family for Mma {
         dtype: DType,
         _opts: &RunOptions,
     ) -> Option<(String, usize)> {
-        let t = kernel.tc_tile()?;
-        Some((
-            format!("tile {t}"),
-            t.shared_bytes(dtype, self.persistent()),
-        ))
+        tc_shared_bytes(kernel, dtype, self.persistent())
     }
 
     fn grid_rows(&self, kernel: &KernelSpec, problem: &Problem, _opts: &RunOptions) -> usize {

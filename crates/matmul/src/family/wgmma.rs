@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::mma::tile;
+use super::mma::{tc_shared_bytes, tile};
 use super::{blocks, Boxes, ExtraArgs, Family, LaunchDims};
 use crate::backend::RunOptions;
 use crate::cuda::DeviceInfo;
@@ -60,11 +60,7 @@ impl Family for Wgmma {
         dtype: DType,
         _opts: &RunOptions,
     ) -> Option<(String, usize)> {
-        let t = kernel.tc_tile()?;
-        Some((
-            format!("tile {t}"),
-            t.shared_bytes(dtype, self.persistent()),
-        ))
+        tc_shared_bytes(kernel, dtype, self.persistent())
     }
 
     fn launch_dims(
