@@ -21,13 +21,15 @@
 // half the SMs and a long K, family/wgmma.rs): unit u is tile u % tiles over k-blocks piece
 // u / tiles of `splits` near-equal pieces; each piece stores its f32 partial tile (C's orientation)
 // into slab `piece` of `partial` (splits × M × N), and `wgmma_reduce`, launched behind, sums the
-// slabs in piece order (deterministic) into C.
+// slabs in piece order (deterministic) into C (piece_range: tile_order.cuh; store_partial and
+// wgmma_reduce: epilogue.cuh).
 // Geometry: THREADS = 384 (three warpgroups); a persistent grid of at most one block per SM.
 // Shared memory (dynamic): STAGES·(BM + BN)·BK·2 bytes (128×256×64, 4 stages: 192 KB), + 1 KB to
 // align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB of C boxes.
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM (16-bit), IN_BF16 | IN_F16,
 // BM = 128, BN = 64 | 128 | 256, BK = 64, STAGES, THREADS, CLUSTER, STORE_BOXES, C_NARROW, PROBE.
-// Constraints: sm_90a; stored rows of A and B multiples of 16 bytes (TMA); any M, N, K otherwise.
+// Constraints: sm_90a; any M, N, K (rows that are not 16-byte multiples are staged by the host:
+// src/cuda/staging.rs).
 
 #if !defined(IN_BF16) && !defined(IN_F16)
 #error "wgmma: compile with IN_BF16 or IN_F16"
@@ -71,14 +73,6 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 
 using Units = ClusterUnits<CLUSTER, GROUP_M>;
 
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
-// The k-blocks [kb0, kb1) of piece `piece` of `splits` near-equal pieces of `kblocks`.
-__device__ __forceinline__ void piece_range(int piece, int splits, int kblocks, int& kb0, int& kb1)
-{
-    const int per = (kblocks + splits - 1) / splits;
-    kb0 = piece * per;
-    kb1 = min(kblocks, kb0 + per);
-}
-
 template <int TA, int TB>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
                                         const TmaMap* map_b, Units units, unsigned rank, int kblocks, int splits)
@@ -278,16 +272,4 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     // the producer's last waits see to the other block's; this barrier is the block's own).
     __syncthreads();
     probe_exit();
-}
-
-// Split-K's second step: C[i] = the sum over the `splits` slabs of `partial` (piece order), rounded
-// to C's type; one thread an element, a grid-stride loop.
-extern "C" __global__ void __launch_bounds__(256) wgmma_reduce(const float* __restrict__ partial, OUT* __restrict__ C,
-                                                              int count, int splits)
-{
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        float sum = 0.0f;
-        for (int p = 0; p < splits; ++p) sum += partial[(size_t)p * count + i];
-        put_one(C + i, sum);
-    }
 }

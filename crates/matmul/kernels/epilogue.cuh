@@ -300,3 +300,15 @@ __device__ __forceinline__ void store_c(const float (&d)[ACC], bool staged, unsi
         else store_direct(d, C, M, N, r + warp * 16 + lane / 4, c + (lane % 4) * 2);
     }
 }
+
+// Split-K's second step (15_wgmma.cu, 16_wgmma_tf32.cu): C[i] = the sum over the `splits` slabs
+// of `partial` (piece order), rounded to C's type; one thread an element, a grid-stride loop.
+extern "C" __global__ void __launch_bounds__(256) wgmma_reduce(const float* __restrict__ partial, OUT* __restrict__ C,
+                                                              int count, int splits)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int p = 0; p < splits; ++p) sum += partial[(size_t)p * count + i];
+        put_one(C + i, sum);
+    }
+}

@@ -131,6 +131,7 @@ macro_rules! wgmma_tf32_kernel {
             CudaSource {
                 entry: Some("wgmma_tf32"),
                 includes: WGMMA_TF32_INCLUDES,
+                split_k: true,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )
