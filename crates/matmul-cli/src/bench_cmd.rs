@@ -176,7 +176,10 @@ fn open(choice: BackendChoice) -> CliResult<Opened> {
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
-        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+        _ => Err(format!(
+            "{} is not a number of seconds above 0",
+            matmul::error::quoted(text)
+        )),
     }
 }
 

@@ -65,7 +65,8 @@ pub struct JudgeArgs {
     cases: Vec<PathBuf>,
 }
 
-/// The whole of `path`, or of standard input when None; unreadable input is exit status 2.
+/// The whole of `path`, or of standard input when None, less a UTF-8 byte-order mark at the
+/// start; unreadable input is exit status 2.
 fn read_text(path: Option<&Path>) -> CliResult<String> {
     let mut text = String::new();
     let result = match path {
@@ -74,6 +75,9 @@ fn read_text(path: Option<&Path>) -> CliResult<String> {
     };
     let name = path.map_or("standard input".to_string(), |p| p.display().to_string());
     result.map_err(|e| CliError::input(format!("cannot read {name}: {e}")))?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
     Ok(text)
 }
 
@@ -152,10 +156,10 @@ pub fn judge(args: JudgeArgs) -> CliResult {
             .map(|(i, l)| {
                 l.trim().parse::<u32>().map_err(|_| {
                     CliError::input(format!(
-                        "{}: line {}: `{}` is not a u32 signature",
+                        "{}: line {}: {} is not a u32 signature",
                         out_path.display(),
                         i + 1,
-                        l.trim()
+                        matmul::error::quoted(l.trim())
                     ))
                 })
             })

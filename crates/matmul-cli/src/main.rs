@@ -61,7 +61,20 @@ fn quiet_on_closed_pipe() {}
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version (stdout, status 0), and usage errors (stderr, status 2), as clap
+        // prints them, less the whole of a long bad value.
+        Err(e) => {
+            let text = e.render().to_string();
+            let cut = cli_error::cut_long_words(&text);
+            if !e.use_stderr() || cut == text {
+                e.exit();
+            }
+            eprint!("{cut}");
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
     let result = match cli.command {
         Command::Signature(args) => judge_cmd::signature(args),
         Command::Judge(args) => judge_cmd::judge(args),

@@ -41,6 +41,21 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Exit status 2, and on stderr one line, `matmul: ...` (ours) or `error: ...` (clap's), that
+/// names what is wrong (contains `needle`); returns stderr.
+#[track_caller]
+fn bad_input(args: &[&str], stdin: &str, needle: &str) -> String {
+    let out = matmul(args, stdin);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.lines()
+            .any(|l| (l.starts_with("matmul: ") || l.starts_with("error: ")) && l.contains(needle)),
+        "{args:?}: no line of stderr names {needle:?}:\n{err}"
+    );
+    err
+}
+
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("matmul-cli-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -161,6 +176,65 @@ fn a_missing_file_and_an_unknown_kernel_are_input_errors() {
     assert!(stderr(&out).contains("unknown kernel `quantum`"));
     let out = matmul(&["signature", "--kernel", "cublas"], "2 2 5\n");
     assert_ne!(out.status.code(), Some(0));
+}
+
+/// A bad token of 2 MB (or 100 kB on the command line) comes back cut to 64 characters, with
+/// its length, not whole.
+#[test]
+fn long_bad_tokens_are_cut_in_messages() {
+    let token = "7".repeat(2_000_000);
+    let err = bad_input(
+        &["signature", "--backend", "cpu"],
+        &format!("2 2 5\n{token} 1 1\n"),
+        &format!(
+            "line 2: `{}…` (2000000 bytes): N must be at most",
+            &token[..64]
+        ),
+    );
+    assert!(err.len() < 300, "{err}");
+    let value = "x".repeat(100_000);
+    for args in [
+        vec!["run", "--dtype", &value, "-m", "1", "-n", "1", "-k", "1"],
+        vec!["bench", "--backend", "cpu", "--shapes", &value],
+        vec!["bench", "--backend", "cpu", "--kernels", &value],
+        vec!["bench", "--backend", "cpu", "--min-time", &value],
+        vec![
+            "run", "--kernel", "cpu", "--tiling", &value, "-m", "1", "-n", "1", "-k", "1",
+        ],
+    ] {
+        let err = bad_input(&args, "", "(100000 bytes)");
+        assert!(err.len() < 600, "{}: {err}", args[..2].join(" "));
+    }
+    let dir = temp_dir("judge-long");
+    std::fs::write(dir.join("t.in"), "2 2 5\n").unwrap();
+    std::fs::write(dir.join("t.out"), format!("{value}\n")).unwrap();
+    let input = dir.join("t.in");
+    let err = bad_input(
+        &["judge", "--kernel", "cpu", input.to_str().unwrap()],
+        "",
+        "line 1: `xxxx",
+    );
+    assert!(
+        err.contains("(100000 bytes) is not a u32 signature"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A judge file saved with a UTF-8 byte-order mark (as Windows editors write) reads as without.
+#[test]
+fn a_byte_order_mark_at_the_start_is_accepted() {
+    let out = matmul(&["signature", "--backend", "cpu"], "\u{feff}2 2 5\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "573770929\n");
+    let dir = temp_dir("judge-bom");
+    std::fs::write(dir.join("t.in"), "\u{feff}2 2 5\n64 1 2\n").unwrap();
+    std::fs::write(dir.join("t.out"), "\u{feff}573770929\n3376147904\n").unwrap();
+    let input = dir.join("t.in");
+    let out = matmul(&["judge", "--kernel", "cpu", input.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("PASS "), "{}", stdout(&out));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::{DType, Types};
-use crate::error::Error;
+use crate::error::{quoted, Error};
 
 /// Whether an operand is used as stored (`N`) or transposed (`T`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -48,7 +48,8 @@ impl FromStr for COut {
             "accumulator" | "acc" | "f32" => Ok(COut::Accumulator),
             "input" => Ok(COut::Input),
             _ => Err(Error::Invalid(format!(
-                "unknown C type `{s}` (expected `f32` (the accumulator: u32 for u32) or `input` (bf16 C for bf16, f16 C for f16))"
+                "unknown C type {} (expected `f32` (the accumulator: u32 for u32) or `input` (bf16 C for bf16, f16 C for f16))",
+                quoted(s)
             ))),
         }
     }
