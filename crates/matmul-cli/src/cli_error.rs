@@ -1,7 +1,20 @@
-//! Exit statuses: 0 success, 1 a failed check or a runtime error (no GPU, CUDA error),
-//! 2 bad input or usage (the line, value and rule are named in the message).
+//! Exit statuses, the same for every subcommand ([`EXIT_STATUSES`]): 0 success; 1 a failed
+//! check or a runtime error; 2 bad input or usage, found before any device is opened where the
+//! input alone decides it (the line, value and rule are named in the message).
 
 use std::fmt::{Display, Write};
+
+/// The contract, as `matmul --help` prints it.
+pub const EXIT_STATUSES: &str = "\
+Exit status (every command):
+  0  success
+  1  a check failed (a result differs from the reference, a judge case, a bench case), or this
+     machine could not do it: no CUDA device or library for a CUDA kernel, --backend cuda, tune
+     or puzzle; a CUDA error; a write that failed after the run
+  2  bad input or usage, checked before any device is opened where the input alone decides it:
+     an unknown name, a value out of range, an option that does not apply to the kernel, an
+     unreadable input or unwritable --out, a problem too large for host memory, a kernel and
+     backend that do not go together, a bench that could only skip every case";
 
 /// A failed command: the process exits with `code` after printing `matmul: <message>` on stderr.
 pub struct CliError {
@@ -39,7 +52,8 @@ impl From<matmul::Error> for CliError {
             | E::BadShape(_)
             | E::TooLarge { .. }
             | E::Invalid(_)
-            | E::ShapeMismatch { .. } => CliError::input(e),
+            | E::ShapeMismatch { .. }
+            | E::WrongBackend { .. } => CliError::input(e),
             _ => CliError::failure(e),
         }
     }

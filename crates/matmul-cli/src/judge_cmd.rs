@@ -140,8 +140,9 @@ pub fn signature(args: SignatureArgs) -> CliResult {
 /// `matmul judge`: runs each CASE.in file and compares its signatures with CASE.out, printing
 /// PASS or FAIL (with the first differing case) per file; any FAIL is exit status 1.
 pub fn judge(args: JudgeArgs) -> CliResult {
-    let sel = select_u32(&args.kernel, args.backend)?;
-    let mut failed = 0;
+    // Every case file and its expected signatures are read and checked before a device is
+    // opened: a bad file is exit status 2 whatever the machine.
+    let mut files = Vec::new();
     for input in &args.cases {
         let text = read_text(Some(input))?;
         let out_path = input.with_extension("out");
@@ -164,6 +165,11 @@ pub fn judge(args: JudgeArgs) -> CliResult {
                 })
             })
             .collect::<CliResult<Vec<u32>>>()?;
+        files.push((input, out_path, cases, expected));
+    }
+    let sel = select_u32(&args.kernel, args.backend)?;
+    let mut failed = 0;
+    for (input, out_path, cases, expected) in &files {
         let start = Instant::now();
         let mut first_diff = None;
         let mut differing = 0;

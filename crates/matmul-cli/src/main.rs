@@ -17,7 +17,8 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "matmul",
     version,
-    about = "GPU matrix multiplication: seed kernels to tensor cores, checked against a CPU reference"
+    about = "GPU matrix multiplication: seed kernels to tensor cores, checked against a CPU reference",
+    after_help = cli_error::EXIT_STATUSES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,20 +29,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Judge Girl CUDA-MATMUL: read `N S1 S2` triples, print one u32 signature of C = A·B per line.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Signature(judge_cmd::SignatureArgs),
     /// Run judge case files (CASE.in) and compare with the CASE.out beside each.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Judge(judge_cmd::JudgeArgs),
     /// Run one product and report time, rate and (by default for small sizes) the check.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Run(run_cmd::RunArgs),
     /// Reproduce a Mojo GPU puzzle configuration and compare with its expected output.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Puzzle(puzzle_cmd::PuzzleArgs),
     /// The kernel registry as a table.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     List(list_cmd::ListArgs),
     /// The CPU and every CUDA device found (or why none was).
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Devices,
     /// Time every kernel against cuBLAS and the measured ceilings; write JSON, CSV, SVG, Markdown, HTML.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Bench(bench_cmd::BenchArgs),
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
 }
 

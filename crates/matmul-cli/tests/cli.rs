@@ -341,6 +341,236 @@ fn run_rejects_bad_arguments_with_status_2() {
     }
 }
 
+/// The exit-status contract's bad inputs: status 2 and a one-line message naming what is wrong,
+/// decided before any device is opened (so the same on a machine with a GPU and without).
+#[test]
+fn bad_input_is_status_2_naming_what_is_wrong() {
+    let cases: &[(&[&str], &str)] = &[
+        // Nothing would run because of the input.
+        (&["bench", "--sizes", "0"], "`0` is not a size"),
+        (
+            &["bench", "--backend", "cpu", "--shapes", "0x4x4"],
+            "bad shape `0x4x4`",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--kernels", "cpu", "--sizes", "99999999"],
+            "f32 99999999x99999999x99999999 needs",
+        ),
+        (
+            &["bench", "--kernels", "wgmma", "--dtypes", "u32", "--sizes", "64"],
+            "nothing would run: no kernel of the run can run any of its problems (the first refusal: kernel `wgmma` cannot run u32 64x64x64: dtype u32 is not supported",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--kernels", "cpu", "--sizes", "64", "--max-mnk", "100"],
+            "every case is above the run's size budget of 100",
+        ),
+        // Kernels and backends that do not go together.
+        (
+            &["bench", "--backend", "cpu", "--kernels", "tiled"],
+            "--kernels: `tiled` runs on the cuda backend, not on the cpu backend --backend names",
+        ),
+        (
+            &["bench", "--kernels", "cpu,tiled"],
+            "`cpu` runs on the cpu backend and `tiled` on cuda; one bench runs on one backend",
+        ),
+        (
+            &["run", "--backend", "cpu", "--kernel", "tiled", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` runs on the cuda backend, not on the cpu backend asked for",
+        ),
+        // Options that do not apply to the kernel.
+        (
+            &["run", "--kernel", "cpu", "--tiling", "64x64x8/8x8", "-m", "4", "-n", "4", "-k", "4"],
+            "--tiling applies to the SIMT-ladder kernels (blocktile-1d, ",
+        ),
+        (
+            &["run", "--kernel", "cpu", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
+            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async); `cpu` has none",
+        ),
+        (
+            &["run", "--kernel", "tiled", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` cannot run f32 4x4x4: TILE 0 needs 0 threads per block; TILE must be 1 to 32",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--tiling", "64x64x8/8x8"],
+            "--tiling applies to the SIMT-ladder kernels",
+        ),
+        (
+            &["list", "--kernels", "nope"],
+            "unknown kernel `nope` (see `matmul list`)",
+        ),
+        (
+            &["list", "--kernels", "tiled"],
+            "--kernels applies to --verbose's ptxas report; add --verbose",
+        ),
+        (
+            &["list", "--tiling", "64x64x8/8x8"],
+            "--tiling applies to --verbose's ptxas report",
+        ),
+        (
+            &["list", "--verbose", "--kernels", "tiled", "--tiling", "64x64x8/8x8"],
+            "none of --kernels has a tiling",
+        ),
+        (&["list", "--json", "--verbose"], "--json prints the registry only"),
+        (
+            &["list", "--verbose", "--arch", "sm90"],
+            "--arch `sm90`: expected sm_XY or sm_XYa",
+        ),
+        // tune checks its input before it looks for a device.
+        (&["tune", "--kernels", "nope"], "unknown kernel `nope`"),
+        (
+            &["tune", "--kernels", "tiled"],
+            "kernel `tiled` has no tiling to tune",
+        ),
+        (
+            &["tune", "--kernels", "warptile", "--dtypes", "bf16"],
+            "kernel `warptile` runs none of the dtypes asked for (it runs f32, u32)",
+        ),
+        (&["tune", "--shapes", "0"], "bad shape `0`"),
+    ];
+    for (args, needle) in cases {
+        bad_input(args, "", needle);
+    }
+}
+
+/// `--out` is checked before anything is timed: a file, or a path where no directory can be
+/// made, is refused (before, the whole run was timed and its results lost); an existing report
+/// directory is reused. tune's `--out` is checked before the device is looked for.
+#[test]
+fn out_paths_are_checked_before_the_run() {
+    let dir = temp_dir("out-check");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "keep me").unwrap();
+    let bench = |out: &str| {
+        vec![
+            "bench",
+            "--backend",
+            "cpu",
+            "--kernels",
+            "cpu",
+            "--dtypes",
+            "f32",
+            "--shapes",
+            "8",
+            "--no-ceilings",
+            "--iters",
+            "2",
+            "--out",
+            out,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let f = file.to_str().unwrap().to_string();
+    let args = bench(&f);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let err = bad_input(
+        &args,
+        "",
+        &format!("--out {f}: is a file; --out names the report's directory"),
+    );
+    assert!(!err.contains("measuring"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    let under = format!("{f}/report");
+    let args = bench(&under);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    bad_input(
+        &args,
+        "",
+        &format!("--out {under}: cannot write the report there"),
+    );
+    // A directory with an earlier report: replaced.
+    let report = dir.join("report");
+    let r = report.to_str().unwrap().to_string();
+    for _ in 0..2 {
+        let args = bench(&r);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = matmul(&args, "");
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert!(report.join("results.json").is_file());
+    // tune: a directory as the table's file, before any device.
+    let d = dir.to_str().unwrap();
+    bad_input(
+        &["tune", "--out", d],
+        "",
+        &format!("--out {d}: is a directory"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A CUDA kernel, `--backend cuda`, `tune` and `puzzle` on a machine without a usable GPU are a
+/// runtime condition, status 1, in every subcommand alike (CUDA_VISIBLE_DEVICES="" hides any
+/// GPU, so this holds on a GPU host too); bad input beside it is still status 2.
+#[test]
+fn no_gpu_is_status_1_in_every_subcommand() {
+    let public = data("public.in");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--kernel", "tiled", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &[
+                "bench",
+                "--kernels",
+                "tiled",
+                "--sizes",
+                "8",
+                "--no-ceilings",
+            ],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &[
+                "bench",
+                "--backend",
+                "cuda",
+                "--sizes",
+                "8",
+                "--no-ceilings",
+            ],
+            "no CUDA device",
+        ),
+        (&["tune"], "tuning needs a CUDA device"),
+        (&["puzzle", "tiled"], "kernel `tiled` needs a CUDA device"),
+        (
+            &["signature", "--kernel", "TILING", public.to_str().unwrap()],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &["judge", "--kernel", "TILING", public.to_str().unwrap()],
+            "kernel `tiled` needs a CUDA device",
+        ),
+    ];
+    let hidden = [("CUDA_VISIBLE_DEVICES", "")];
+    for (args, needle) in cases {
+        let out = matmul_env(args, "", &hidden);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.lines().last().unwrap_or("").starts_with("matmul: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+    // Bad input is found first: status 2 whatever the device.
+    let dir = temp_dir("judge-bad-first");
+    std::fs::write(dir.join("t.in"), "2 2 x\n").unwrap();
+    std::fs::write(dir.join("t.out"), "1\n").unwrap();
+    let input = dir.join("t.in");
+    for args in [
+        vec!["judge", "--kernel", "TILING", input.to_str().unwrap()],
+        vec!["bench", "--kernels", "tiled", "--sizes", "99999999"],
+        vec![
+            "run", "--kernel", "tiled", "--tile", "64", "-m", "4", "-n", "4", "-k", "4",
+        ],
+    ] {
+        let out = matmul_env(&args, "", &hidden);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bench_times_as_many_launches_as_asked() {
     // --iters above the 1000 launches that --min-time stops at (before 2026-11-25 it was cut to

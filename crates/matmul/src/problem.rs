@@ -246,8 +246,9 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A shape written "MxNxK" (or a single "N" for a square product); `x`, `X` and `*` all
-/// separate, spaces around numbers are allowed. Anything else is [`Error::BadShape`].
+/// A shape written "MxNxK" (or a single "N" for a square product), each side at least 1; `x`,
+/// `X` and `*` all separate, spaces around numbers are allowed. Anything else is
+/// [`Error::BadShape`].
 ///
 /// ```
 /// use matmul::Shape;
@@ -256,6 +257,7 @@ impl fmt::Display for Problem {
 /// assert_eq!((s.m, s.n, s.k), (17, 33, 65));
 /// assert_eq!("64".parse::<Shape>()?, Shape { m: 64, n: 64, k: 64 });
 /// assert!("1x2".parse::<Shape>().is_err());
+/// assert!("0x4x4".parse::<Shape>().is_err());
 /// # Ok::<(), matmul::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,7 +276,13 @@ impl FromStr for Shape {
         let bad = || Error::BadShape(s.to_string());
         let parts: Vec<usize> = s
             .split(['x', 'X', '*'])
-            .map(|p| p.trim().parse::<usize>().map_err(|_| bad()))
+            .map(|p| {
+                p.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&v| v > 0)
+                    .ok_or_else(bad)
+            })
             .collect::<Result<_, _>>()?;
         match parts[..] {
             [n] => Ok(Shape { m: n, n, k: n }),
@@ -341,6 +349,13 @@ mod tests {
         );
         assert!("1x2".parse::<Shape>().is_err());
         assert!("axbxc".parse::<Shape>().is_err());
+        for zero in ["0", "0x4x4", "4x0x4", "4x4x0"] {
+            let e = zero.parse::<Shape>().unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("bad shape `{zero}` (expected MxNxK or N, positive integers)")
+            );
+        }
     }
 
     #[test]
