@@ -13,8 +13,9 @@ Exit status (every command):
      or puzzle; a CUDA error; a write that failed after the run
   2  bad input or usage, checked before any device is opened where the input alone decides it:
      an unknown name, a value out of range, an option that does not apply to the kernel, an
-     unreadable input or unwritable --out, a problem too large for host memory, a kernel and
-     backend that do not go together, a bench that could only skip every case";
+     unreadable input or unwritable --out, a problem too large for host memory, inputs beyond
+     the dtype's range (the reference is then not finite), a kernel and backend that do not go
+     together, a bench that could only skip every case";
 
 /// A failed command: the process exits with `code` after printing `matmul: <message>` on stderr.
 pub struct CliError {
@@ -53,7 +54,8 @@ impl From<matmul::Error> for CliError {
             | E::TooLarge { .. }
             | E::Invalid(_)
             | E::ShapeMismatch { .. }
-            | E::WrongBackend { .. } => CliError::input(e),
+            | E::WrongBackend { .. }
+            | E::OutOfRange { .. } => CliError::input(e),
             _ => CliError::failure(e),
         }
     }

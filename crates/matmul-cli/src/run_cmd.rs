@@ -109,7 +109,8 @@ fn check_options(args: &RunArgs, kernel: &KernelSpec, chosen: &str) -> CliResult
 }
 
 /// `matmul run`: checks the command line (the problem, host memory, `--init`, and for a named
-/// kernel its options and the rules that need no device) before a backend is opened; selects
+/// kernel its options and the rules that need no device) and, when checking, that the inputs
+/// and the reference are within the dtype's range, before a backend is opened; selects
 /// the kernel and its tuned tiling ([`matmul::dispatch::select`]), runs it once (the time
 /// printed includes transfers and any first compile), prints the signature of a u32 C, and
 /// checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed check is
@@ -134,6 +135,17 @@ pub fn run(args: RunArgs) -> CliResult {
         spec.can_run(&problem, None, &asked)
             .map_err(matmul::Error::from)?;
     }
+    let (a, b) = inputs(&args, &problem)?;
+    let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
+    // The reference before the kernel: inputs or sums beyond the dtype's range leave it not
+    // finite, which is the input's fault, found before any device is opened.
+    let reference = if check {
+        let r = reference::matmul(&problem, &a, &b)?;
+        verify::check_range(&problem, &a, &b, &r).map_err(|e| out_of_range(&args, e))?;
+        Some(r)
+    } else {
+        None
+    };
     let sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
     for note in &sel.notes {
         eprintln!("matmul: {note}");
@@ -145,7 +157,6 @@ pub fn run(args: RunArgs) -> CliResult {
     };
     sel.backend.check(sel.kernel, &problem, opts)?;
 
-    let (a, b) = inputs(&args, &problem)?;
     let start = Instant::now();
     let c = sel.backend.run(sel.kernel, &problem, &a, &b, opts)?;
     let secs = start.elapsed().as_secs_f64();
@@ -171,9 +182,7 @@ pub fn run(args: RunArgs) -> CliResult {
     if let AnyMatrix::U32(c) = &c {
         println!("signature {}", judge::signature(&c.data));
     }
-    let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
-    if check {
-        let reference = reference::matmul(&problem, &a, &b)?;
+    if let Some(reference) = reference {
         let v = verify::compare_inputs(&problem, &a, &b, &c, &reference);
         let verdict = if v.passed { "PASS" } else { "FAIL" };
         println!(
@@ -219,6 +228,21 @@ fn inputs(args: &RunArgs, problem: &Problem) -> CliResult<(AnyMatrix, AnyMatrix)
             (AnyMatrix::U32(a), AnyMatrix::U32(b))
         }
     })
+}
+
+/// [`verify::check_range`]'s error (exit status 2), with the largest values `--init arange`
+/// puts in A and B when they came from it.
+fn out_of_range(args: &RunArgs, e: matmul::Error) -> CliError {
+    let mut e = CliError::from(e);
+    if args.init == InitArg::Arange {
+        let last = |rows: usize, cols: usize| (rows * cols).saturating_sub(1);
+        e.message += &format!(
+            " (--init arange fills A with 0 to {} and B with 0 to {})",
+            last(args.m, args.k),
+            2 * last(args.k, args.n)
+        );
+    }
+    e
 }
 
 /// For `--init judge`, the judge's N and first seed; an input error unless the problem is the

@@ -315,6 +315,39 @@ fn run_checks_every_dtype_against_the_reference() {
     );
 }
 
+/// Inputs beyond the dtype's range (f16's 65504) leave the reference itself infinite: that is
+/// the input's fault, said so with the dtype and its largest finite value, status 2, before any
+/// kernel runs (before, "cpu does not match the CPU reference, rel. error inf", status 1).
+#[test]
+fn out_of_range_inputs_are_blamed_not_the_kernel() {
+    fn run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "run", "--kernel", "cpu", "--dtype", "f16", "--init", "arange",
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+    let err = bad_input(
+        &run(&["-m", "300", "-n", "300", "-k", "300"]),
+        "",
+        "the inputs are out of f16's range: A holds values that round to ±inf or NaN in f16 (the largest finite f16 is 65504)",
+    );
+    assert!(
+        err.contains("--init arange fills A with 0 to 89999"),
+        "{err}"
+    );
+    assert!(!err.contains("does not match"), "{err}");
+    bad_input(
+        &run(&["-m", "100", "-n", "100", "-k", "100", "--c-dtype", "input"]),
+        "",
+        "the inputs are too large for C in f16: the exact sums of the reference round to ±inf or NaN in f16 (the largest finite f16 is 65504)",
+    );
+    // The same inputs with C in f32 fit, and pass.
+    let out = matmul(&run(&["-m", "100", "-n", "100", "-k", "100"]), "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("check    PASS"), "{}", stdout(&out));
+}
+
 #[test]
 fn run_rejects_bad_arguments_with_status_2() {
     let bad: &[&[&str]] = &[

@@ -155,6 +155,17 @@ pub enum Error {
         detail: String,
     },
 
+    /// The inputs, or the exact sums they make, do not fit their element type: A or B holds
+    /// ±inf or NaN (values beyond the dtype's range round to ±inf), or the reference C does
+    /// (its sums beyond C's type). No kernel can be judged against such a reference.
+    #[error("{}", out_of_range(.operand, *.dtype))]
+    OutOfRange {
+        /// "A", "B" or "C".
+        operand: &'static str,
+        /// The operand's element type (C's type for "C").
+        dtype: crate::dtype::DType,
+    },
+
     /// A backend returned C in another element type than the problem's.
     #[error("kernel `{kernel}` returned {found} elements for a {expected} C")]
     WrongOutput {
@@ -165,6 +176,21 @@ pub enum Error {
         /// The type the backend returned.
         found: crate::dtype::DType,
     },
+}
+
+/// [`Error::OutOfRange`]'s message: the operand, the dtype and its largest finite value.
+fn out_of_range(operand: &str, dtype: crate::dtype::DType) -> String {
+    let max = dtype.max_finite();
+    let max = if max < 1e6 {
+        format!("{max}")
+    } else {
+        format!("{max:.7e}")
+    };
+    let what = match operand {
+        "C" => format!("the inputs are too large for C in {dtype}: the exact sums of the reference round to ±inf or NaN in {dtype}"),
+        _ => format!("the inputs are out of {dtype}'s range: {operand} holds values that round to ±inf or NaN in {dtype}"),
+    };
+    format!("{what} (the largest finite {dtype} is {max}); the reference is not finite, so the check cannot judge the kernel")
 }
 
 /// `std::result::Result` with this crate's [`Error`](enum@Error) by default.
