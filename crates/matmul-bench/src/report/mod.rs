@@ -25,7 +25,7 @@ mod write;
 
 pub use csv::csv_field;
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
-pub use write::{write_reports, ReportFiles};
+pub use write::{prepare_report_dir, write_reports, ReportFiles};
 
 /// Bumped whenever a field of results.json changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
