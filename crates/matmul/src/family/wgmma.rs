@@ -169,7 +169,12 @@ impl Wgmma {
         let units = Wgmma::tiles(kernel, problem) * splits;
         let piece_k = problem.k.div_ceil(splits as usize) as f64;
         // tf32 runs at half the 16-bit rate.
-        let rate = SM_FLOPS * tile_efficiency(t.bn) / if problem.dtype == DType::Tf32 { 2.0 } else { 1.0 };
+        let rate = SM_FLOPS * tile_efficiency(t.bn)
+            / if problem.dtype == DType::Tf32 {
+                2.0
+            } else {
+                1.0
+            };
         let unit_s = 2.0 * t.bm as f64 * t.bn as f64 * piece_k / rate;
         let compute = units.div_ceil(sms.max(1)) as f64 * unit_s;
         let memory = problem.min_bytes() / DRAM_BYTES_PER_S;
@@ -231,7 +236,10 @@ mod tests {
         // tf32 (BK 32): 2048 k-blocks of one tile in 128 pieces; its cluster build never splits.
         let tf32 = Problem::new(64, 64, 65536, DType::Tf32);
         assert_eq!(Wgmma::splits(find("wgmma-tf32").unwrap(), &tf32, 132), 128);
-        assert_eq!(Wgmma::splits(find("wgmma-tf32-cluster").unwrap(), &tf32, 132), 1);
+        assert_eq!(
+            Wgmma::splits(find("wgmma-tf32-cluster").unwrap(), &tf32, 132),
+            1
+        );
         // Evened out: never an empty piece.
         for k in [1000, 6400, 20000, 65536, 50021] {
             let p = Problem::new(64, 64, k, DType::Bf16);

@@ -471,8 +471,18 @@ impl std::str::FromStr for Tiling {
             x.parse::<u32>()
                 .map_err(|_| bad(&format!("{} is not a number", quoted(x))))
         };
+        // Sizes, counts of stages and of blocks: 0 would mean nothing (and would not print back).
+        let positive = |x: &str| {
+            num(x).and_then(|v| {
+                if v == 0 {
+                    Err(bad(&format!("{} must be at least 1", quoted(x))))
+                } else {
+                    Ok(v)
+                }
+            })
+        };
         let nums = |part: &str, n: usize| -> Result<Vec<u32>, String> {
-            let v: Vec<u32> = part.split('x').map(num).collect::<Result<_, _>>()?;
+            let v: Vec<u32> = part.split('x').map(positive).collect::<Result<_, _>>()?;
             if v.len() == n {
                 Ok(v)
             } else {
@@ -491,11 +501,11 @@ impl std::str::FromStr for Tiling {
                         .split_once('n')
                         .ok_or_else(|| bad("warp part is wWMxWNnWNITER"))?;
                     let w = nums(w, 2)?;
-                    (t.wm, t.wn, t.wniter) = (w[0], w[1], num(n)?);
+                    (t.wm, t.wn, t.wniter) = (w[0], w[1], positive(n)?);
                 }
-                "s" => t.stages = num(rest)?,
+                "s" => t.stages = positive(rest)?,
                 "p" => t.pad = num(rest)?,
-                "b" => t.min_blocks = num(rest)?,
+                "b" => t.min_blocks = positive(rest)?,
                 "r" => t.max_registers = num(rest)?,
                 "o" => t.ptxas_level = num(rest)?,
                 _ => return Err(bad(&format!("unknown part {}", quoted(part)))),
