@@ -243,6 +243,19 @@ fn disk_cache_hits_and_survives_corruption() {
             .unwrap();
     assert!(!third.from_disk_cache, "a corrupt entry was used");
     assert_eq!(third.cubin, first.cubin);
+    // Cut every CUBIN short behind its intact ELF header: the seal in the log catches it.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "cubin") {
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        }
+    }
+    let cut =
+        compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
+            .unwrap();
+    assert!(!cut.from_disk_cache, "a truncated entry was used");
+    assert_eq!(cut.cubin, first.cubin);
     // And the rewritten entry is good again.
     let fourth =
         compile::compile_with_cache(kernel, DType::F32, &RunOptions::tile(5), "sm_90a", &cache)
@@ -339,4 +352,101 @@ fn wgmma_probe_compiles_without_a_stack_frame() {
         );
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The environment variable that makes `processes_share_one_cache` a worker: the cache directory.
+const CACHE_WORKER: &str = "MATMUL_TEST_CACHE_WORKER";
+
+/// Processes sharing one fresh cache directory, all compiling the same kernels at the same time
+/// (this test binary, re-run as workers): every one succeeds, they agree byte for byte, and no
+/// temporary file is left behind.
+#[test]
+fn processes_share_one_cache() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let kernels = [
+        ("tiled", DType::F32),
+        ("warptile", DType::U32),
+        ("mma-sync", DType::Bf16),
+    ];
+    if let Ok(dir) = std::env::var(CACHE_WORKER) {
+        let cache = DiskCache::at(&dir);
+        for (name, dtype) in kernels {
+            let kernel = matmul::find(name).unwrap();
+            let c = compile::compile_with_cache(
+                kernel,
+                dtype,
+                &RunOptions::default(),
+                "sm_90a",
+                &cache,
+            )
+            .unwrap();
+            println!("CUBIN {name} {:016x}", fnv(&c.cubin));
+        }
+        return;
+    }
+    let (dir, _) = temp_cache("processes");
+    let exe = std::env::current_exe().unwrap();
+    // All four start before any is waited for: they compile at the same time.
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "processes_share_one_cache",
+                    "--nocapture",
+                    "--test-threads",
+                    "1",
+                ])
+                .env(CACHE_WORKER, &dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let workers: Vec<_> = workers
+        .into_iter()
+        .map(|w| w.wait_with_output().unwrap())
+        .collect();
+    let mut seen: Option<Vec<String>> = None;
+    for out in workers {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "a worker failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<String> = stdout
+            .lines()
+            .filter_map(|l| l.find("CUBIN ").map(|i| l[i..].to_string()))
+            .collect();
+        assert_eq!(lines.len(), kernels.len(), "{stdout}");
+        match &seen {
+            None => seen = Some(lines),
+            Some(first) => assert_eq!(first, &lines, "workers disagree"),
+        }
+    }
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.contains(".tmp")),
+        "temporary files left: {names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| n.ends_with(".cubin")).count(),
+        kernels.len(),
+        "{names:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// FNV-1a 64 of `bytes` (to compare CUBINs across processes in a line).
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }

@@ -14,7 +14,8 @@
 //! Disk cache: `<dir>/<name>-<arch>-<key>.cubin` plus `.log`, where `dir` is `$MATMUL_CACHE_DIR`
 //! (`off` disables it), else `$XDG_CACHE_HOME/matmul`, else `$HOME/.cache/matmul`, and `key` is a
 //! 64-bit FNV-1a hash of (format version, full source text, options, NVRTC version, arch). A
-//! missing, unreadable or corrupt entry is recompiled; a directory that cannot be created disables
+//! missing, unreadable or corrupt entry is recompiled (the log's last line holds the CUBIN's
+//! length and FNV-1a hash, checked on every read); a directory that cannot be created disables
 //! the cache. Entries are written to a temporary file and renamed, so concurrent processes never
 //! read half an entry.
 
@@ -34,7 +35,7 @@ use crate::error::{Error, Result, Unsupported};
 use crate::registry::KernelSpec;
 
 /// Bumped whenever the cache layout or the compile recipe changes in a way the key cannot see.
-const CACHE_FORMAT: &str = "matmul-cubin-v1";
+const CACHE_FORMAT: &str = "matmul-cubin-v2";
 
 /// Prepended to every source: type names for `-DELEM=...`.
 const PRELUDE: &str = "typedef unsigned int matmul_u32;\ntypedef unsigned short matmul_u16;\n";
@@ -561,6 +562,18 @@ fn apply_fields(info: &mut CompileInfo, line: &str) {
     }
 }
 
+/// The start of the line a cache entry's log ends with: its CUBIN's length and hash ([`seal`]).
+const CUBIN_SEAL: &str = "\nmatmul-cache cubin ";
+
+/// The seal of a CUBIN: the line its cache entry's log ends with.
+fn seal(cubin: &[u8]) -> String {
+    format!(
+        "{CUBIN_SEAL}bytes={} fnv1a64={:016x}\n",
+        cubin.len(),
+        fnv1a64(&[cubin])
+    )
+}
+
 /// 64-bit FNV-1a: tiny, and stable across Rust versions and platforms (unlike DefaultHasher).
 pub(crate) fn fnv1a64(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -647,12 +660,18 @@ impl DiskCache {
         ))
     }
 
-    /// A complete, plausible entry, or None (missing, unreadable or corrupt: recompile).
+    /// A complete entry whose CUBIN matches the length and hash its log records, or None
+    /// (missing, unreadable, truncated or corrupt: recompile).
     fn load(&self, stem: &str) -> Option<(Vec<u8>, String)> {
         let (cubin_path, log_path) = self.paths(stem)?;
         let cubin = std::fs::read(cubin_path).ok()?;
-        let log = std::fs::read_to_string(log_path).ok()?;
-        (is_elf(&cubin) && log.contains("ptxas")).then_some((cubin, log))
+        let text = std::fs::read_to_string(log_path).ok()?;
+        let at = text.rfind(CUBIN_SEAL)?;
+        if text[at..].trim_end() != seal(&cubin).trim_end() {
+            return None;
+        }
+        let log = &text[..at];
+        (is_elf(&cubin) && log.contains("ptxas")).then(|| (cubin, log.to_string()))
     }
 
     /// Best effort: a failure to write only costs a recompile next time.
@@ -666,7 +685,9 @@ impl DiskCache {
             std::thread::current().id()
         )
         .replace(|c: char| !c.is_ascii_alphanumeric() && c != '.', "");
-        // The log first: an entry counts only once its CUBIN is in place.
+        // The log first: an entry counts only once its CUBIN is in place; the log ends with the
+        // CUBIN's seal.
+        let log = format!("{log}{}", seal(cubin));
         for (path, bytes) in [(&log_path, log.as_bytes()), (&cubin_path, cubin)] {
             let tmp = path.with_extension(&unique);
             if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
