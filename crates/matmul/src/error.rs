@@ -9,6 +9,11 @@ use crate::problem::Problem;
 /// a message repeats.
 pub const TOKEN_CHARS: usize = 64;
 
+/// `bytes` in GiB with two decimals.
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
 /// `token` in backquotes for a message; one longer than [`TOKEN_CHARS`] characters is cut there,
 /// with an ellipsis and its length (`` `aaaa…` (2097152 bytes) ``), so that a bad 2 MB token is
 /// not echoed whole.
@@ -87,6 +92,20 @@ pub enum Error {
         problem: Problem,
         /// The bytes it needs, or None when the count overflows `usize`.
         bytes: Option<u128>,
+    },
+
+    #[error("{problem} needs {} of device memory for {what}; the device has {} free", gib(*.needed), gib(*.free))]
+    /// The device has too little free memory for the problem's buffers: refused before any
+    /// allocation.
+    DeviceMemory {
+        /// The problem refused.
+        problem: Problem,
+        /// What the memory is for ("A, B and C", "16 input sets of A and B and one C", ...).
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes free on the device when asked.
+        free: u64,
     },
 
     /// The CUDA driver library is missing, reports no device, or not the ordinal asked for.

@@ -228,6 +228,52 @@ impl CudaBackend {
         Ok(l)
     }
 
+    /// Refuses, before any allocation, a problem whose `sets` input sets (A and B, and the
+    /// staged copies a TMA kernel makes of rows it cannot read), one C and some slack for the
+    /// driver do not fit the device's free memory now (after the launcher's own workspaces).
+    fn fits_in_memory(
+        &self,
+        launcher: &launch::Launcher,
+        problem: &Problem,
+        sets: usize,
+    ) -> Result<()> {
+        let elem = problem.dtype.input_bytes();
+        let tma = matches!(launcher, launch::Launcher::Kernel { tma: Some(_), .. });
+        let stored = |(r, c): (usize, usize)| {
+            let staged = if tma && !staging::tma_reads_rows(c, elem) {
+                (r * (c * elem).next_multiple_of(staging::PITCH_BYTES)) as u64
+            } else {
+                0
+            };
+            (r * c * elem) as u64 + staged
+        };
+        let inputs = stored(problem.a_stored()) + stored(problem.b_stored());
+        let c = (problem.m as u64) * (problem.n as u64) * problem.c_dtype().input_bytes() as u64;
+        const SLACK: u64 = 256 << 20;
+        let needed = (sets as u64) * inputs + c + SLACK;
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        let (free, _) = self
+            .ctx
+            .mem_get_info()
+            .ctx(|| "asking the device for its free memory".into())?;
+        if needed > free as u64 {
+            let what = if sets == 1 {
+                "A, B and C".to_string()
+            } else {
+                format!("{sets} input sets of A and B and one C")
+            };
+            return Err(Error::DeviceMemory {
+                problem: *problem,
+                what,
+                needed,
+                free: free as u64,
+            });
+        }
+        Ok(())
+    }
+
     /// Waits for the stream and surfaces any error a kernel or a deferred release left behind.
     fn sync(&self, what: impl Fn() -> String) -> Result<()> {
         self.stream.synchronize().ctx(&what)?;
@@ -277,6 +323,7 @@ impl Backend for CudaBackend {
         self.check(kernel, problem, opts)?;
         check_inputs(problem, a, b)?;
         let launcher = self.launcher(kernel, problem, &opts)?;
+        self.fits_in_memory(&launcher, problem, 1)?;
         let (da, db) = (self.upload(a)?, self.upload(b)?);
         let mut c = self.alloc_output(problem)?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
@@ -305,6 +352,7 @@ impl Backend for CudaBackend {
             check_inputs(problem, &set.a, &set.b)?;
         }
         let launcher = self.launcher(kernel, problem, &opts)?;
+        self.fits_in_memory(&launcher, problem, inputs.len())?;
         let bufs = inputs
             .iter()
             .map(|set| Ok((self.upload(&set.a)?, self.upload(&set.b)?)))
