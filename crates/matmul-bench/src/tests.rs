@@ -314,6 +314,7 @@ fn cpu_end_to_end_writes_every_report() {
         &files.json,
         &files.csv,
         &files.svg,
+        &files.ladder,
         &files.markdown,
         &files.html,
     ] {
@@ -343,7 +344,16 @@ fn cpu_end_to_end_writes_every_report() {
     assert!(md.contains("| kernel | dtype | shape | median (ms) |"));
     assert!(md.contains("![roofline](roofline.svg)"));
     assert!(md.contains("## Ceilings"));
-    assert_eq!(md.lines().filter(|l| l.starts_with("| cpu")).count(), 8);
+    let results = &md[md.find("## Results").unwrap()..];
+    assert_eq!(
+        results.lines().filter(|l| l.starts_with("| cpu")).count(),
+        8
+    );
+    assert!(
+        md.contains("## Ladder\n\n### f32\n\n| kernel | 32³ | 17x33x65 |"),
+        "{md}"
+    );
+    assert!(md.contains("![ladder](ladder.svg)"));
     let html = std::fs::read_to_string(&files.html).unwrap();
     assert!(html.contains("<svg") && html.trim_end().ends_with("</html>"));
     assert_eq!(
@@ -393,6 +403,10 @@ fn assert_under_roofs_and_drawn_cleanly(report: &Report, what: &str) {
     canvas
         .check_layout(w, h)
         .unwrap_or_else(|e| panic!("{what}: roofline: {e}"));
+    let (canvas, w, h) = report.draw_ladder();
+    canvas
+        .check_layout(w, h)
+        .unwrap_or_else(|e| panic!("{what}: ladder: {e}"));
 }
 
 /// The H100 runs of record under bench/baselines, read as `record::load` reads them: every

@@ -60,6 +60,17 @@ impl Report {
             out.push_str(&table(&header, &rows, &numeric));
             let _ = writeln!(out, "<p>{}</p>", e(&summary.caption(self.suite.as_deref())));
         }
+        let ladders = self.ladder_tables();
+        if !ladders.is_empty() {
+            out.push_str("<h2>Ladder</h2>\n");
+            for (heading, header, rows) in &ladders {
+                let _ = writeln!(out, "<h3>{}</h3>", e(heading));
+                let numeric: Vec<usize> = (1..header.len()).collect();
+                out.push_str(&table(header, rows, &numeric));
+            }
+            let _ = writeln!(out, "<p>{}</p>", e(&self.ladder_caption().replace('`', "")));
+            out.push_str(&self.ladder_svg());
+        }
         out.push_str("<h2>Results</h2>\n");
         let (header, rows) = self.result_rows();
         if rows.is_empty() {

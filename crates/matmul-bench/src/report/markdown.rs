@@ -99,7 +99,8 @@ impl Report {
         out
     }
 
-    /// report.md: system, results table, the roofline image (`svg_path`), ceilings, problems.
+    /// report.md: system, the suite summary, the ladder (tables and `ladder.svg` beside
+    /// `svg_path`), the results table, the roofline image (`svg_path`), ceilings, problems.
     pub fn to_markdown(&self, svg_path: &str) -> String {
         let md = |s: &str| s.replace('|', "\\|").replace('\n', " ");
         let table = |header: &[String], rows: &[Vec<String>]| {
@@ -132,6 +133,22 @@ impl Report {
             out.push_str("\n## Suite summary\n\n");
             out.push_str(&table(&header, &rows));
             let _ = writeln!(out, "\n{}", summary.caption(self.suite.as_deref()));
+        }
+        let ladders = self.ladder_tables();
+        if !ladders.is_empty() {
+            let image = std::path::Path::new(svg_path).with_file_name("ladder.svg");
+            out.push_str("\n## Ladder\n\n");
+            for (heading, header, rows) in &ladders {
+                let _ = writeln!(out, "### {heading}\n");
+                out.push_str(&table(header, rows));
+                out.push('\n');
+            }
+            let _ = writeln!(
+                out,
+                "{}\n\n![ladder]({})",
+                self.ladder_caption(),
+                image.display()
+            );
         }
         let (header, rows) = self.result_rows();
         out.push_str("\n## Results\n\n");

@@ -2,7 +2,8 @@
 //! the ceilings, with the ratios and roofline bounds computed from them, and its JSON form
 //! (schema: docs/results-schema.md). The renderers live beside it: `csv` (results.csv),
 //! `markdown` (the text table for stdout and report.md), `html` (report.html), with the rows they
-//! share in `rows`; `write` holds [`write_reports`], which writes every file.
+//! share in `rows`; `ladder` (each dtype's kernels in ladder order: tables and ladder.svg);
+//! `write` holds [`write_reports`], which writes every file.
 
 use std::io;
 
@@ -18,12 +19,14 @@ use crate::system::SystemInfo;
 
 mod csv;
 mod html;
+mod ladder;
 mod markdown;
 mod rows;
 mod summary;
 mod write;
 
 pub use csv::csv_field;
+pub use ladder::{Ladder, Rung};
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
 pub use write::{write_reports, ReportFiles};
 

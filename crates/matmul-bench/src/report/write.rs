@@ -16,26 +16,30 @@ pub struct ReportFiles {
     pub csv: PathBuf,
     /// roofline.svg.
     pub svg: PathBuf,
+    /// ladder.svg.
+    pub ladder: PathBuf,
     /// report.md.
     pub markdown: PathBuf,
     /// report.html.
     pub html: PathBuf,
 }
 
-/// Writes results.json, results.csv, roofline.svg, report.md and report.html into `dir`
-/// (created if missing).
+/// Writes results.json, results.csv, roofline.svg, ladder.svg, report.md and report.html into
+/// `dir` (created if missing).
 pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     std::fs::create_dir_all(dir)?;
     let files = ReportFiles {
         json: dir.join("results.json"),
         csv: dir.join("results.csv"),
         svg: dir.join("roofline.svg"),
+        ladder: dir.join("ladder.svg"),
         markdown: dir.join("report.md"),
         html: dir.join("report.html"),
     };
     std::fs::write(&files.json, report.to_json()?)?;
     std::fs::write(&files.csv, report.to_csv())?;
     std::fs::write(&files.svg, report.roofline_svg())?;
+    std::fs::write(&files.ladder, report.ladder_svg())?;
     std::fs::write(&files.markdown, report.to_markdown("roofline.svg"))?;
     std::fs::write(&files.html, report.to_html())?;
     Ok(files)
