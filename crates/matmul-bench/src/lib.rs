@@ -40,7 +40,9 @@ pub use report::{
     SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
-pub use runner::{default_cpu_cache_bytes, run, BenchConfig, BenchKernel, ProgressEvent};
+pub use runner::{
+    default_cpu_cache_bytes, run, BenchConfig, BenchKernel, PlanEntry, ProgressEvent,
+};
 pub use stats::Stats;
 pub use suite::{Suite, SuiteError};
 pub use system::SystemInfo;

@@ -79,7 +79,9 @@ pub struct BenchArgs {
     /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html).
     #[arg(long, default_value = "target/matmul-report")]
     out: PathBuf,
-    /// A short run: small sizes, CPU fast kernel or the GPU's faster kernels.
+    /// A short run: small sizes and short timings; on the GPU a handful of kernels per dtype (the
+    /// seeds' naive and tiled at 1024 only, the fastest SIMT and tensor-core kernels, cuBLAS)
+    /// unless --kernels names them.
     #[arg(long)]
     quick: bool,
     /// Skip measuring the ceilings (the datasheet values are still shown).
@@ -127,7 +129,18 @@ fn announce(suite: &Suite, config: &BenchConfig) {
             })
             .count()
     });
-    let runs = (cases - over) * config.dtypes.len() * config.kernels.len();
+    // The kernel × case pairs that apply (a kernel without the dtype has none), less those
+    // above the size budget.
+    let runs: usize = config
+        .planned()
+        .iter()
+        .filter(|(p, _, _)| {
+            config
+                .max_mnk
+                .is_none_or(|max| (p.m as u128) * (p.n as u128) * (p.k as u128) <= max as u128)
+        })
+        .map(|(_, _, kernels)| kernels.len())
+        .sum();
     eprintln!(
         "matmul: suite `{}` ({}): {cases} cases × {} dtype(s) × {} kernel(s)",
         suite.name,
@@ -205,6 +218,10 @@ pub fn bench(args: BenchArgs) -> CliResult {
     }
     let mut config = BenchConfig::new(Vec::new(), dtypes, shapes(&args, kind));
     config.kernels = kernels;
+    if args.quick && args.kernels.eq_ignore_ascii_case("all") {
+        // A handful of representative kernels per dtype, the seeds at the small size only.
+        config.plan = defaults::quick_plan(kind);
+    }
     config.ops = vec![(
         Op::from_flag(args.transpose_a),
         Op::from_flag(args.transpose_b),
@@ -223,6 +240,8 @@ pub fn bench(args: BenchArgs) -> CliResult {
         config.min_time = None;
     } else if let Some(t) = args.min_time {
         config.min_time = Some(t);
+    } else if args.quick {
+        config.min_time = Some(defaults::QUICK_MIN_TIME);
     }
     config.max_iters = args.max_iters;
     config.max_case_seconds = Some(args.max_case_seconds);
