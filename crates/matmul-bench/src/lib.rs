@@ -41,7 +41,8 @@ pub use report::{
 };
 pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 pub use runner::{
-    default_cpu_cache_bytes, run, BenchConfig, BenchKernel, PlanEntry, ProgressEvent,
+    default_cpu_cache_bytes, precompile, run, BenchConfig, BenchKernel, CompileUnit, PlanEntry,
+    ProgressEvent,
 };
 pub use stats::Stats;
 pub use suite::{Suite, SuiteError};

@@ -1,9 +1,11 @@
 //! `matmul bench`: every kernel against cuBLAS and the machine's own measured limits, in one run.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use matmul::cuda::CudaBackend;
 use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
 use matmul_bench::profile::{find_ncu, profile_report, Profiled};
@@ -76,7 +78,8 @@ pub struct BenchArgs {
     /// auto (CUDA when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
-    /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html).
+    /// Report directory (results.json, results.csv, roofline.svg, ladder.svg, report.md,
+    /// report.html).
     #[arg(long, default_value = "target/matmul-report")]
     out: PathBuf,
     /// A short run: small sizes and short timings; on the GPU a handful of kernels per dtype (the
@@ -160,6 +163,67 @@ fn announce(suite: &Suite, config: &BenchConfig) {
         config.warmup,
         config.max_case_seconds.unwrap_or(f64::INFINITY)
     );
+}
+
+/// How long work runs before its progress bar shows: a short run prints no bar at all.
+const REVEAL_AFTER: Duration = Duration::from_secs(2);
+
+/// A progress bar (or spinner) on stderr that shows itself once its work has run for
+/// [`REVEAL_AFTER`], never when stderr is not a terminal (indicatif's stderr target hides itself
+/// then), and clears itself when finished or dropped.
+struct Progress {
+    bar: ProgressBar,
+    /// Set when finished; the reveal checks it under the same lock.
+    done: Arc<Mutex<bool>>,
+}
+
+impl Progress {
+    /// A bar of `len` steps (a spinner for 0) drawn with `template`.
+    fn new(len: usize, template: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(
+            (len > 0).then_some(len as u64),
+            ProgressDrawTarget::hidden(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let done = Arc::new(Mutex::new(false));
+        let (b, d) = (bar.clone(), done.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < REVEAL_AFTER {
+                if *d.lock().unwrap_or_else(|p| p.into_inner()) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let finished = d.lock().unwrap_or_else(|p| p.into_inner());
+            if !*finished {
+                b.set_draw_target(ProgressDrawTarget::stderr());
+                b.enable_steady_tick(Duration::from_millis(200));
+            }
+        });
+        Progress { bar, done }
+    }
+
+    /// A spinner with `message` for work of unknown length.
+    fn spinner(message: &str) -> Progress {
+        let p = Progress::new(0, "{spinner} {msg} ({elapsed})");
+        p.bar.set_message(message.to_string());
+        p
+    }
+
+    fn finish(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        *done = true;
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 /// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
@@ -259,6 +323,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
                 } else {
                     CpuCeilingOptions::default()
                 };
+                let _spinner = Progress::spinner("measuring CPU ceilings");
                 config.measured_ceilings = Some(measure_cpu(&opts));
             }
         }
@@ -279,7 +344,20 @@ pub fn bench(args: BenchArgs) -> CliResult {
             }
             if !args.no_ceilings {
                 eprintln!("matmul: measuring GPU ceilings (copy bandwidth, FFMA, IMAD, cuBLAS tensor cores)...");
+                let _spinner = Progress::spinner("measuring GPU ceilings");
                 config.measured_ceilings = Some(measure_gpu(cuda, args.quick)?);
+            }
+            // Every kernel the run loads, compiled at once on every core into the disk cache,
+            // rather than one after another as the run first meets each (failures are the run's
+            // to record, where they belong).
+            let units = config.compile_units(backend);
+            if units.len() > 1 {
+                let bar = Progress::new(
+                    units.len(),
+                    "compiling kernels {bar:30} {pos}/{len} ({elapsed})",
+                );
+                matmul_bench::precompile(&units, cuda.arch(), &|| bar.bar.inc(1));
+                bar.finish();
             }
         }
     }
@@ -288,11 +366,11 @@ pub fn bench(args: BenchArgs) -> CliResult {
         announce(suite, &config);
     }
 
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let progress = Progress::new(
+        0,
+        "{bar:30} {pos}/{len} cases ({elapsed}, about {eta} left) {msg}",
     );
+    let bar = &progress.bar;
     let report = matmul_bench::run(backend, &config, &mut |event| match event {
         ProgressEvent::Planned { total } => bar.set_length(total as u64),
         ProgressEvent::Started {
@@ -301,7 +379,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         ProgressEvent::Timing { .. } => {}
         ProgressEvent::Finished { .. } => bar.inc(1),
     });
-    bar.finish_and_clear();
+    progress.finish();
     let mut report = report;
     if args.profile {
         profile(&mut report);
@@ -314,7 +392,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
             args.out.display()
         ))
     })?;
-    eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, report.html beside it)", files.markdown.display());
+    eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, ladder.svg, report.html beside it)", files.markdown.display());
     let failed: Vec<_> = report
         .records
         .iter()

@@ -11,6 +11,9 @@ use crate::stats::Stats;
 use crate::suite::Suite;
 use crate::system::SystemInfo;
 
+mod precompile;
+pub use precompile::{precompile, CompileUnit};
+
 /// Timed launches when neither `iters` nor `min_time` is given.
 pub const DEFAULT_ITERS: usize = 10;
 
