@@ -4,7 +4,8 @@
 # step logged to $OUT/<step>.log:
 #   tests      nvidia-smi, then every bundled test executable but test-compile with
 #              MATMUL_REQUIRE_GPU=1 and MATMUL_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails
-#              instead of skipping), and `matmul devices`;
+#              instead of skipping; test-gpu with --include-ignored, as its GPU tests are
+#              #[ignore]d in a build without MATMUL_REQUIRE_GPU=1), and `matmul devices`;
 #   compile    test-compile: every kernel compiled by NVRTC for this GPU, ptxas's registers and
 #              spills checked (in parallel);
 #   sanitizer  compute-sanitizer memcheck and racecheck over the GPU tests, on small shapes
@@ -61,7 +62,10 @@ for exe in "${tests[@]}"; do
     name=$(basename "$exe")
     step_limit=$limit
     [[ $name == test-compile ]] && step_limit=$compile_limit
-    step "$name" "$step_limit" "$exe" --nocapture
+    # The GPU tests are #[ignore]d unless built with MATMUL_REQUIRE_GPU=1 (crates/matmul/build.rs).
+    include=()
+    [[ $name == test-gpu ]] && include=(--include-ignored)
+    step "$name" "$step_limit" "$exe" ${include[@]+"${include[@]}"} --nocapture
 done
 if has tests && [[ -x $here/bin/matmul ]]; then
     step cli-devices "$limit" "$here/bin/matmul" devices
@@ -93,7 +97,7 @@ if has sanitizer; then
             size=1
             [[ $tool == memcheck || $tool == initcheck ]] || size=tiny
             MATMUL_TEST_SMALL=$size step "sanitizer-$tool" "$limit" "$sanitizer" --tool "$tool" --error-exitcode 99 \
-                "$here/bin/test-gpu" --test-threads 4 "${filter[@]}"
+                "$here/bin/test-gpu" --include-ignored --test-threads 4 "${filter[@]}"
             grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|hazard" "$out/sanitizer-$tool.log" | sort | uniq -c | head -n 5
         done
     fi

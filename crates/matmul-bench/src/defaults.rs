@@ -79,18 +79,12 @@ pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
     }
 }
 
-/// The kernels `list` names: `all` (any case) for [`kernels`] (with `quick`, also set
-/// [`quick_plan`] as the run's plan), else comma-separated registry
-/// names or aliases, or `auto` (the library's choice per problem), each once, in the order
-/// given. A name that is not in the registry, or a kernel of another backend than `kind`, is an
-/// error.
-pub fn select_kernels(
-    list: &str,
-    kind: BackendKind,
-    quick: bool,
-) -> matmul::Result<Vec<BenchKernel>> {
-    if list.eq_ignore_ascii_case("all") {
-        return Ok(kernels(kind, quick).into_iter().map(Into::into).collect());
+/// The kernels `list` names, before a backend is chosen: None for `all` (any case), else
+/// comma-separated registry names or aliases, or `auto` (the library's choice per problem), each
+/// once, in the order given. A name that is not in the registry is an error.
+pub fn named_kernels(list: &str) -> matmul::Result<Option<Vec<BenchKernel>>> {
+    if list.trim().eq_ignore_ascii_case("all") {
+        return Ok(None);
     }
     let mut out: Vec<BenchKernel> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -101,14 +95,32 @@ pub fn select_kernels(
             continue;
         }
         let k = matmul::find(name)?;
-        if k.backend != kind {
-            return Err(matmul::Error::Invalid(format!(
-                "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
-                k.name, k.backend
-            )));
-        }
         if !out.iter().any(|o| o.name() == k.name) {
             out.push(k.into());
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The kernels `list` names on a backend of `kind`: `all` for [`kernels`] (with `quick`, set
+/// [`quick_plan`] as the run's plan too), else [`named_kernels`]. A name that is not in the registry, or a kernel of another backend than
+/// `kind`, is an error.
+pub fn select_kernels(
+    list: &str,
+    kind: BackendKind,
+    quick: bool,
+) -> matmul::Result<Vec<BenchKernel>> {
+    let Some(out) = named_kernels(list)? else {
+        return Ok(kernels(kind, quick).into_iter().map(Into::into).collect());
+    };
+    for k in &out {
+        if let BenchKernel::Named(k) = k {
+            if k.backend != kind {
+                return Err(matmul::Error::Invalid(format!(
+                    "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
+                    k.name, k.backend
+                )));
+            }
         }
     }
     Ok(out)

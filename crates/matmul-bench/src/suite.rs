@@ -19,6 +19,7 @@
 
 use std::fmt;
 
+use matmul::error::quoted;
 use matmul::{COut, DType, Op, Problem, Shape};
 
 /// The suites compiled into the binary: (name, text) of `bench/suites/NAME.txt`.
@@ -99,7 +100,7 @@ impl fmt::Display for SuiteError {
                 line,
                 token,
                 why,
-            } => write!(f, "{file}:{line}: `{token}` {why}"),
+            } => write!(f, "{file}:{line}: {} {why}", quoted(token)),
             SuiteError::Empty { file } => {
                 write!(f, "{file}: no cases (every line is blank or a comment)")
             }
@@ -133,8 +134,10 @@ impl Suite {
         Suite::parse(name, name, &text)
     }
 
-    /// Parses `text`, read from `file` (named in errors), as the suite `name`.
+    /// Parses `text`, read from `file` (named in errors), as the suite `name`; a UTF-8
+    /// byte-order mark at the start is skipped.
     pub fn parse(name: &str, file: &str, text: &str) -> Result<Suite, SuiteError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut cases: Vec<Case> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
@@ -324,6 +327,23 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "dir/t.txt:3: `3x3` is not a shape: MxNxK (or N for N×N×N), each side at least 1"
+        );
+        // A long token is cut in the message (kept whole in the error); a BOM is skipped.
+        let long = format!("64\n{}\n", "x".repeat(100_000));
+        let e = Suite::parse("t", "t.txt", &long).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "t.txt:2: `{}…` (100000 bytes) is not a shape: MxNxK (or N for N×N×N), each side at least 1",
+                "x".repeat(64)
+            )
+        );
+        assert_eq!(
+            Suite::parse("t", "t.txt", "\u{feff}64 square\n")
+                .unwrap()
+                .cases
+                .len(),
+            1
         );
     }
 

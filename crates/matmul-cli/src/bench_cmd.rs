@@ -1,6 +1,6 @@
 //! `matmul bench`: every kernel against cuBLAS and the machine's own measured limits, in one run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,8 +10,8 @@ use matmul::cuda::CudaBackend;
 use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
 use matmul_bench::profile::{find_ncu, profile_report, Profiled};
 use matmul_bench::{
-    defaults, measure_cpu, measure_gpu, BenchConfig, CpuCeilingOptions, ProgressEvent, Record,
-    Suite,
+    defaults, measure_cpu, measure_gpu, BenchConfig, BenchKernel, CpuCeilingOptions, ProgressEvent,
+    Record, Suite,
 };
 
 use crate::cli_error::{CliError, CliResult};
@@ -28,7 +28,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     dtypes: Vec<DType>,
     /// Square sizes, comma-separated (default: 1024,2048,4096 on CUDA; 256,512,1024 on the CPU).
-    #[arg(long, value_delimiter = ',', conflicts_with = "shapes")]
+    #[arg(long, value_delimiter = ',', conflicts_with = "shapes", value_parser = positive_size)]
     sizes: Vec<usize>,
     /// Shapes MxNxK, comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -75,11 +75,13 @@ pub struct BenchArgs {
     /// repeated within ±0.3 % (lab/notebook.md, "Measuring small differences").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
-    /// auto (CUDA when present, else CPU), cpu or cuda.
+    /// auto (the backend of the kernels --kernels names, else CUDA when present, else CPU), cpu
+    /// or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// Report directory (results.json, results.csv, roofline.svg, ladder.svg, report.md,
-    /// report.html).
+    /// report.html), created if missing; a report already there is replaced. Checked before
+    /// anything is timed.
     #[arg(long, default_value = "target/matmul-report")]
     out: PathBuf,
     /// A short run: small sizes and short timings; on the GPU a handful of kernels per dtype (the
@@ -98,7 +100,8 @@ pub struct BenchArgs {
     #[arg(long)]
     profile: bool,
     /// Run every SIMT-ladder kernel of the run with this tiling
-    /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]).
+    /// (BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]);
+    /// an error when no kernel of the run has one.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
 }
@@ -234,11 +237,61 @@ enum Opened {
     Cuda(Box<CudaBackend>),
 }
 
-/// Opens the backend `--backend` names; `auto` says on stderr why it fell back to the CPU.
-fn open(choice: BackendChoice) -> CliResult<Opened> {
+/// The backend a bench runs on: `--backend` when it names one, else the one the named kernels
+/// run on (as `matmul run --kernel` picks it), else `auto`. A named kernel of another backend
+/// than `--backend`, or named kernels of both, are input errors: one bench runs on one backend.
+/// With CUDA, also the first CUDA kernel named (the one a missing device is reported for).
+fn backend_for(
+    choice: BackendChoice,
+    named: Option<&[BenchKernel]>,
+) -> CliResult<(BackendChoice, Option<&'static str>)> {
+    let specs: Vec<&'static matmul::KernelSpec> = named
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|k| match k {
+            BenchKernel::Named(spec) => Some(*spec),
+            BenchKernel::Auto => None,
+        })
+        .collect();
+    let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
+    let wanted = match (on(BackendKind::Cpu), on(BackendKind::Cuda)) {
+        (Some(c), Some(g)) => {
+            return Err(CliError::input(format!(
+                "--kernels: `{}` runs on the cpu backend and `{}` on cuda; one bench runs on one backend",
+                c.name, g.name
+            )))
+        }
+        (Some(_), None) => BackendChoice::Cpu,
+        (None, Some(_)) => BackendChoice::Cuda,
+        (None, None) => return Ok((choice, None)),
+    };
+    if choice != BackendChoice::Auto && choice != wanted {
+        let k = specs[0];
+        let asked = match choice {
+            BackendChoice::Cpu => "cpu",
+            _ => "cuda",
+        };
+        return Err(CliError::input(format!(
+            "--kernels: `{}` runs on the {} backend, not on the {asked} backend --backend names",
+            k.name, k.backend
+        )));
+    }
+    Ok((wanted, on(BackendKind::Cuda).map(|k| k.name)))
+}
+
+/// Opens the backend; `auto` says on stderr why it fell back to the CPU. Without a CUDA device,
+/// CUDA is a runtime error (exit status 1), named for `kernel` when the kernels asked for it.
+fn open(choice: BackendChoice, kernel: Option<&str>) -> CliResult<Opened> {
     match choice {
         BackendChoice::Cpu => Ok(Opened::Cpu(matmul::cpu::CpuBackend)),
-        BackendChoice::Cuda => Ok(Opened::Cuda(Box::new(CudaBackend::new(0)?))),
+        BackendChoice::Cuda => match (CudaBackend::new(0), kernel) {
+            (Ok(b), _) => Ok(Opened::Cuda(Box::new(b))),
+            (Err(e), Some(kernel)) => Err(CliError::from(matmul::Error::NeedsGpu {
+                kernel: kernel.to_string(),
+                reason: e.to_string(),
+            })),
+            (Err(e), None) => Err(CliError::from(e)),
+        },
         BackendChoice::Auto => match CudaBackend::new(0) {
             Ok(b) => Ok(Opened::Cuda(Box::new(b))),
             Err(e) => {
@@ -249,36 +302,90 @@ fn open(choice: BackendChoice) -> CliResult<Opened> {
     }
 }
 
+/// `--tiling` applies to the SIMT-ladder kernels: an input error when the run has none (on the
+/// CPU, `auto` chooses none).
+fn check_tiling(kernels: &[BenchKernel], kind: BackendKind) -> CliResult {
+    let applies = kernels.iter().any(|k| match k {
+        BenchKernel::Named(spec) => spec.tiling(&matmul::RunOptions::default()).is_some(),
+        BenchKernel::Auto => kind == BackendKind::Cuda,
+    });
+    if applies {
+        return Ok(());
+    }
+    let names: Vec<&str> = kernels.iter().map(BenchKernel::name).collect();
+    Err(CliError::input(format!(
+        "--tiling applies to the SIMT-ladder kernels ({}); none of this run's kernels on {kind} ({}) has a tiling",
+        crate::run_cmd::kernels_with(|k| k.tiling(&matmul::RunOptions::default()).is_some()),
+        names.join(", ")
+    )))
+}
+
+/// `--out` made ready before anything is timed (a report lost after the run is the cost
+/// otherwise): a directory, created if missing, in which every report file can be written.
+fn prepare_out(dir: &Path) -> CliResult {
+    let bad = |why: String| CliError::input(format!("--out {}: {why}", dir.display()));
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad(
+            "is a file; --out names the report's directory (results.json, results.csv, roofline.svg, report.md, report.html)".into(),
+        ));
+    }
+    matmul_bench::prepare_report_dir(dir)
+        .map_err(|e| bad(format!("cannot write the report there: {e}")))
+}
+
+/// A square size given on the command line: an integer of at least 1.
+fn positive_size(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "{} is not a size: sizes are integers of at least 1",
+            matmul::error::quoted(text)
+        )),
+    }
+}
+
 /// A duration in seconds given on the command line: a finite number above zero.
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
-        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+        _ => Err(format!(
+            "{} is not a number of seconds above 0",
+            matmul::error::quoted(text)
+        )),
     }
 }
 
-/// `matmul bench`: opens the backend, measures its ceilings (unless `--no-ceilings`), times every
-/// selected kernel × dtype × shape with `matmul_bench::run`, prints the table and writes the
-/// report files to `--out`; any case that failed verification or timing is exit status 1.
+/// `matmul bench`: checks the command line (kernels, shapes, memory, --tiling, --out) before a
+/// device is opened, opens the backend, measures its ceilings (unless `--no-ceilings`), times
+/// every selected kernel × dtype × shape with `matmul_bench::run`, prints the table and writes
+/// the report files to `--out`; any case that failed verification or timing is exit status 1,
+/// and a run in which every case was skipped is exit status 2.
 pub fn bench(args: BenchArgs) -> CliResult {
     let suite = match &args.suite {
         Some(name) => Some(Suite::load(name).map_err(CliError::input)?),
         None => None,
     };
-    let opened = open(args.backend)?;
-    let backend: &dyn Backend = match &opened {
-        Opened::Cpu(b) => b,
-        Opened::Cuda(b) => b.as_ref(),
+    let named = defaults::named_kernels(&args.kernels)?;
+    let (choice, cuda_kernel) = backend_for(args.backend, named.as_deref())?;
+    // `auto` opens the device to learn the backend (it never fails: no device is the CPU);
+    // CUDA is opened only once the whole command line has been checked.
+    let mut opened = match choice {
+        BackendChoice::Auto => Some(open(choice, None)?),
+        BackendChoice::Cpu => Some(Opened::Cpu(matmul::cpu::CpuBackend)),
+        BackendChoice::Cuda => None,
     };
-    let kind = backend.kind();
+    let kind = match &opened {
+        Some(Opened::Cpu(_)) => BackendKind::Cpu,
+        Some(Opened::Cuda(_)) | None => BackendKind::Cuda,
+    };
     let dtypes = if args.dtypes.is_empty() {
         defaults::dtypes(kind)
     } else {
         args.dtypes.clone()
     };
     let kernels = defaults::select_kernels(&args.kernels, kind, args.quick)?;
-    if kernels.is_empty() {
-        return Err(CliError::input("no kernels to benchmark"));
+    if args.tiling.is_some() {
+        check_tiling(&kernels, kind)?;
     }
     let mut config = BenchConfig::new(Vec::new(), dtypes, shapes(&args, kind));
     config.kernels = kernels;
@@ -311,6 +418,17 @@ pub fn bench(args: BenchArgs) -> CliResult {
     config.max_case_seconds = Some(args.max_case_seconds);
     config.rounds = args.rounds as usize;
     config.tiling = args.tiling;
+    config.validate()?;
+    prepare_out(&args.out)?;
+
+    let opened = match opened.take() {
+        Some(o) => o,
+        None => open(choice, cuda_kernel)?,
+    };
+    let backend: &dyn Backend = match &opened {
+        Opened::Cpu(b) => b,
+        Opened::Cuda(b) => b.as_ref(),
+    };
     match &opened {
         Opened::Cpu(_) => {
             config.cache_bytes = matmul_bench::default_cpu_cache_bytes();
@@ -406,7 +524,32 @@ pub fn bench(args: BenchArgs) -> CliResult {
             failed.join(", ")
         )));
     }
-    Ok(())
+    nothing_ran(&report.records)
+}
+
+/// A run in which every case was skipped (the kernels' rules refused every problem, or every
+/// case was above the size budget): nothing was measured because of the input, exit status 2,
+/// naming the first case and why.
+fn nothing_ran(records: &[Record]) -> CliResult {
+    if records
+        .iter()
+        .any(|r| r.status != matmul_bench::Status::Skipped)
+    {
+        return Ok(());
+    }
+    let first = records.first().map_or(String::new(), |r| {
+        format!(
+            "; the first, {} {} {}: {}",
+            r.kernel,
+            r.dtype,
+            r.shape,
+            r.reason.as_deref().unwrap_or("skipped")
+        )
+    });
+    Err(CliError::input(format!(
+        "nothing ran: all {} case(s) were skipped{first}",
+        records.len()
+    )))
 }
 
 /// `--profile`: each OK CUDA record runs once more under ncu (`matmul run` of the same kernel,
@@ -474,4 +617,36 @@ fn run_args(rec: &Record) -> Vec<String> {
         args.extend(["--tiling".to_string(), t.clone()]);
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matmul::{DType, Problem, RunOptions};
+    use matmul_bench::Status;
+
+    /// A run of skips is exit status 2 naming the first; one case that ran (or failed) is not.
+    #[test]
+    fn a_run_of_skips_is_an_input_error() {
+        let cpu = matmul::find("cpu").unwrap();
+        let p = Problem::new(8, 8, 8, DType::F32);
+        let record = |status, reason: &str| {
+            let mut r = Record::new(cpu, &p, &RunOptions::default(), status);
+            r.reason = Some(reason.into());
+            r
+        };
+        let skips = [
+            record(Status::Skipped, "needs Hopper"),
+            record(Status::Skipped, "too big"),
+        ];
+        let e = nothing_ran(&skips).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert_eq!(
+            e.message,
+            "nothing ran: all 2 case(s) were skipped; the first, cpu f32 8x8x8: needs Hopper"
+        );
+        for status in [Status::Ok, Status::Failed] {
+            assert!(nothing_ran(&[skips[0].clone(), record(status, "")]).is_ok());
+        }
+    }
 }

@@ -65,7 +65,8 @@ pub struct JudgeArgs {
     cases: Vec<PathBuf>,
 }
 
-/// The whole of `path`, or of standard input when None; unreadable input is exit status 2.
+/// The whole of `path`, or of standard input when None, less a UTF-8 byte-order mark at the
+/// start; unreadable input is exit status 2.
 fn read_text(path: Option<&Path>) -> CliResult<String> {
     let mut text = String::new();
     let result = match path {
@@ -74,6 +75,9 @@ fn read_text(path: Option<&Path>) -> CliResult<String> {
     };
     let name = path.map_or("standard input".to_string(), |p| p.display().to_string());
     result.map_err(|e| CliError::input(format!("cannot read {name}: {e}")))?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
     Ok(text)
 }
 
@@ -136,8 +140,9 @@ pub fn signature(args: SignatureArgs) -> CliResult {
 /// `matmul judge`: runs each CASE.in file and compares its signatures with CASE.out, printing
 /// PASS or FAIL (with the first differing case) per file; any FAIL is exit status 1.
 pub fn judge(args: JudgeArgs) -> CliResult {
-    let sel = select_u32(&args.kernel, args.backend)?;
-    let mut failed = 0;
+    // Every case file and its expected signatures are read and checked before a device is
+    // opened: a bad file is exit status 2 whatever the machine.
+    let mut files = Vec::new();
     for input in &args.cases {
         let text = read_text(Some(input))?;
         let out_path = input.with_extension("out");
@@ -152,14 +157,19 @@ pub fn judge(args: JudgeArgs) -> CliResult {
             .map(|(i, l)| {
                 l.trim().parse::<u32>().map_err(|_| {
                     CliError::input(format!(
-                        "{}: line {}: `{}` is not a u32 signature",
+                        "{}: line {}: {} is not a u32 signature",
                         out_path.display(),
                         i + 1,
-                        l.trim()
+                        matmul::error::quoted(l.trim())
                     ))
                 })
             })
             .collect::<CliResult<Vec<u32>>>()?;
+        files.push((input, out_path, cases, expected));
+    }
+    let sel = select_u32(&args.kernel, args.backend)?;
+    let mut failed = 0;
+    for (input, out_path, cases, expected) in &files {
         let start = Instant::now();
         let mut first_diff = None;
         let mut differing = 0;

@@ -18,7 +18,7 @@ pub struct ListArgs {
     /// With --verbose: only these kernels (comma-separated names or aliases).
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
-    /// With --verbose: the NVRTC target (default: the GPU's own, else sm_90a).
+    /// With --verbose: the NVRTC target, sm_XY or sm_XYa (default: the GPU's own, else sm_90a).
     #[arg(long)]
     arch: Option<String>,
     /// With --verbose: compile the SIMT-ladder kernels with this tiling instead of their default.
@@ -26,9 +26,60 @@ pub struct ListArgs {
     tiling: Option<matmul::Tiling>,
 }
 
+/// The options of `--verbose` given without it, or with `--json`, are input errors naming the
+/// option, as are unknown kernels, an `--arch` that is not `sm_XY[a]`, and a `--tiling` for
+/// kernels without one.
+fn check_args(args: &ListArgs) -> CliResult<Vec<&'static matmul::KernelSpec>> {
+    let kernels = args
+        .kernels
+        .iter()
+        .map(|n| matmul::find(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.json && args.verbose {
+        return Err(CliError::input(
+            "--json prints the registry only; it does not take --verbose",
+        ));
+    }
+    let given = [
+        ("--kernels", !args.kernels.is_empty()),
+        ("--arch", args.arch.is_some()),
+        ("--tiling", args.tiling.is_some()),
+    ];
+    if let Some((option, _)) = given
+        .iter()
+        .find(|(_, given)| *given)
+        .filter(|_| !args.verbose)
+    {
+        return Err(CliError::input(format!(
+            "{option} applies to --verbose's ptxas report; add --verbose"
+        )));
+    }
+    if let Some(arch) = &args.arch {
+        let digits = arch
+            .strip_prefix("sm_")
+            .map(|a| a.strip_suffix('a').unwrap_or(a));
+        if !digits.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(CliError::input(format!(
+                "--arch {}: expected sm_XY or sm_XYa (e.g. sm_90a, sm_80)",
+                matmul::error::quoted(arch)
+            )));
+        }
+    }
+    let none = matmul::RunOptions::default();
+    let has_tiling = |k: &&matmul::KernelSpec| k.tiling(&none).is_some();
+    if args.tiling.is_some() && !kernels.is_empty() && !kernels.iter().any(has_tiling) {
+        return Err(CliError::input(format!(
+            "--tiling applies to the SIMT-ladder kernels ({}); none of --kernels has a tiling",
+            crate::run_cmd::kernels_with(|k| k.tiling(&none).is_some())
+        )));
+    }
+    Ok(kernels)
+}
+
 /// `matmul list`: the registry as a table (name, aliases, backend, dtypes, C types, constraints,
 /// origin), as JSON with `--json`, or with `--verbose` each CUDA kernel's ptxas report.
 pub fn list(args: ListArgs) -> CliResult {
+    let kernels = check_args(&args)?;
     if args.json {
         let json =
             serde_json::to_string_pretty(KERNELS).map_err(|e| CliError::failure(e.to_string()))?;
@@ -77,14 +128,14 @@ pub fn list(args: ListArgs) -> CliResult {
     );
     if args.verbose {
         println!();
-        println!("{}", ptxas_report(&args)?);
+        println!("{}", ptxas_report(&args, kernels)?);
     }
     Ok(())
 }
 
 /// ptxas's resource report for every CUDA kernel × dtype, compiled by NVRTC for the GPU's arch
 /// (or --arch; needs libnvrtc only, no GPU). Dynamic shared memory is what a launch asks for.
-fn ptxas_report(args: &ListArgs) -> CliResult<String> {
+fn ptxas_report(args: &ListArgs, named: Vec<&'static matmul::KernelSpec>) -> CliResult<String> {
     let arch = match &args.arch {
         Some(a) => a.clone(),
         None => matmul::cuda::list_devices()
@@ -92,16 +143,13 @@ fn ptxas_report(args: &ListArgs) -> CliResult<String> {
             .and_then(|d| d.first().map(|d| d.arch.clone()))
             .unwrap_or_else(|| "sm_90a".into()),
     };
-    let kernels: Vec<&matmul::KernelSpec> = if args.kernels.is_empty() {
+    let kernels: Vec<&matmul::KernelSpec> = if named.is_empty() {
         KERNELS
             .iter()
             .filter(|k| k.cuda_source().is_some())
             .collect()
     } else {
-        args.kernels
-            .iter()
-            .map(|n| matmul::find(n))
-            .collect::<Result<_, _>>()?
+        named
     };
     let opts = matmul::RunOptions {
         tile: None,

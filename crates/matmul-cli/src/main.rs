@@ -17,7 +17,8 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "matmul",
     version,
-    about = "GPU matrix multiplication: seed kernels to tensor cores, checked against a CPU reference"
+    about = "GPU matrix multiplication: seed kernels to tensor cores, checked against a CPU reference",
+    after_help = cli_error::EXIT_STATUSES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,20 +29,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Judge Girl CUDA-MATMUL: read `N S1 S2` triples, print one u32 signature of C = A·B per line.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Signature(judge_cmd::SignatureArgs),
     /// Run judge case files (CASE.in) and compare with the CASE.out beside each.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Judge(judge_cmd::JudgeArgs),
     /// Run one product and report time, rate and (by default for small sizes) the check.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Run(run_cmd::RunArgs),
     /// Reproduce a Mojo GPU puzzle configuration and compare with its expected output.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Puzzle(puzzle_cmd::PuzzleArgs),
     /// The kernel registry as a table.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     List(list_cmd::ListArgs),
     /// The CPU and every CUDA device found (or why none was).
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Devices,
     /// Time every kernel against cuBLAS and the measured ceilings; write JSON, CSV, SVG, Markdown, HTML.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Bench(bench_cmd::BenchArgs),
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
 }
 
@@ -61,7 +70,20 @@ fn quiet_on_closed_pipe() {}
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version (stdout, status 0), and usage errors (stderr, status 2), as clap
+        // prints them, less the whole of a long bad value.
+        Err(e) => {
+            let text = e.render().to_string();
+            let cut = cli_error::cut_long_words(&text);
+            if !e.use_stderr() || cut == text {
+                e.exit();
+            }
+            eprint!("{cut}");
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
     let result = match cli.command {
         Command::Signature(args) => judge_cmd::signature(args),
         Command::Judge(args) => judge_cmd::judge(args),

@@ -6,7 +6,9 @@ use clap::{Args, ValueEnum};
 use matmul::cpu::reference;
 use matmul::judge::{self, Generator};
 use matmul::verify;
-use matmul::{AnyMatrix, BackendChoice, COut, DType, Init, Op, Problem, RunOptions};
+use matmul::{
+    AnyMatrix, BackendChoice, COut, DType, Init, KernelSpec, Op, Problem, RunOptions, KERNELS,
+};
 
 use crate::cli_error::{CliError, CliResult};
 
@@ -57,14 +59,15 @@ pub struct RunArgs {
     /// Seed of A's values; B's is seed + 1 (random and judge inits).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Tile / TPB for kernels that take one (tiled, single-block, naive).
+    /// Tile / TPB for the kernels that take one (tiled, tiled-async, single-block; 1 to 32);
+    /// an error for any other kernel.
     #[arg(long)]
     tile: Option<u32>,
     /// Tiling for the SIMT-ladder kernels:
     /// BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]
     /// (e.g. 128x128x16/8x4/w64x32n2/s3); default: the tune table's entry for the kernel, dtype
     /// and shape class (the user's `matmul tune` cache, else the built-in table for the GPU, as
-    /// `matmul bench` uses), else the registry's.
+    /// `matmul bench` uses), else the registry's. An error for a kernel without a tiling.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
     /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
@@ -78,10 +81,40 @@ pub struct RunArgs {
     backend: BackendChoice,
 }
 
-/// `matmul run`: selects the kernel and its tuned tiling ([`matmul::dispatch::select`]), runs it
-/// once (the time printed includes transfers and any first compile), prints the signature of a
-/// u32 C, and checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed
-/// check is exit status 1.
+/// The registry's kernels for which `pred` holds, comma-separated (for messages).
+pub fn kernels_with(pred: impl Fn(&KernelSpec) -> bool) -> String {
+    let names: Vec<&str> = KERNELS.iter().filter(|k| pred(k)).map(|k| k.name).collect();
+    names.join(", ")
+}
+
+/// `--tile` and `--tiling` apply to some kernels only: either given for `kernel`, which has no
+/// such parameter, is an input error naming the option (`chosen`: what picked the kernel).
+fn check_options(args: &RunArgs, kernel: &KernelSpec, chosen: &str) -> CliResult {
+    let none = RunOptions::default();
+    if args.tile.is_some() && kernel.tile(&none).is_none() {
+        return Err(CliError::input(format!(
+            "--tile applies to the kernels with a TILE or TPB ({}); `{}`{chosen} has none",
+            kernels_with(|k| k.tile(&none).is_some()),
+            kernel.name
+        )));
+    }
+    if args.tiling.is_some() && kernel.tiling(&none).is_none() {
+        return Err(CliError::input(format!(
+            "--tiling applies to the SIMT-ladder kernels ({}); `{}`{chosen} has no tiling",
+            kernels_with(|k| k.tiling(&none).is_some()),
+            kernel.name
+        )));
+    }
+    Ok(())
+}
+
+/// `matmul run`: checks the command line (the problem, host memory, `--init`, and for a named
+/// kernel its options and the rules that need no device) and, when checking, that the inputs
+/// and the reference are within the dtype's range, before a backend is opened; selects
+/// the kernel and its tuned tiling ([`matmul::dispatch::select`]), runs it once (the time
+/// printed includes transfers and any first compile), prints the signature of a u32 C, and
+/// checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed check is
+/// exit status 1.
 pub fn run(args: RunArgs) -> CliResult {
     let problem = Problem::new(args.m, args.n, args.k, args.dtype)
         .with_ops(
@@ -91,17 +124,39 @@ pub fn run(args: RunArgs) -> CliResult {
         .with_c(args.c_dtype);
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
+    judge_init(&args)?;
+    let asked = RunOptions {
+        tile: args.tile,
+        tiling: args.tiling,
+    };
+    if !args.kernel.eq_ignore_ascii_case("auto") {
+        let spec = matmul::find(&args.kernel)?;
+        check_options(&args, spec, "")?;
+        spec.can_run(&problem, None, &asked)
+            .map_err(matmul::Error::from)?;
+    }
+    let (a, b) = inputs(&args, &problem)?;
+    let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
+    // The reference before the kernel: inputs or sums beyond the dtype's range leave it not
+    // finite, which is the input's fault, found before any device is opened.
+    let reference = if check {
+        let r = reference::matmul(&problem, &a, &b)?;
+        verify::check_range(&problem, &a, &b, &r).map_err(|e| out_of_range(&args, e))?;
+        Some(r)
+    } else {
+        None
+    };
     let sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
     for note in &sel.notes {
         eprintln!("matmul: {note}");
     }
+    check_options(&args, sel.kernel, " (the choice of `auto`)")?;
     let opts = RunOptions {
         tile: args.tile,
         tiling: args.tiling.or(sel.tiling),
     };
     sel.backend.check(sel.kernel, &problem, opts)?;
 
-    let (a, b) = inputs(&args, &problem)?;
     let start = Instant::now();
     let c = sel.backend.run(sel.kernel, &problem, &a, &b, opts)?;
     let secs = start.elapsed().as_secs_f64();
@@ -127,9 +182,7 @@ pub fn run(args: RunArgs) -> CliResult {
     if let AnyMatrix::U32(c) = &c {
         println!("signature {}", judge::signature(&c.data));
     }
-    let check = args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT);
-    if check {
-        let reference = reference::matmul(&problem, &a, &b)?;
+    if let Some(reference) = reference {
         let v = verify::compare_inputs(&problem, &a, &b, &c, &reference);
         let verdict = if v.passed { "PASS" } else { "FAIL" };
         println!(
@@ -169,20 +222,45 @@ fn inputs(args: &RunArgs, problem: &Problem) -> CliResult<(AnyMatrix, AnyMatrix)
             AnyMatrix::generate(args.dtype, br, bc, Init::Arange { scale: 2 })?,
         ),
         InitArg::Judge => {
-            if args.dtype != DType::U32 || args.m != args.n || args.n != args.k {
-                return Err(CliError::input("--init judge needs --dtype u32 and m = n = k (the judge's square u32 matrices)"));
-            }
-            let n = u32::try_from(args.n)
-                .ok()
-                .filter(|&n| n <= judge::MAX_N)
-                .ok_or_else(|| {
-                    CliError::input(format!("--init judge needs n ≤ {}", judge::MAX_N))
-                })?;
-            let s1 = u32::try_from(args.seed)
-                .map_err(|_| CliError::input("--init judge needs a seed that fits in u32"))?;
+            let (n, s1) = judge_init(args)?.expect("--init judge");
             let a = judge::rand_gen(s1, n, Generator::Judge)?;
             let b = judge::rand_gen(s1.wrapping_add(1), n, Generator::Judge)?;
             (AnyMatrix::U32(a), AnyMatrix::U32(b))
         }
     })
+}
+
+/// [`verify::check_range`]'s error (exit status 2), with the largest values `--init arange`
+/// puts in A and B when they came from it.
+fn out_of_range(args: &RunArgs, e: matmul::Error) -> CliError {
+    let mut e = CliError::from(e);
+    if args.init == InitArg::Arange {
+        let last = |rows: usize, cols: usize| (rows * cols).saturating_sub(1);
+        e.message += &format!(
+            " (--init arange fills A with 0 to {} and B with 0 to {})",
+            last(args.m, args.k),
+            2 * last(args.k, args.n)
+        );
+    }
+    e
+}
+
+/// For `--init judge`, the judge's N and first seed; an input error unless the problem is the
+/// judge's (u32, m = n = k ≤ 65535, a seed that fits in u32). None for the other inits.
+fn judge_init(args: &RunArgs) -> CliResult<Option<(u32, u32)>> {
+    if args.init != InitArg::Judge {
+        return Ok(None);
+    }
+    if args.dtype != DType::U32 || args.m != args.n || args.n != args.k {
+        return Err(CliError::input(
+            "--init judge needs --dtype u32 and m = n = k (the judge's square u32 matrices)",
+        ));
+    }
+    let n = u32::try_from(args.n)
+        .ok()
+        .filter(|&n| n <= judge::MAX_N)
+        .ok_or_else(|| CliError::input(format!("--init judge needs n ≤ {}", judge::MAX_N)))?;
+    let s1 = u32::try_from(args.seed)
+        .map_err(|_| CliError::input("--init judge needs a seed that fits in u32"))?;
+    Ok(Some((n, s1)))
 }

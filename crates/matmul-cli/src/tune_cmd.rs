@@ -4,7 +4,7 @@
 //! against the CPU reference on an awkward shape with both operand layouts, then timed with CUDA
 //! events; the fastest verified one wins.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use matmul::cpu::reference;
@@ -40,7 +40,8 @@ pub struct TuneArgs {
     /// Timed launches per candidate (the median counts).
     #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     iters: usize,
-    /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory).
+    /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory);
+    /// checked before the device is opened.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -102,13 +103,39 @@ fn median_seconds(
         .ok_or_else(|| "timing returned no usable samples".to_string())
 }
 
-/// `matmul tune`: for each dtype × shape × kernel, compiles, verifies and times up to
-/// `--max-candidates` tilings in each of two passes (an even spread, then the first winner's
-/// neighbours and builds), and saves the fastest verified one into the table (this machine's, else
-/// the built-in one for the GPU) after every winner; needs a CUDA device.
+/// `--out` made ready before the device is opened: not a directory, its directory created if
+/// missing, and the file open for writing (an existing table is left as it is; a file created
+/// here is removed again, as the tune writes it after its first winner).
+fn check_out(path: &Path) -> CliResult {
+    let bad = |why: String| CliError::input(format!("--out {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(bad(
+            "is a directory; --out names the tune table's file".into()
+        ));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| bad(format!("cannot create its directory: {e}")))?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| bad(format!("cannot write the tune table there: {e}")))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// `matmul tune`: checks the kernels (each must have a tiling and a dtype of the run) and
+/// `--out` before the device is opened; then for each dtype × shape × kernel, compiles,
+/// verifies and times up to `--max-candidates` tilings in each of two passes (an even spread,
+/// then the first winner's neighbours and builds), and saves the fastest verified one into the
+/// table (this machine's, else the built-in one for the GPU) after every winner; without a
+/// CUDA device, exit status 1.
 pub fn tune(args: TuneArgs) -> CliResult {
-    let backend = CudaBackend::new(0)
-        .map_err(|e| CliError::failure(format!("tuning needs a CUDA device: {e}")))?;
     let kernels: Vec<&'static KernelSpec> = if args.kernels.is_empty() {
         search::tunable_kernels()
     } else {
@@ -124,7 +151,20 @@ pub fn tune(args: TuneArgs) -> CliResult {
                 k.name
             )));
         }
+        if !args.dtypes.iter().any(|&d| k.supports(d)) {
+            let names: Vec<_> = k.dtypes.iter().map(|d| d.name()).collect();
+            return Err(CliError::input(format!(
+                "kernel `{}` runs none of the dtypes asked for (it runs {})",
+                k.name,
+                names.join(", ")
+            )));
+        }
     }
+    if let Some(out) = &args.out {
+        check_out(out)?;
+    }
+    let backend = CudaBackend::new(0)
+        .map_err(|e| CliError::failure(format!("tuning needs a CUDA device: {e}")))?;
     let path = match &args.out {
         Some(p) => p.clone(),
         None => tune::table_path(backend.info())

@@ -41,6 +41,21 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Exit status 2, and on stderr one line, `matmul: ...` (ours) or `error: ...` (clap's), that
+/// names what is wrong (contains `needle`); returns stderr.
+#[track_caller]
+fn bad_input(args: &[&str], stdin: &str, needle: &str) -> String {
+    let out = matmul(args, stdin);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.lines()
+            .any(|l| (l.starts_with("matmul: ") || l.starts_with("error: ")) && l.contains(needle)),
+        "{args:?}: no line of stderr names {needle:?}:\n{err}"
+    );
+    err
+}
+
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("matmul-cli-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -163,6 +178,65 @@ fn a_missing_file_and_an_unknown_kernel_are_input_errors() {
     assert_ne!(out.status.code(), Some(0));
 }
 
+/// A bad token of 2 MB (or 100 kB on the command line) comes back cut to 64 characters, with
+/// its length, not whole.
+#[test]
+fn long_bad_tokens_are_cut_in_messages() {
+    let token = "7".repeat(2_000_000);
+    let err = bad_input(
+        &["signature", "--backend", "cpu"],
+        &format!("2 2 5\n{token} 1 1\n"),
+        &format!(
+            "line 2: `{}…` (2000000 bytes): N must be at most",
+            &token[..64]
+        ),
+    );
+    assert!(err.len() < 300, "{err}");
+    let value = "x".repeat(100_000);
+    for args in [
+        vec!["run", "--dtype", &value, "-m", "1", "-n", "1", "-k", "1"],
+        vec!["bench", "--backend", "cpu", "--shapes", &value],
+        vec!["bench", "--backend", "cpu", "--kernels", &value],
+        vec!["bench", "--backend", "cpu", "--min-time", &value],
+        vec![
+            "run", "--kernel", "cpu", "--tiling", &value, "-m", "1", "-n", "1", "-k", "1",
+        ],
+    ] {
+        let err = bad_input(&args, "", "(100000 bytes)");
+        assert!(err.len() < 600, "{}: {err}", args[..2].join(" "));
+    }
+    let dir = temp_dir("judge-long");
+    std::fs::write(dir.join("t.in"), "2 2 5\n").unwrap();
+    std::fs::write(dir.join("t.out"), format!("{value}\n")).unwrap();
+    let input = dir.join("t.in");
+    let err = bad_input(
+        &["judge", "--kernel", "cpu", input.to_str().unwrap()],
+        "",
+        "line 1: `xxxx",
+    );
+    assert!(
+        err.contains("(100000 bytes) is not a u32 signature"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A judge file saved with a UTF-8 byte-order mark (as Windows editors write) reads as without.
+#[test]
+fn a_byte_order_mark_at_the_start_is_accepted() {
+    let out = matmul(&["signature", "--backend", "cpu"], "\u{feff}2 2 5\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "573770929\n");
+    let dir = temp_dir("judge-bom");
+    std::fs::write(dir.join("t.in"), "\u{feff}2 2 5\n64 1 2\n").unwrap();
+    std::fs::write(dir.join("t.out"), "\u{feff}573770929\n3376147904\n").unwrap();
+    let input = dir.join("t.in");
+    let out = matmul(&["judge", "--kernel", "cpu", input.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("PASS "), "{}", stdout(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn judge_passes_the_official_cases_and_reports_the_first_difference() {
     let out = matmul(
@@ -241,6 +315,39 @@ fn run_checks_every_dtype_against_the_reference() {
     );
 }
 
+/// Inputs beyond the dtype's range (f16's 65504) leave the reference itself infinite: that is
+/// the input's fault, said so with the dtype and its largest finite value, status 2, before any
+/// kernel runs (before, "cpu does not match the CPU reference, rel. error inf", status 1).
+#[test]
+fn out_of_range_inputs_are_blamed_not_the_kernel() {
+    fn run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "run", "--kernel", "cpu", "--dtype", "f16", "--init", "arange",
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+    let err = bad_input(
+        &run(&["-m", "300", "-n", "300", "-k", "300"]),
+        "",
+        "the inputs are out of f16's range: A holds values that round to ±inf or NaN in f16 (the largest finite f16 is 65504)",
+    );
+    assert!(
+        err.contains("--init arange fills A with 0 to 89999"),
+        "{err}"
+    );
+    assert!(!err.contains("does not match"), "{err}");
+    bad_input(
+        &run(&["-m", "100", "-n", "100", "-k", "100", "--c-dtype", "input"]),
+        "",
+        "the inputs are too large for C in f16: the exact sums of the reference round to ±inf or NaN in f16 (the largest finite f16 is 65504)",
+    );
+    // The same inputs with C in f32 fit, and pass.
+    let out = matmul(&run(&["-m", "100", "-n", "100", "-k", "100"]), "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("check    PASS"), "{}", stdout(&out));
+}
+
 #[test]
 fn run_rejects_bad_arguments_with_status_2() {
     let bad: &[&[&str]] = &[
@@ -265,6 +372,236 @@ fn run_rejects_bad_arguments_with_status_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).is_empty());
     }
+}
+
+/// The exit-status contract's bad inputs: status 2 and a one-line message naming what is wrong,
+/// decided before any device is opened (so the same on a machine with a GPU and without).
+#[test]
+fn bad_input_is_status_2_naming_what_is_wrong() {
+    let cases: &[(&[&str], &str)] = &[
+        // Nothing would run because of the input.
+        (&["bench", "--sizes", "0"], "`0` is not a size"),
+        (
+            &["bench", "--backend", "cpu", "--shapes", "0x4x4"],
+            "bad shape `0x4x4`",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--kernels", "cpu", "--sizes", "99999999"],
+            "f32 99999999x99999999x99999999 needs",
+        ),
+        (
+            &["bench", "--kernels", "wgmma", "--dtypes", "u32", "--sizes", "64"],
+            "nothing would run: no kernel of the run can run any of its problems (the first refusal: kernel `wgmma` cannot run u32 64x64x64: dtype u32 is not supported",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--kernels", "cpu", "--sizes", "64", "--max-mnk", "100"],
+            "every case is above the run's size budget of 100",
+        ),
+        // Kernels and backends that do not go together.
+        (
+            &["bench", "--backend", "cpu", "--kernels", "tiled"],
+            "--kernels: `tiled` runs on the cuda backend, not on the cpu backend --backend names",
+        ),
+        (
+            &["bench", "--kernels", "cpu,tiled"],
+            "`cpu` runs on the cpu backend and `tiled` on cuda; one bench runs on one backend",
+        ),
+        (
+            &["run", "--backend", "cpu", "--kernel", "tiled", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` runs on the cuda backend, not on the cpu backend asked for",
+        ),
+        // Options that do not apply to the kernel.
+        (
+            &["run", "--kernel", "cpu", "--tiling", "64x64x8/8x8", "-m", "4", "-n", "4", "-k", "4"],
+            "--tiling applies to the SIMT-ladder kernels (blocktile-1d, ",
+        ),
+        (
+            &["run", "--kernel", "cpu", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
+            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async); `cpu` has none",
+        ),
+        (
+            &["run", "--kernel", "tiled", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` cannot run f32 4x4x4: TILE 0 needs 0 threads per block; TILE must be 1 to 32",
+        ),
+        (
+            &["bench", "--backend", "cpu", "--tiling", "64x64x8/8x8"],
+            "--tiling applies to the SIMT-ladder kernels",
+        ),
+        (
+            &["list", "--kernels", "nope"],
+            "unknown kernel `nope` (see `matmul list`)",
+        ),
+        (
+            &["list", "--kernels", "tiled"],
+            "--kernels applies to --verbose's ptxas report; add --verbose",
+        ),
+        (
+            &["list", "--tiling", "64x64x8/8x8"],
+            "--tiling applies to --verbose's ptxas report",
+        ),
+        (
+            &["list", "--verbose", "--kernels", "tiled", "--tiling", "64x64x8/8x8"],
+            "none of --kernels has a tiling",
+        ),
+        (&["list", "--json", "--verbose"], "--json prints the registry only"),
+        (
+            &["list", "--verbose", "--arch", "sm90"],
+            "--arch `sm90`: expected sm_XY or sm_XYa",
+        ),
+        // tune checks its input before it looks for a device.
+        (&["tune", "--kernels", "nope"], "unknown kernel `nope`"),
+        (
+            &["tune", "--kernels", "tiled"],
+            "kernel `tiled` has no tiling to tune",
+        ),
+        (
+            &["tune", "--kernels", "warptile", "--dtypes", "bf16"],
+            "kernel `warptile` runs none of the dtypes asked for (it runs f32, u32)",
+        ),
+        (&["tune", "--shapes", "0"], "bad shape `0`"),
+    ];
+    for (args, needle) in cases {
+        bad_input(args, "", needle);
+    }
+}
+
+/// `--out` is checked before anything is timed: a file, or a path where no directory can be
+/// made, is refused (before, the whole run was timed and its results lost); an existing report
+/// directory is reused. tune's `--out` is checked before the device is looked for.
+#[test]
+fn out_paths_are_checked_before_the_run() {
+    let dir = temp_dir("out-check");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "keep me").unwrap();
+    let bench = |out: &str| {
+        vec![
+            "bench",
+            "--backend",
+            "cpu",
+            "--kernels",
+            "cpu",
+            "--dtypes",
+            "f32",
+            "--shapes",
+            "8",
+            "--no-ceilings",
+            "--iters",
+            "2",
+            "--out",
+            out,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let f = file.to_str().unwrap().to_string();
+    let args = bench(&f);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let err = bad_input(
+        &args,
+        "",
+        &format!("--out {f}: is a file; --out names the report's directory"),
+    );
+    assert!(!err.contains("measuring"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    let under = format!("{f}/report");
+    let args = bench(&under);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    bad_input(
+        &args,
+        "",
+        &format!("--out {under}: cannot write the report there"),
+    );
+    // A directory with an earlier report: replaced.
+    let report = dir.join("report");
+    let r = report.to_str().unwrap().to_string();
+    for _ in 0..2 {
+        let args = bench(&r);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = matmul(&args, "");
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert!(report.join("results.json").is_file());
+    // tune: a directory as the table's file, before any device.
+    let d = dir.to_str().unwrap();
+    bad_input(
+        &["tune", "--out", d],
+        "",
+        &format!("--out {d}: is a directory"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A CUDA kernel, `--backend cuda`, `tune` and `puzzle` on a machine without a usable GPU are a
+/// runtime condition, status 1, in every subcommand alike (CUDA_VISIBLE_DEVICES="" hides any
+/// GPU, so this holds on a GPU host too); bad input beside it is still status 2.
+#[test]
+fn no_gpu_is_status_1_in_every_subcommand() {
+    let public = data("public.in");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--kernel", "tiled", "-m", "4", "-n", "4", "-k", "4"],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &[
+                "bench",
+                "--kernels",
+                "tiled",
+                "--sizes",
+                "8",
+                "--no-ceilings",
+            ],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &[
+                "bench",
+                "--backend",
+                "cuda",
+                "--sizes",
+                "8",
+                "--no-ceilings",
+            ],
+            "no CUDA device",
+        ),
+        (&["tune"], "tuning needs a CUDA device"),
+        (&["puzzle", "tiled"], "kernel `tiled` needs a CUDA device"),
+        (
+            &["signature", "--kernel", "TILING", public.to_str().unwrap()],
+            "kernel `tiled` needs a CUDA device",
+        ),
+        (
+            &["judge", "--kernel", "TILING", public.to_str().unwrap()],
+            "kernel `tiled` needs a CUDA device",
+        ),
+    ];
+    let hidden = [("CUDA_VISIBLE_DEVICES", "")];
+    for (args, needle) in cases {
+        let out = matmul_env(args, "", &hidden);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.lines().last().unwrap_or("").starts_with("matmul: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+    // Bad input is found first: status 2 whatever the device.
+    let dir = temp_dir("judge-bad-first");
+    std::fs::write(dir.join("t.in"), "2 2 x\n").unwrap();
+    std::fs::write(dir.join("t.out"), "1\n").unwrap();
+    let input = dir.join("t.in");
+    for args in [
+        vec!["judge", "--kernel", "TILING", input.to_str().unwrap()],
+        vec!["bench", "--kernels", "tiled", "--sizes", "99999999"],
+        vec![
+            "run", "--kernel", "tiled", "--tile", "64", "-m", "4", "-n", "4", "-k", "4",
+        ],
+    ] {
+        let out = matmul_env(&args, "", &hidden);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -17,12 +17,19 @@
 // MN-major ones as BM/64 or BN/64 boxes of 64 × BK (bit 1); the plain product (A K-major, B
 // MN-major) runs as C^T = B^T·A^T. The host's tensor maps (src/cuda/tma.rs) follow the same rules.
 // C: epilogue.cuh (from registers, or STORE_BOXES staged boxes and TMA stores); f32 or C_NARROW.
+// Split-K (`splits` > 1, cluster-free builds; the host plans it for problems with tiles for at most
+// half the SMs and a long K, family/wgmma.rs): unit u is tile u % tiles over k-blocks piece
+// u / tiles of `splits` near-equal pieces; each piece stores its f32 partial tile (C's orientation)
+// into slab `piece` of `partial` (splits × M × N), and `wgmma_reduce`, launched behind, sums the
+// slabs in piece order (deterministic) into C (piece_range: tile_order.cuh; store_partial and
+// wgmma_reduce: epilogue.cuh).
 // Geometry: THREADS = 384 (three warpgroups); a persistent grid of at most one block per SM.
 // Shared memory (dynamic): STAGES·(BM + BN)·BK·2 bytes (128×256×64, 4 stages: 192 KB), + 1 KB to
 // align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB of C boxes.
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM (16-bit), IN_BF16 | IN_F16,
 // BM = 128, BN = 64 | 128 | 256, BK = 64, STAGES, THREADS, CLUSTER, STORE_BOXES, C_NARROW, PROBE.
-// Constraints: sm_90a; stored rows of A and B multiples of 16 bytes (TMA); any M, N, K otherwise.
+// Constraints: sm_90a; any M, N, K (rows that are not 16-byte multiples are staged by the host:
+// src/cuda/staging.rs).
 
 #if !defined(IN_BF16) && !defined(IN_F16)
 #error "wgmma: compile with IN_BF16 or IN_F16"
@@ -68,16 +75,17 @@ using Units = ClusterUnits<CLUSTER, GROUP_M>;
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int TA, int TB>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
-                                        const TmaMap* map_b, Units units, unsigned rank, int kblocks)
+                                        const TmaMap* map_b, Units units, unsigned rank, int kblocks, int splits)
 {
     constexpr int B_ROWS = BN / CLUSTER;                    // K-major B rows this block loads
     constexpr int B_CHUNKS = BN / SWIZZLE_ELEMS / CLUSTER;  // MN-major B chunks this block loads
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tm, tn;
-        units.tile(u, rank, tm, tn);
+    for (int u = units.first; u < units.count * splits; u += units.step) {
+        int tm, tn, kb0, kb1;
+        units.tile(u % units.count, rank, tm, tn);
+        piece_range(u / units.count, splits, kblocks, kb0, kb1);
         PROBE_IF(it == 0, P_FIRST_TILE);
-        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
             PROBE_IF(it == 0, P_FIRST_COPY);
@@ -114,7 +122,8 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 // SWAP: the block computes C^T's tile (tm, tn) = C's rows tn·BN + [0, BN), columns tm·BM + [0, BM).
 template <int TA, int TB, bool SWAP>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
-                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks,
+                                        int splits, float* __restrict__ partial)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -133,10 +142,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         }
     };
     unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tm, tn;
-        units.tile(u, rank, tm, tn);
-        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+    for (int u = units.first; u < units.count * splits; u += units.step) {
+        int tm, tn, kb0, kb1;
+        const int piece = u / units.count;
+        units.tile(u % units.count, rank, tm, tn);
+        piece_range(piece, splits, kblocks, kb0, kb1);
+        for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
             PROBE_IF(it == 0 && tid == 0 && wg == 0, P_FIRST_STAGE);
@@ -155,13 +166,13 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             constexpr int A_STEP = (TA == 0 ? 32 : 2048) / 16, B_STEP = (TB == 0 ? 32 : 2048) / 16;
 #pragma unroll
             for (int kk = 0; kk < BK / 16; ++kk)
-                wgmma_m64k16<BN, TA, TB>(d, da + kk * A_STEP, db + kk * B_STEP, (kb > 0 || kk > 0) ? 1 : 0);
+                wgmma_m64k16<BN, TA, TB>(d, da + kk * A_STEP, db + kk * B_STEP, (kb > kb0 || kk > 0) ? 1 : 0);
             wgmma_commit();
             if constexpr (WAIT_DEPTH == 1) {
                 // Keep this k-block's products in flight while waiting for the previous one's,
                 // then hand that one's buffer back to the producer.
                 wgmma_wait<1>();
-                if (kb > 0) release((it - 1) % STAGES);
+                if (kb > kb0) release((it - 1) % STAGES);
             } else {
                 // Wait for this k-block's products and hand its buffer straight back.
                 wgmma_wait<0>();
@@ -174,6 +185,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         if constexpr (WAIT_DEPTH == 1) release((it - 1) % STAGES);
         PROBE_IF(tid == 0 && wg == 0, P_MAINLOOP_END);
         if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
+        if (splits > 1) {
+            float* slab = partial + (size_t)piece * M * N;
+            if (SWAP) store_partial<true>(d, slab, M, N, tn * BN + 2 * (lane % 4), tm * BM + wg * 64 + warp * 16 + lane / 4);
+            else store_partial<false>(d, slab, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + 2 * (lane % 4));
+            continue;
+        }
         if (SWAP) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tn * BN, tm * BM + wg * 64);
         else store_c<false>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tm * BM + wg * 64, tn * BN);
     }
@@ -185,7 +202,8 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ C, int M, int N, int K,
       int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
-      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c)
+      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c, int splits,
+      float* __restrict__ partial)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
@@ -237,18 +255,18 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
         if (threadIdx.x == 0) {
             // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
-            if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-            else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-            else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
+            if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
+            else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
+            else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         PROBE_IF(threadIdx.x == 128, P_CONSUMER_REGS);
         if (CLUSTER > 1) cluster_wait();  // before the first full-wait and remote release
-        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
     }
     // A block must outlive the copies into it and the arrivals on its barriers (with a cluster
     // the producer's last waits see to the other block's; this barrier is the block's own).

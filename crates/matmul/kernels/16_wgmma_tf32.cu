@@ -20,9 +20,10 @@
 // align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB of C boxes.
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM = float, IN_TF32,
 // BM = 128, BN = 256, BK = 32, STAGES, THREADS, CLUSTER, STORE_BOXES. Kernel ABI: the usual
-// arguments, then tensor maps of A and B (boxed per role, src/cuda/tma.rs `tf32_maps`) and of C.
-// Constraints: sm_90a; op(A) = N or op(B) = T; stored rows of A and B multiples of 16 bytes (TMA);
-// any M, N, K otherwise.
+// arguments, then tensor maps of A and B (boxed per role, src/cuda/tma.rs `tf32_maps`) and of C,
+// then split-K's pieces and slabs (15_wgmma.cu's scheme: piece_range, store_partial, wgmma_reduce).
+// Constraints: sm_90a; op(A) = N or op(B) = T; any M, N, K (rows that are not 16-byte multiples are
+// staged by the host: src/cuda/staging.rs).
 
 #if !defined(IN_TF32)
 #error "wgmma-tf32: compile with IN_TF32"
@@ -132,14 +133,16 @@ using Units = ClusterUnits<CLUSTER, GROUP_M>;
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int R_PMAJOR>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_r,
-                                        const TmaMap* map_s, Units units, unsigned rank, int kblocks)
+                                        const TmaMap* map_s, Units units, unsigned rank, int kblocks, int splits)
 {
     constexpr int S_ROWS = BN / CLUSTER;  // S rows this block loads (and multicasts to the cluster)
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tp, tq;
-        units.tile(u, rank, tp, tq);
-        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+    const int pieces = CLUSTER > 1 ? 1 : splits;  // the host never splits a cluster build
+    for (int u = units.first; u < units.count * pieces; u += units.step) {
+        int tp, tq, kb0, kb1;
+        units.tile(CLUSTER > 1 ? u : u % units.count, rank, tp, tq);
+        piece_range(CLUSTER > 1 ? 0 : u / units.count, pieces, kblocks, kb0, kb1);
+        for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
             mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
@@ -166,11 +169,11 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 // ---- consumers: each warpgroup owns 64 rows (p) × 256 columns (q) of the D tile --------------
 template <int SWAPPED, int R_PMAJOR>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
-                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks)
+                                        int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks,
+                                        int splits, float* __restrict__ partial)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the D tile
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-    unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
     const bool staged = STORE_BOXES > 0 && (N * C_BYTES) % 16 == 0;
     const int p0 = wg * 64 + warp * 16;  // this warp's 16 rows of the D tile
     const bool odd_t = (lane & 1) != 0;  // t = lane % 4 is odd
@@ -196,6 +199,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     // registers of an in-flight wgmma are off limits), so k-blocks alternate between two
     // fragment sets: set X is rewritten two k-blocks later, after the wait_group 1 that follows
     // the next k-block's commit has retired this one.
+    // `kb` counts from the unit's first k-block (its piece's, with split-K).
     unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
     auto k_block = [&](unsigned (&a)[BK / 8][4], int kb) {
         int s = it % STAGES;
@@ -227,15 +231,18 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     };
     unsigned a_even[BK / 8][4], a_odd[BK / 8][4];
     const int P = SWAPPED ? N : M;  // D's rows
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tp, tq;
-        units.tile(u, rank, tp, tq);
+    const int pieces = CLUSTER > 1 ? 1 : splits;  // the host never splits a cluster build
+    for (int u = units.first; u < units.count * pieces; u += units.step) {
+        int tp, tq, kb0, kb1;
+        units.tile(CLUSTER > 1 ? u : u % units.count, rank, tp, tq);
+        piece_range(CLUSTER > 1 ? 0 : u / units.count, pieces, kblocks, kb0, kb1);
+        const int n = kb1 - kb0;  // the consumers need only the count (the producer loads them)
         int kb = 0;
-        for (; kb + 1 < kblocks; kb += 2) {
+        for (; kb + 1 < n; kb += 2) {
             k_block(a_even, kb);
             k_block(a_odd, kb + 1);
         }
-        if (kb < kblocks) k_block(a_even, kb);
+        if (kb < n) k_block(a_even, kb);
         wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
@@ -243,8 +250,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         if (tp * BM >= P) continue;  // a cluster's spare tile past the last row
         // Epilogue (epilogue.cuh): d[4j + 2h + c] is D(p, q) with p = p0 + lane/4 + 8h and
         // q = 8j + 2(lane%4) + c, the layout of 15_wgmma.cu's accumulators; swapped, D = C^T.
-        if (SWAPPED) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tq * BN, tp * BM + wg * 64);
-        else store_c<false>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tp * BM + wg * 64, tq * BN);
+        // Split-K: the piece's f32 partial goes to its slab by the direct stores (C is f32 here).
+        unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
+        float* out = pieces > 1 ? partial + (size_t)(u / units.count) * M * N : C;
+        const bool to_boxes = staged && pieces == 1;
+        if (SWAPPED) store_c<true>(d, to_boxes, boxes, map_c, out, M, N, wg, warp, lane, tq * BN, tp * BM + wg * 64);
+        else store_c<false>(d, to_boxes, boxes, map_c, out, M, N, wg, warp, lane, tp * BM + wg * 64, tq * BN);
     }
     if (staged && threadIdx.x % 128 == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
@@ -252,14 +263,15 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs,
            const __grid_constant__ TmaMap map_a, const __grid_constant__ TmaMap map_b,
-           const __grid_constant__ TmaMap map_c)
+           const __grid_constant__ TmaMap map_c, int splits, float* __restrict__ partial)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
 
-    // Stored layouts (TMA's 16-byte rows make them unambiguous: every stored row has ≥ 4 elements).
+    // Stored layouts (unambiguous: a stored row is at least 16 bytes, 4 elements, or the host stages
+    // it into 128-byte rows and passes their pitch).
     const bool a_kmajor = a_cs == 1;  // A stored M×K (op(A) = N)
     const bool b_kmajor = b_rs == 1;  // B stored N×K (op(B) = T)
     if (!a_kmajor && !b_kmajor) return;  // op(A) = T, op(B) = N: refused by the host (can_run)
@@ -291,16 +303,16 @@ wgmma_tf32(const float* A, const float* B, float* C, int M, int N, int K, int a_
             cluster_wait();
         }
         if (threadIdx.x == 0) {
-            if (swapped) produce<1>(smem, full, empty, &map_b, &map_a, units, rank, kblocks);
-            else if (a_kmajor) produce<0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
-            else produce<1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks);
+            if (swapped) produce<1>(smem, full, empty, &map_b, &map_a, units, rank, kblocks, splits);
+            else if (a_kmajor) produce<0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
+            else produce<1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         if (CLUSTER > 1) cluster_wait();  // before the first remote release
-        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
-        else consume<0, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks);
+        if (swapped) consume<1, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        else if (a_kmajor) consume<0, 0>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        else consume<0, 1>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
     }
     // A block must outlive the copies into it and the arrivals on its barriers (with a cluster
     // the producer's last waits see to the other block's; this barrier is the block's own).

@@ -166,6 +166,27 @@ __device__ __forceinline__ void store_direct_t(const float (&d)[ACC], OUT* __res
     }
 }
 
+// Split-K's partial tile (15_wgmma.cu): the warpgroup's 64×BN f32 accumulators into a slab of
+// M×N f32 in C's orientation, bounds-checked; (r0, c0) is the thread's first element of C:
+// direct C(r0 + 8h, c0 + 8j + c), swapped (the tile is C^T's) C(r0 + 8j + c, c0 + 8h).
+template <bool SWAP>
+__device__ __forceinline__ void store_partial(const float (&d)[ACC], float* __restrict__ P, int M, int N, int r0,
+                                              int c0)
+{
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int row = SWAP ? r0 + 8 * j + c : r0 + 8 * h;
+                const int col = SWAP ? c0 + 8 * h : c0 + 8 * j + c;
+                if (row < M && col < N) P[(size_t)row * N + col] = d[4 * j + 2 * h + c];
+            }
+        }
+    }
+}
+
 #if !C_NARROW
 // Staged, f32: box (nb, mb) holds C's rows m0 + 64·mb + [0, 64) and columns n0 + 32·nb + [0, 32);
 // warps 2·nb and 2·nb + 1 hold its values, so each round fills both nb of STORE_BOXES / 2 mb and
@@ -277,5 +298,17 @@ __device__ __forceinline__ void store_c(const float (&d)[ACC], bool staged, unsi
     } else {
         if (staged) store_staged(d, boxes, map_c, wg, warp, lane, r, c);
         else store_direct(d, C, M, N, r + warp * 16 + lane / 4, c + (lane % 4) * 2);
+    }
+}
+
+// Split-K's second step (15_wgmma.cu, 16_wgmma_tf32.cu): C[i] = the sum over the `splits` slabs
+// of `partial` (piece order), rounded to C's type; one thread an element, a grid-stride loop.
+extern "C" __global__ void __launch_bounds__(256) wgmma_reduce(const float* __restrict__ partial, OUT* __restrict__ C,
+                                                              int count, int splits)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int p = 0; p < splits; ++p) sum += partial[(size_t)p * count + i];
+        put_one(C + i, sum);
     }
 }

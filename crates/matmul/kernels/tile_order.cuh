@@ -35,3 +35,12 @@ struct ClusterUnits {
         tm = um * CLUSTER_ + rank;
     }
 };
+
+// Split-K (15_wgmma.cu, 16_wgmma_tf32.cu): the k-blocks [kb0, kb1) of piece `piece` of `splits`
+// near-equal pieces of `kblocks` (the host plans `splits` so that no piece is empty).
+__device__ __forceinline__ void piece_range(int piece, int splits, int kblocks, int& kb0, int& kb1)
+{
+    const int per = (kblocks + splits - 1) / splits;
+    kb0 = piece * per;
+    kb1 = min(kblocks, kb0 + per);
+}

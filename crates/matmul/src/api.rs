@@ -165,7 +165,8 @@ impl<'a, T: Element> Gemm<'a, T> {
 
     /// Compares C with the CPU reference after the run (f64 sums, or exact u32; slow for large
     /// products): exact for u32, a tolerance scaled to the dtype and k for floats. A difference
-    /// beyond it is an [`Error::Mismatch`].
+    /// beyond it is an [`Error::Mismatch`]; inputs or sums beyond the dtype's range, which leave the
+    /// reference itself not finite, are an [`Error::OutOfRange`].
     pub fn verify(mut self, verify: bool) -> Self {
         self.verify = verify;
         self
@@ -271,6 +272,7 @@ impl<'a, T: Element> Gemm<'a, T> {
         let c = backend.run(choice.kernel, &problem, &a, &b, opts)?;
         let verdict = if self.verify {
             let want = reference::matmul(&problem, &a, &b)?;
+            crate::verify::check_range(&problem, &a, &b, &want)?;
             let v = compare_inputs(&problem, &a, &b, &c, &want);
             if !v.passed {
                 return Err(Error::Mismatch {

@@ -90,6 +90,16 @@ impl DType {
         }
     }
 
+    /// The largest finite value of the stored type (u32: `u32::MAX`; tf32: f32's, its storage).
+    pub fn max_finite(self) -> f64 {
+        match self {
+            DType::U32 => u32::MAX as f64,
+            DType::F32 | DType::Tf32 => f32::MAX as f64,
+            DType::Bf16 => bf16::MAX.to_f64(),
+            DType::F16 => f16::MAX.to_f64(),
+        }
+    }
+
     /// Unit roundoff of the inputs as the kernel sees them (2^-p for p mantissa bits incl. the
     /// implicit one); 0 for exact integer arithmetic.
     pub fn unit_roundoff(self) -> f64 {

@@ -5,6 +5,28 @@ use thiserror::Error;
 
 use crate::problem::Problem;
 
+/// The most characters of a token from the user (a name, a value, a word of an input file) that
+/// a message repeats.
+pub const TOKEN_CHARS: usize = 64;
+
+/// `token` in backquotes for a message; one longer than [`TOKEN_CHARS`] characters is cut there,
+/// with an ellipsis and its length (`` `aaaa…` (2097152 bytes) ``), so that a bad 2 MB token is
+/// not echoed whole.
+///
+/// ```
+/// use matmul::error::quoted;
+///
+/// assert_eq!(quoted("f64"), "`f64`");
+/// let long = "9".repeat(100_000);
+/// assert_eq!(quoted(&long), format!("`{}…` (100000 bytes)", "9".repeat(64)));
+/// ```
+pub fn quoted(token: &str) -> String {
+    match token.char_indices().nth(TOKEN_CHARS) {
+        None => format!("`{token}`"),
+        Some((cut, _)) => format!("`{}…` ({} bytes)", &token[..cut], token.len()),
+    }
+}
+
 /// Why a kernel cannot run a problem (CUTLASS's `can_implement`). Returned before any launch.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("kernel `{kernel}` cannot run {problem}: {rule}")]
@@ -27,15 +49,15 @@ pub enum Error {
     Unsupported(#[from] Unsupported),
 
     /// No registry name or alias matches (case-insensitively) the name given.
-    #[error("unknown kernel `{0}` (see `matmul list`)")]
+    #[error("unknown kernel {} (see `matmul list`)", quoted(.0))]
     UnknownKernel(String),
 
     /// A dtype name other than f32, u32, tf32, bf16, f16.
-    #[error("unknown dtype `{0}` (expected one of f32, u32, tf32, bf16, f16)")]
+    #[error("unknown dtype {} (expected one of f32, u32, tf32, bf16, f16)", quoted(.0))]
     UnknownDType(String),
 
     /// A shape string that is not `MxNxK` or `N` (see [`Shape`](crate::Shape)).
-    #[error("bad shape `{0}` (expected MxNxK or N, positive integers)")]
+    #[error("bad shape {} (expected MxNxK or N, positive integers)", quoted(.0))]
     BadShape(String),
 
     #[error("{what}: expected {expected}, found {found}")]
@@ -133,6 +155,17 @@ pub enum Error {
         detail: String,
     },
 
+    /// The inputs, or the exact sums they make, do not fit their element type: A or B holds
+    /// ±inf or NaN (values beyond the dtype's range round to ±inf), or the reference C does
+    /// (its sums beyond C's type). No kernel can be judged against such a reference.
+    #[error("{}", out_of_range(.operand, *.dtype))]
+    OutOfRange {
+        /// "A", "B" or "C".
+        operand: &'static str,
+        /// The operand's element type (C's type for "C").
+        dtype: crate::dtype::DType,
+    },
+
     /// A backend returned C in another element type than the problem's.
     #[error("kernel `{kernel}` returned {found} elements for a {expected} C")]
     WrongOutput {
@@ -143,6 +176,21 @@ pub enum Error {
         /// The type the backend returned.
         found: crate::dtype::DType,
     },
+}
+
+/// [`Error::OutOfRange`]'s message: the operand, the dtype and its largest finite value.
+fn out_of_range(operand: &str, dtype: crate::dtype::DType) -> String {
+    let max = dtype.max_finite();
+    let max = if max < 1e6 {
+        format!("{max}")
+    } else {
+        format!("{max:.7e}")
+    };
+    let what = match operand {
+        "C" => format!("the inputs are too large for C in {dtype}: the exact sums of the reference round to ±inf or NaN in {dtype}"),
+        _ => format!("the inputs are out of {dtype}'s range: {operand} holds values that round to ±inf or NaN in {dtype}"),
+    };
+    format!("{what} (the largest finite {dtype} is {max}); the reference is not finite, so the check cannot judge the kernel")
 }
 
 /// `std::result::Result` with this crate's [`Error`](enum@Error) by default.

@@ -150,7 +150,8 @@ impl FromStr for BackendChoice {
             "cpu" => Ok(BackendChoice::Cpu),
             "cuda" | "gpu" => Ok(BackendChoice::Cuda),
             _ => Err(Error::Invalid(format!(
-                "unknown backend `{s}` (expected auto, cpu or cuda)"
+                "unknown backend {} (expected auto, cpu or cuda)",
+                error::quoted(s)
             ))),
         }
     }

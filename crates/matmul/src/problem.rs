@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::{DType, Types};
-use crate::error::Error;
+use crate::error::{quoted, Error};
 
 /// Whether an operand is used as stored (`N`) or transposed (`T`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -48,7 +48,8 @@ impl FromStr for COut {
             "accumulator" | "acc" | "f32" => Ok(COut::Accumulator),
             "input" => Ok(COut::Input),
             _ => Err(Error::Invalid(format!(
-                "unknown C type `{s}` (expected `f32` (the accumulator: u32 for u32) or `input` (bf16 C for bf16, f16 C for f16))"
+                "unknown C type {} (expected `f32` (the accumulator: u32 for u32) or `input` (bf16 C for bf16, f16 C for f16))",
+                quoted(s)
             ))),
         }
     }
@@ -245,8 +246,9 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A shape written "MxNxK" (or a single "N" for a square product); `x`, `X` and `*` all
-/// separate, spaces around numbers are allowed. Anything else is [`Error::BadShape`].
+/// A shape written "MxNxK" (or a single "N" for a square product), each side at least 1; `x`,
+/// `X` and `*` all separate, spaces around numbers are allowed. Anything else is
+/// [`Error::BadShape`].
 ///
 /// ```
 /// use matmul::Shape;
@@ -255,6 +257,7 @@ impl fmt::Display for Problem {
 /// assert_eq!((s.m, s.n, s.k), (17, 33, 65));
 /// assert_eq!("64".parse::<Shape>()?, Shape { m: 64, n: 64, k: 64 });
 /// assert!("1x2".parse::<Shape>().is_err());
+/// assert!("0x4x4".parse::<Shape>().is_err());
 /// # Ok::<(), matmul::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,7 +276,13 @@ impl FromStr for Shape {
         let bad = || Error::BadShape(s.to_string());
         let parts: Vec<usize> = s
             .split(['x', 'X', '*'])
-            .map(|p| p.trim().parse::<usize>().map_err(|_| bad()))
+            .map(|p| {
+                p.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&v| v > 0)
+                    .ok_or_else(bad)
+            })
             .collect::<Result<_, _>>()?;
         match parts[..] {
             [n] => Ok(Shape { m: n, n, k: n }),
@@ -340,6 +349,13 @@ mod tests {
         );
         assert!("1x2".parse::<Shape>().is_err());
         assert!("axbxc".parse::<Shape>().is_err());
+        for zero in ["0", "0x4x4", "4x0x4", "4x4x0"] {
+            let e = zero.parse::<Shape>().unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("bad shape `{zero}` (expected MxNxK or N, positive integers)")
+            );
+        }
     }
 
     #[test]

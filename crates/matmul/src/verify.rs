@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::dtype::DType;
+use crate::error::Error;
 use crate::matrix::AnyMatrix;
 use crate::problem::{Op, Problem};
 
@@ -189,6 +190,46 @@ fn compare_scaled(
     }
 }
 
+/// Whether the reference can judge a kernel on these inputs: A, B and the reference C all
+/// finite. Values beyond a dtype's range round to ±inf (f16's is 65504: `--init arange` at
+/// 300×300 fills A up to 89999), and sums beyond C's type round to ±inf in the reference; then
+/// every kernel would "differ from the reference" by ∞ and the fault is the input's. The error,
+/// [`Error::OutOfRange`], names the operand, the dtype and its largest finite value. u32 wraps:
+/// always in range.
+///
+/// ```
+/// use matmul::{cpu, verify, AnyMatrix, DType, Init, Problem};
+///
+/// let problem = Problem::square(300, DType::F16);
+/// let a = AnyMatrix::generate(DType::F16, 300, 300, Init::Arange { scale: 1 })?;
+/// let b = AnyMatrix::generate(DType::F16, 300, 300, Init::Random { seed: 1 })?;
+/// let reference = cpu::reference::matmul(&problem, &a, &b)?;
+/// let e = verify::check_range(&problem, &a, &b, &reference).unwrap_err();
+/// assert!(e.to_string().starts_with("the inputs are out of f16's range: A holds"));
+/// # Ok::<(), matmul::Error>(())
+/// ```
+pub fn check_range(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    reference: &AnyMatrix,
+) -> Result<(), Error> {
+    if problem.dtype == DType::U32 {
+        return Ok(());
+    }
+    let finite = |m: &AnyMatrix| m.to_f64_vec().iter().all(|v| v.is_finite());
+    for (operand, m, dtype) in [
+        ("A", a, problem.dtype),
+        ("B", b, problem.dtype),
+        ("C", reference, problem.c_dtype()),
+    ] {
+        if !finite(m) {
+            return Err(Error::OutOfRange { operand, dtype });
+        }
+    }
+    Ok(())
+}
+
 /// |x − r| > bound, with NaN counted as exceeding (a poisoned element must never pass).
 fn exceeds(x: f64, r: f64, bound: f64) -> bool {
     let d = (x - r).abs();
@@ -217,6 +258,42 @@ mod tests {
         assert!(!compare(&problem, &tf32, &want).passed);
         assert!(compare_inputs(&problem, &a, &b, &tf32, &want).passed);
         assert!(!compare_inputs(&problem, &a, &b, &wrong, &want).passed);
+    }
+
+    /// Inputs beyond f16's range, and sums beyond a 16-bit C, are the input's fault, named as
+    /// such; in range, nothing is said.
+    #[test]
+    fn out_of_range_inputs_and_sums_are_named() {
+        use crate::cpu::reference;
+        use crate::matrix::Init;
+        use crate::problem::COut;
+        let gen = |d, n, scale| AnyMatrix::generate(d, n, n, Init::Arange { scale }).unwrap();
+        let check = |p: &Problem, a: &AnyMatrix, b: &AnyMatrix| {
+            let r = reference::matmul(p, a, b).unwrap();
+            check_range(p, a, b, &r).map_err(|e| e.to_string())
+        };
+        // 300×300: A reaches 89999 and B 179998, beyond 65504.
+        let p = Problem::square(300, DType::F16);
+        let e = check(&p, &gen(DType::F16, 300, 1), &gen(DType::F16, 300, 2)).unwrap_err();
+        assert_eq!(e, "the inputs are out of f16's range: A holds values that round to ±inf or NaN in f16 (the largest finite f16 is 65504); the reference is not finite, so the check cannot judge the kernel");
+        // 100×100 fits f16, but its sums (~1e10) do not fit an f16 C; they fit an f32 C.
+        let (a, b) = (gen(DType::F16, 100, 1), gen(DType::F16, 100, 2));
+        let narrow = Problem::square(100, DType::F16).with_c(COut::Input);
+        let e = check(&narrow, &a, &b).unwrap_err();
+        assert!(
+            e.starts_with("the inputs are too large for C in f16: "),
+            "{e}"
+        );
+        assert!(check(&Problem::square(100, DType::F16), &a, &b).is_ok());
+        // f32's range: 3.4028235e38.
+        let big = AnyMatrix::F32(Matrix::from_vec(1, 1, vec![f32::MAX]).unwrap());
+        let e = check(&Problem::square(1, DType::F32), &big, &big).unwrap_err();
+        assert!(
+            e.contains("(the largest finite f32 is 3.4028235e38)"),
+            "{e}"
+        );
+        let u = gen(DType::U32, 300, 1);
+        assert!(check(&Problem::square(300, DType::U32), &u, &u).is_ok());
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! `verify::compare` (u32 also bit for bit). Plus the Mojo puzzle configurations (TILE 3), tile
 //! overrides, the poisoning of C, timing, and errors that must not be panics.
 //!
-//! Without a GPU every test prints `SKIP: <reason>` and passes, unless MATMUL_REQUIRE_GPU=1.
+//! The tests that need a GPU are `#[ignore]`d, so that without one `cargo test` counts them as
+//! ignored, with the reason, not as passed; built with MATMUL_REQUIRE_GPU=1 (build.rs) they are
+//! not. Run with `--include-ignored` and no GPU, each prints `SKIP: <reason>` and passes, unless
+//! MATMUL_REQUIRE_GPU=1 (then it fails); scripts/gpu-check.sh passes `--include-ignored`.
 //! MATMUL_TEST_SMALL=1 keeps only small shapes, =tiny five of them (for compute-sanitizer runs).
 //! `--nocapture` prints one RESULT line per kernel and dtype.
 
@@ -194,12 +197,6 @@ fn expected_refusal(
                     return Some("shared memory");
                 }
             }
-            Constraint::TmaRows => {
-                let per_row = 16 / problem.dtype.input_bytes();
-                if problem.a_stored().1 % per_row != 0 || problem.b_stored().1 % per_row != 0 {
-                    return Some("TMA needs 16-byte rows");
-                }
-            }
             Constraint::Sm90a => {
                 if !backend.limits().unwrap().sm90a {
                     return Some("needs sm_90a");
@@ -307,6 +304,7 @@ macro_rules! kernel_tests {
     ($($test:ident => $name:literal),* $(,)?) => {
         $(
             #[test]
+            #[cfg_attr(not(matmul_require_gpu), ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored")]
             fn $test() {
                 sweep($name);
             }
@@ -354,6 +352,10 @@ kernel_tests! {
 /// Tile overrides (RunOptions.tile): every 2-D tile kernel at several TILEs, single-block at
 /// larger TPBs, and the refusals of TILEs a block cannot hold.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn tile_overrides() {
     let Some(backend) = gpu() else { return };
     let mut failures = Vec::new();
@@ -423,6 +425,10 @@ fn tile_overrides() {
 /// the first must have left at zero (a stale queue skips pieces, whose tiles stay poisoned). Each
 /// kernel must split at least one of them, or the test would test nothing.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn split_tail() {
     let Some(backend) = gpu() else { return };
     // The plan splits problems of two waves or more of tiles at least cuda::TAIL_MIN_SLICES long,
@@ -502,6 +508,10 @@ fn split_tail() {
 /// a spread of its tune candidates and at every tiling of the built-in tune tables, on awkward
 /// shapes, and a refusal for a broken tiling.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn tiling_overrides() {
     let Some(backend) = gpu() else { return };
     let max_shared = backend.limits().unwrap().max_shared_per_block;
@@ -548,8 +558,8 @@ fn tiling_overrides() {
                 for &(m, n, k) in shapes {
                     for &(op_a, op_b) in &[(Op::N, Op::N), (Op::T, Op::T)] {
                         let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
-                        // A shape the kernel refuses (TMA's 16-byte rows) must be refused with
-                        // that rule; every other must verify.
+                        // A shape the kernel refuses must be refused with its rule; every other
+                        // must verify.
                         match run_or_refuse(&backend, kernel, &problem, opts) {
                             Ok(true) => ran += 1,
                             Ok(false) => refused += 1,
@@ -592,6 +602,10 @@ fn puzzle_expected(prefix: &str) -> Vec<f64> {
 /// Mojo puzzle p16: A[i] = i, B[i] = 2i; tiled / idiomatic-tiled at TILE 3 on 9×9, naive and
 /// single-block (TPB 3) on 2×2. Exact, in f32 and u32.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn puzzle_configurations() {
     let Some(backend) = gpu() else { return };
     let runs: [(&str, usize, Option<u32>, &str); 4] = [
@@ -617,6 +631,10 @@ fn puzzle_configurations() {
 
 /// C is poisoned before every launch, and a poisoned C fails verification.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn output_is_poisoned_before_the_launch() {
     let Some(backend) = gpu() else { return };
     for (dtype, c_out) in [
@@ -651,6 +669,10 @@ fn output_is_poisoned_before_the_launch() {
 /// `time` returns one positive duration per timed launch, rotating input sets, for a compiled
 /// kernel, an accumulating one (C re-zeroed outside the timed region) and cuBLAS.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn timing_returns_one_duration_per_launch() {
     let Some(backend) = gpu() else { return };
     for (name, dtype, n) in [
@@ -697,6 +719,10 @@ fn timing_returns_one_duration_per_launch() {
 
 /// Bad calls are errors, never panics, and leave the backend usable.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn bad_calls_are_errors() {
     let Some(backend) = gpu() else { return };
     let opts = RunOptions::default();
@@ -729,6 +755,10 @@ fn bad_calls_are_errors() {
 
 /// The device description and limits are plausible.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn device_properties() {
     let Some(backend) = gpu() else { return };
     let info = backend.info();
@@ -781,6 +811,19 @@ fn auto_backend_falls_back_without_panicking() {
     }
 }
 
+/// MATMUL_REQUIRE_GPU=1 promises that the GPU tests ran. A binary built without it (the GPU
+/// bundle's: scripts/gpu-bundle.sh) has them ignored: run without `--include-ignored`, it fails
+/// here rather than passing with every GPU test ignored.
+#[test]
+fn require_gpu_includes_the_ignored_gpu_tests() {
+    let included = std::env::args().any(|a| a == "--include-ignored" || a == "--ignored");
+    assert!(
+        !env_is("MATMUL_REQUIRE_GPU", "1") || cfg!(matmul_require_gpu) || included,
+        "MATMUL_REQUIRE_GPU=1, but this test binary was built without it, so its GPU tests are \
+         ignored: pass --include-ignored"
+    );
+}
+
 // ---- wgmma-tf32 -------------------------------------------------------------------------------
 
 /// The op combinations wgmma-tf32 runs (op(A) = T with op(B) = N is refused: no K-major operand).
@@ -819,6 +862,10 @@ fn mismatches(got: &AnyMatrix, want: &AnyMatrix, limit: usize) -> (usize, Vec<St
 /// 32-element stage, several tiles per persistent block, and the refused T·N layout. A wrong
 /// fragment layout or epilogue mapping shows up here as a list of positions.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgmma_tf32_small_integers_are_exact() {
     let Some(backend) = gpu() else { return };
     let Some(kernel) = tf32_kernel(&backend) else {
@@ -916,6 +963,10 @@ fn map_f32(m: &AnyMatrix, f: fn(f32) -> f32) -> AnyMatrix {
 /// operand is rounded to nearest even and whose shared-memory operand is truncated or rounded:
 /// the result must sit clearly closer to one of them, and that one must be S rounded.
 #[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgmma_tf32_rounding() {
     let Some(backend) = gpu() else { return };
     let Some(kernel) = tf32_kernel(&backend) else {

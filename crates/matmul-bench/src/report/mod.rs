@@ -28,7 +28,7 @@ mod write;
 pub use csv::csv_field;
 pub use ladder::{Ladder, Rung};
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
-pub use write::{write_reports, ReportFiles};
+pub use write::{prepare_report_dir, write_reports, ReportFiles};
 
 /// Bumped whenever a field of results.json changes meaning or disappears. 2: `roof` places every
 /// record by its compulsory traffic (or measured DRAM bytes), no longer by its kernel's traffic

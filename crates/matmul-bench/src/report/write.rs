@@ -24,18 +24,56 @@ pub struct ReportFiles {
     pub html: PathBuf,
 }
 
+impl ReportFiles {
+    /// The report's files in `dir`.
+    pub fn in_dir(dir: &Path) -> ReportFiles {
+        ReportFiles {
+            json: dir.join("results.json"),
+            csv: dir.join("results.csv"),
+            svg: dir.join("roofline.svg"),
+            ladder: dir.join("ladder.svg"),
+            markdown: dir.join("report.md"),
+            html: dir.join("report.html"),
+        }
+    }
+
+    /// Every path, in the order they are written.
+    pub fn paths(&self) -> [&Path; 6] {
+        [
+            &self.json,
+            &self.csv,
+            &self.svg,
+            &self.ladder,
+            &self.markdown,
+            &self.html,
+        ]
+    }
+}
+
+/// Makes `dir` ready for [`write_reports`] before a run, so that a path that cannot take the
+/// report is known before anything is timed: creates it if missing and opens each report file
+/// for writing (an existing one is left as it is; one created here is removed again).
+pub fn prepare_report_dir(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for path in ReportFiles::in_dir(dir).paths() {
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        if !existed {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes results.json, results.csv, roofline.svg, ladder.svg, report.md and report.html into
-/// `dir` (created if missing).
+/// `dir` (created if missing; files of an earlier report there are replaced).
 pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     std::fs::create_dir_all(dir)?;
-    let files = ReportFiles {
-        json: dir.join("results.json"),
-        csv: dir.join("results.csv"),
-        svg: dir.join("roofline.svg"),
-        ladder: dir.join("ladder.svg"),
-        markdown: dir.join("report.md"),
-        html: dir.join("report.html"),
-    };
+    let files = ReportFiles::in_dir(dir);
     std::fs::write(&files.json, report.to_json()?)?;
     std::fs::write(&files.csv, report.to_csv())?;
     std::fs::write(&files.svg, report.roofline_svg())?;

@@ -208,6 +208,74 @@ impl BenchConfig {
         self.gpu_info = serde_json::to_value(info).ok();
     }
 
+    /// Whether `problem` is above the run's size budget (`max_mnk`), and skipped.
+    fn over_budget(&self, problem: &Problem) -> bool {
+        let mnk = problem.m as u128 * problem.n as u128 * problem.k as u128;
+        self.max_mnk.is_some_and(|max| mnk > max as u128)
+    }
+
+    /// Checks what the configuration asks for before anything runs, so that a run that could
+    /// only skip every case is an error naming why rather than a table of skips: at least one
+    /// kernel, dtype and case within the size budget; every such problem at least 1 on each side
+    /// and its buffers within this machine's memory; and, unless `auto` is among the kernels
+    /// (its choice depends on the backend), some kernel whose rules that need no device (dtype,
+    /// shape, options) accept some problem. The device's own rules are checked per case by
+    /// [`run`].
+    pub fn validate(&self) -> matmul::Result<()> {
+        let invalid = |what: String| Err(matmul::Error::Invalid(what));
+        if self.kernels.is_empty() {
+            return invalid("no kernels to benchmark".into());
+        }
+        if self.dtypes.is_empty() {
+            return invalid("no dtypes to benchmark".into());
+        }
+        let all = self.problems();
+        if all.is_empty() {
+            return invalid("no shapes to benchmark".into());
+        }
+        let problems: Vec<Problem> = all.into_iter().filter(|p| !self.over_budget(p)).collect();
+        if problems.is_empty() {
+            return invalid(format!(
+                "every case is above the run's size budget of {} multiply-adds (--max-mnk)",
+                self.max_mnk.unwrap_or(0)
+            ));
+        }
+        for p in &problems {
+            if p.m == 0 || p.n == 0 || p.k == 0 {
+                return Err(matmul::Error::BadShape(p.shape_label()));
+            }
+            matmul::ensure_host_memory(p, p.host_bytes()?)?;
+        }
+        let named: Vec<&KernelSpec> = self
+            .kernels
+            .iter()
+            .filter_map(|k| match k {
+                BenchKernel::Named(spec) => Some(*spec),
+                BenchKernel::Auto => None,
+            })
+            .collect();
+        if named.len() < self.kernels.len() {
+            return Ok(());
+        }
+        let mut first = None;
+        for p in &problems {
+            for spec in &named {
+                match spec.can_run(p, None, &self.options_for(spec, p)) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        match first {
+            Some(e) => invalid(format!(
+                "nothing would run: no kernel of the run can run any of its problems (the first refusal: {e})"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The problems run, in order: dtype, then shape, then ops (or dtype, then the suite's cases).
     pub fn problems(&self) -> Vec<Problem> {
         self.cases().into_iter().map(|(p, _)| p).collect()
@@ -547,13 +615,11 @@ fn bench_one(
         rec.reason = Some(why);
         rec
     };
-    if let Some(max) = config.max_mnk {
-        if problem.m as u128 * problem.n as u128 * problem.k as u128 > max as u128 {
-            return skip(
-                rec,
-                format!("m·n·k above the run's size budget of {max} (--max-mnk)"),
-            );
-        }
+    if let Some(max) = config.max_mnk.filter(|_| config.over_budget(&problem)) {
+        return skip(
+            rec,
+            format!("m·n·k above the run's size budget of {max} (--max-mnk)"),
+        );
     }
     if let Err(e) = backend.check(kernel, &problem, opts) {
         return skip(rec, e.to_string());

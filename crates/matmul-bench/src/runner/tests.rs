@@ -83,6 +83,59 @@ fn problems_cross_dtypes_shapes_ops() {
     assert_eq!(p[2].dtype, DType::U32);
 }
 
+/// A run that could only skip every case is refused before it starts, naming why.
+#[test]
+fn validate_refuses_a_run_that_nothing_could_run() {
+    let cpu = matmul::find("cpu").unwrap();
+    let wgmma = matmul::find("wgmma").unwrap();
+    let shape = |m, n, k| Shape { m, n, k };
+    let config = |kernels, dtypes, shapes| BenchConfig::new(kernels, dtypes, shapes);
+    let err = |c: &BenchConfig| c.validate().unwrap_err().to_string();
+    assert!(config(vec![cpu], vec![DType::F32], vec![shape(8, 8, 8)])
+        .validate()
+        .is_ok());
+    assert_eq!(
+        err(&config(vec![], vec![DType::F32], vec![shape(8, 8, 8)])),
+        "no kernels to benchmark"
+    );
+    assert_eq!(
+        err(&config(vec![cpu], vec![DType::F32], vec![shape(0, 4, 4)])),
+        "bad shape `0x4x4` (expected MxNxK or N, positive integers)"
+    );
+    let huge = err(&config(
+        vec![cpu],
+        vec![DType::F32],
+        vec![shape(1 << 20, 1 << 20, 1 << 20)],
+    ));
+    assert!(
+        huge.contains("bytes of host memory") || huge.contains("too large"),
+        "{huge}"
+    );
+    // A kernel without the dtype: nothing would run.
+    let e = err(&config(
+        vec![wgmma],
+        vec![DType::U32],
+        vec![shape(64, 64, 64)],
+    ));
+    assert!(
+        e.starts_with("nothing would run") && e.contains("dtype u32 is not supported"),
+        "{e}"
+    );
+    // ... but one case that runs is enough, and `auto` is left to the backend.
+    assert!(
+        config(vec![wgmma, cpu], vec![DType::U32], vec![shape(64, 64, 64)])
+            .validate()
+            .is_ok()
+    );
+    let mut auto = config(vec![], vec![DType::U32], vec![shape(64, 64, 64)]);
+    auto.kernels.push(BenchKernel::Auto);
+    assert!(auto.validate().is_ok());
+    // Every case above the size budget.
+    let mut c = config(vec![cpu], vec![DType::F32], vec![shape(64, 64, 64)]);
+    c.max_mnk = Some(1000);
+    assert!(err(&c).contains("size budget of 1000"), "{}", err(&c));
+}
+
 /// What [`TestBackend::run`] does with the CPU backend's result.
 #[derive(Clone, Copy, PartialEq)]
 enum RunMode {

@@ -22,7 +22,7 @@ use std::fmt;
 use crate::backend::{Backend, RunOptions};
 use crate::dispatch::{self, Selection};
 use crate::dtype::DType;
-use crate::error::Error;
+use crate::error::{quoted, Error};
 use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::Problem;
 use crate::registry::KernelSpec;
@@ -97,7 +97,7 @@ pub struct CaseError {
 impl fmt::Display for CaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.token {
-            Some(t) => write!(f, "line {}: `{}`: {}", self.line, t, self.rule),
+            Some(t) => write!(f, "line {}: {}: {}", self.line, quoted(t), self.rule),
             None => write!(f, "line {}: {}", self.line, self.rule),
         }
     }
@@ -107,10 +107,13 @@ impl std::error::Error for CaseError {}
 
 const FIELDS: [&str; 3] = ["N", "S1", "S2"];
 
-/// Parses judge input: any number of `N S1 S2` triples separated by any whitespace. Yields each
-/// case in order and stops after the first error, so the valid cases before it still run.
+/// Parses judge input: any number of `N S1 S2` triples separated by any whitespace (a UTF-8
+/// byte-order mark at the start is skipped, as editors on Windows write one). Yields each case
+/// in order and stops after the first error, so the valid cases before it still run.
 pub fn parse_cases(text: &str) -> impl Iterator<Item = Result<Case, CaseError>> + '_ {
     let mut tokens = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(text)
         .lines()
         .enumerate()
         .flat_map(|(i, l)| l.split_whitespace().map(move |t| (i + 1, t)));
@@ -304,6 +307,25 @@ mod tests {
         assert!(bad("4 1 99999999999").contains("at most 4294967295"));
         // Valid cases before an error are still yielded.
         assert!(parse_cases("2 2 5\nfoo").next().unwrap().is_ok());
+        // A long bad token is cut in the message; a byte-order mark at the start is skipped.
+        let long = format!("2 2 5\n{} 1 1", "7".repeat(1 << 21));
+        assert_eq!(
+            bad(&long),
+            format!(
+                "line 2: `{}…` (2097152 bytes): N must be at most 4294967295 (it is a 32-bit unsigned value)",
+                "7".repeat(64)
+            )
+        );
+        let bom: Vec<_> = parse_cases("\u{feff}2 2 5\n").collect();
+        assert_eq!(
+            bom,
+            [Ok(Case {
+                line: 1,
+                n: 2,
+                s1: 2,
+                s2: 5
+            })]
+        );
     }
 
     /// The fast CPU kernel and the reference sign a case alike; a kernel without u32 is refused

@@ -5,17 +5,20 @@ use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{self as cu_sys, CUfunction_attribute_enum as FuncAttr};
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::buffers::DeviceBuf;
 use super::compile::Build;
+use super::experiment::TailKnobs;
 use super::libs::{self, Context};
 use super::split_tail::SplitLaunch;
+use super::staging::{tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
+use crate::family::wgmma::Wgmma;
 use crate::family::Boxes;
-use crate::problem::Problem;
+use crate::problem::{Op, Problem};
 use crate::registry::{Implementation, KernelSpec};
 
 /// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
@@ -27,17 +30,36 @@ pub(super) enum Launcher {
         tma: Option<Boxes>,
         /// A split-tail kernel's extra argument and tail launch (split-tail kernels only).
         split: Option<SplitLaunch>,
+        /// A split-K kernel's pieces, workspace and reduction (split-K kernels only).
+        split_k: Option<Box<SplitK>>,
     },
     Cublas,
 }
 
+/// How a split-K wgmma kernel runs a product: `splits` k pieces per tile (1: whole tiles, no
+/// workspace), their f32 partials in `workspace` (`splits` slabs of M×N), summed into C by
+/// `reduce` (15_wgmma.cu's `wgmma_reduce`, from the kernel's module) right behind the kernel.
+pub(super) struct SplitK {
+    splits: u64,
+    workspace: Option<(CudaSlice<f32>, CudaFunction)>,
+}
+
+/// Threads per block of `wgmma_reduce`.
+const REDUCE_THREADS: u32 = 256;
+
 /// The device addresses of one launch's operands and output and, for a TMA kernel, their tensor
-/// maps (encoded on the host before any timed region).
+/// maps (encoded on the host before any timed region) and the copies of operands whose rows TMA
+/// cannot read as stored (enqueued with every launch, [`super::staging`]).
 pub(super) struct Operands {
     pub(super) a: u64,
     pub(super) b: u64,
     pub(super) c: u64,
     pub(super) maps: Option<[tma::TensorMap; 3]>,
+    pub(super) staged: Vec<Staged>,
+    /// The kernel's stride arguments (A's row and column, B's row and column): the problem's, or
+    /// for a staged operand its workspace's pitch, from which the TMA kernels tell the stored
+    /// layouts apart (a stored row of one element is always staged, so a pitch is never 1).
+    pub(super) strides: [usize; 4],
 }
 
 /// Grid, block and dynamic shared memory for `kernel` on `problem` on `device`: the grid and
@@ -140,11 +162,22 @@ impl CudaBackend {
                     }
                     None => None,
                 };
+                let split_k = if extra.split_k {
+                    Some(Box::new(self.split_k(
+                        kernel,
+                        problem,
+                        &loaded,
+                        &mut config,
+                    )?))
+                } else {
+                    None
+                };
                 Ok(Launcher::Kernel {
                     loaded,
                     config,
                     tma,
                     split,
+                    split_k,
                 })
             }
             Implementation::Cublas => {
@@ -166,7 +199,7 @@ impl CudaBackend {
     }
 
     /// The operands of one launch: `a`, `b` and `c` as they are, plus tensor maps for a TMA
-    /// kernel.
+    /// kernel, over a padded copy of A or B where TMA cannot read its stored rows.
     pub(super) fn operands(
         &self,
         launcher: &Launcher,
@@ -177,16 +210,63 @@ impl CudaBackend {
     ) -> Result<Operands> {
         let s = &self.stream;
         let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
-        let maps = match launcher {
-            Launcher::Kernel {
-                tma: Some(boxes), ..
-            } => Some(match boxes {
-                Boxes::Tc(t) => tma::maps(problem, t, a, b, c)?,
-                Boxes::Simt(t) => tma::simt_maps(problem, t, a, b)?,
-            }),
-            _ => None,
+        let (sa, sb) = (problem.a_strides(), problem.b_strides());
+        let Launcher::Kernel {
+            tma: Some(boxes),
+            split,
+            ..
+        } = launcher
+        else {
+            return Ok(Operands {
+                a,
+                b,
+                c,
+                maps: None,
+                staged: Vec::new(),
+                strides: [sa.row, sa.col, sb.row, sb.col],
+            });
         };
-        Ok(Operands { a, b, c, maps })
+        let elem = problem.dtype.input_bytes();
+        let mut staged = Vec::new();
+        let mut pitched = |ptr: u64, (rows, cols): (usize, usize)| -> Result<Pitched> {
+            if tma_reads_rows(cols, elem) {
+                return Ok(Pitched { ptr, pitch: cols });
+            }
+            let copy = Staged::new(s, ptr, (rows, cols), elem)?;
+            let at = copy.pitched(s);
+            staged.push(copy);
+            Ok(at)
+        };
+        let (pa, pb) = (
+            pitched(a, problem.a_stored())?,
+            pitched(b, problem.b_stored())?,
+        );
+        if !staged.is_empty() && split.is_some() {
+            // A split tail reads A and B by pointer and stride: it would miss the staging.
+            return Err(Error::Invalid(format!(
+                "a split-tail TMA kernel cannot read staged operands ({problem})"
+            )));
+        }
+        let maps = Some(match boxes {
+            Boxes::Tc(t) => tma::maps(problem, t, pa, pb, c)?,
+            Boxes::Simt(t) => tma::simt_maps(problem, t, pa, pb)?,
+        });
+        // Element (i, l) of op(A) is at a[i·row + l·col]; a staged operand's stored rows are
+        // `pitch` apart (op N: rows of A are M's; op T: rows of A are K's).
+        let strides = |op: Op, p: Pitched| match op {
+            Op::N => (p.pitch, 1),
+            Op::T => (1, p.pitch),
+        };
+        let ((ar, ac), (br, bc)) = (strides(problem.op_a, pa), strides(problem.op_b, pb));
+        // B's op T reads op(B)[l][j] = b[j·pitch + l]: (row 1, col pitch), as for A.
+        Ok(Operands {
+            a,
+            b,
+            c,
+            maps,
+            staged,
+            strides: [ar, ac, br, bc],
+        })
     }
 
     /// Enqueues one product on the stream.
@@ -202,21 +282,39 @@ impl CudaBackend {
                 loaded,
                 config,
                 split,
+                split_k,
                 ..
             } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
-                let (sa, sb) = (problem.a_strides(), problem.b_strides());
+                let [ar, ac, br, bc] = ops.strides;
                 let args = [
                     int(problem.m),
                     int(problem.n),
                     int(problem.k),
-                    int(sa.row),
-                    int(sa.col),
-                    int(sb.row),
-                    int(sb.col),
+                    int(ar),
+                    int(ac),
+                    int(br),
+                    int(bc),
                 ];
+                for copy in &ops.staged {
+                    copy.enqueue(&self.stream)?;
+                }
                 let whole_tiles = split.as_ref().map(|s| s.whole_tiles);
-                self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, ops)?;
+                let pieces = split_k.as_ref().map(|s| {
+                    let partial = s
+                        .workspace
+                        .as_ref()
+                        .map_or(0, |(w, _)| w.device_ptr(&self.stream).0);
+                    (s.splits as i32, partial)
+                });
+                self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, pieces, ops)?;
+                if let Some(SplitK {
+                    splits,
+                    workspace: Some((partial, reduce)),
+                }) = split_k.as_deref()
+                {
+                    return self.launch_reduce(reduce, partial, c, problem, *splits);
+                }
                 let Some(SplitLaunch {
                     whole_tiles,
                     tail: Some(tail),
@@ -238,7 +336,9 @@ impl CudaBackend {
     }
 
     /// Launches a kernel's main entry: `ptrs` (A, B, C), the seven ints, for a split-tail kernel
-    /// the tiles it computes whole, and for a TMA kernel the three tensor maps of `ops`.
+    /// the tiles it computes whole, for a TMA kernel the three tensor maps of `ops`, and for a
+    /// split-K kernel its pieces and workspace.
+    #[allow(clippy::too_many_arguments)]
     fn launch_main(
         &self,
         loaded: &Loaded,
@@ -246,6 +346,7 @@ impl CudaBackend {
         ptrs: (u64, u64, u64),
         args: &[i32; 7],
         whole_tiles: Option<i32>,
+        pieces: Option<(i32, u64)>,
         ops: &Operands,
     ) -> Result<()> {
         let (a, b, c) = ptrs;
@@ -260,13 +361,87 @@ impl CudaBackend {
         if let Some([map_a, map_b, map_c]) = &ops.maps {
             builder.arg(map_a).arg(map_b).arg(map_c);
         }
+        if let Some((splits, partial)) = &pieces {
+            builder.arg(splits).arg(partial);
+        }
         // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
-        // for a split-tail kernel the tiles it computes, and for a TMA kernel three tensor
-        // maps); the buffers are sized for `problem`, which the kernels index within (TMA
-        // bounds its own reads).
+        // for a split-tail kernel the tiles it computes, for a TMA kernel three tensor maps,
+        // for a split-K kernel its pieces and a workspace of that many M×N f32 slabs); the
+        // buffers are sized for `problem`, which the kernels index within (TMA bounds its own
+        // reads).
         unsafe { builder.launch(*config) }
             .map(|_| ())
             .ctx(|| format!("launching {} with {config:?}", loaded.entry))
+    }
+
+    /// The split-K plan of a split-K kernel ([`Wgmma::splits`]; off under the split tail's
+    /// `SPLIT_TAIL=0` knob, for A/B runs), its workspace and reduction, with the grid of
+    /// `config` widened to the (tile, piece) units.
+    fn split_k(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        loaded: &Loaded,
+        config: &mut LaunchConfig,
+    ) -> Result<SplitK> {
+        let sms = self.info.sm_count as u64;
+        let planned = Wgmma::splits(kernel, problem, sms);
+        let splits = if TailKnobs::read()?.enabled()? {
+            planned
+        } else {
+            1
+        };
+        if splits == 1 {
+            if planned > 1 {
+                // launch_dims planned the pieces (clusters never split): one block per tile.
+                config.grid_dim.0 = Wgmma::grid(Wgmma::tiles(kernel, problem), 1, sms);
+            }
+            return Ok(SplitK {
+                splits,
+                workspace: None,
+            });
+        }
+        let len = splits as usize * problem.m * problem.n;
+        // SAFETY: every slab element within M×N is written by its piece before the reduction
+        // reads it (each piece stores its whole tile, bounds-checked).
+        let partial = unsafe { self.stream.alloc::<f32>(len) }
+            .ctx(|| format!("allocating {splits} split-K slabs for {problem}"))?;
+        let reduce = loaded
+            .module
+            .load_function("wgmma_reduce")
+            .ctx(|| format!("finding `wgmma_reduce` for {}", kernel.name))?;
+        Ok(SplitK {
+            splits,
+            workspace: Some((partial, reduce)),
+        })
+    }
+
+    /// Launches split-K's reduction: C = the sum of the `splits` slabs of `partial`.
+    fn launch_reduce(
+        &self,
+        reduce: &CudaFunction,
+        partial: &CudaSlice<f32>,
+        c: u64,
+        problem: &Problem,
+        splits: u64,
+    ) -> Result<()> {
+        let count = (problem.m * problem.n) as i32; // can_run bounds C below 2^31 elements
+        let blocks = (count as u32)
+            .div_ceil(REDUCE_THREADS)
+            .min(self.info.sm_count * 16);
+        let config = LaunchConfig {
+            grid_dim: (blocks.max(1), 1, 1),
+            block_dim: (REDUCE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let splits = splits as i32;
+        let mut builder = self.stream.launch_builder(reduce);
+        builder.arg(partial).arg(&c).arg(&count).arg(&splits);
+        // SAFETY: wgmma_reduce(const float*, OUT*, int, int): `partial` holds `splits` slabs of
+        // `count` floats, C `count` elements of the kernel's output type.
+        unsafe { builder.launch(config) }
+            .map(|_| ())
+            .ctx(|| format!("launching wgmma_reduce over {splits} slabs"))
     }
 
     /// Launches `func` with `config` as a programmatic dependent of the kernel before it on the

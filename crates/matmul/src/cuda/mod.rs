@@ -24,6 +24,7 @@ pub mod experiment;
 mod launch;
 pub mod libs;
 mod split_tail;
+mod staging;
 mod tma;
 
 use std::collections::HashMap;
@@ -260,6 +261,7 @@ impl Backend for CudaBackend {
         Some(DeviceLimits {
             max_shared_per_block: self.info.shared_per_block_optin,
             sm90a: self.info.arch == "sm_90a",
+            sms: self.info.sm_count,
         })
     }
 

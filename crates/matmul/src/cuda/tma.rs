@@ -18,7 +18,8 @@
 //! Out-of-bounds elements of a box are filled with zeros, so partial tiles at the edges of C and
 //! a K that is not a multiple of BK need no special code. C's map (the staged epilogue) writes
 //! boxes of 64 rows × 32 f32, and TMA drops what falls outside M×N. The one rule TMA imposes is
-//! that every stored row is a multiple of 16 bytes (`Constraint::TmaRows`).
+//! that every stored row is a multiple of 16 bytes: an operand stored otherwise is read from a
+//! padded copy ([`super::staging`]), so each map takes its operand's address and row pitch.
 //!
 //! The SIMT kernel fed by TMA (17_simt_tma.cu, [`simt_maps`]) reads f32 or u32 boxes shaped by its
 //! tiling, unswizzled: an operand stored with K contiguous (A for op(A) = N, B for op(B) = T) in
@@ -44,6 +45,7 @@ use cudarc::driver::sys::{
 use cudarc::driver::DeviceRepr;
 
 use super::libs::Context;
+use super::staging::Pitched;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op, Problem};
@@ -76,8 +78,8 @@ pub(crate) fn swaps_operands(problem: &Problem) -> bool {
 pub(crate) fn maps(
     problem: &Problem,
     tile: &TcTile,
-    a: u64,
-    b: u64,
+    a: Pitched,
+    b: Pitched,
     c: u64,
 ) -> Result<[TensorMap; 3]> {
     let input = match problem.dtype {
@@ -143,7 +145,10 @@ fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
     encode(
         c_type,
         c_bytes,
-        c,
+        Pitched {
+            ptr: c,
+            pitch: problem.n,
+        },
         (problem.m, problem.n),
         c_box,
         SWIZZLED,
@@ -177,7 +182,13 @@ pub(crate) fn tf32_box_rows(problem: &Problem, tile: &TcTile) -> Result<(u32, u3
 
 /// The maps of the tf32 wgmma kernel for buffers at `a`, `b` and `c` ([`tf32_box_rows`]; C's is
 /// wgmma's, [`c_map`]).
-fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64, c: u64) -> Result<[TensorMap; 3]> {
+fn tf32_maps(
+    problem: &Problem,
+    tile: &TcTile,
+    a: Pitched,
+    b: Pitched,
+    c: u64,
+) -> Result<[TensorMap; 3]> {
     if problem.dtype != DType::Tf32 {
         return Err(Error::Invalid(format!(
             "the tf32 tensor maps are for tf32 problems, not {}",
@@ -201,8 +212,8 @@ fn tf32_maps(problem: &Problem, tile: &TcTile, a: u64, b: u64, c: u64) -> Result
 pub(crate) fn simt_maps(
     problem: &Problem,
     tiling: &Tiling,
-    a: u64,
-    b: u64,
+    a: Pitched,
+    b: Pitched,
 ) -> Result<[TensorMap; 3]> {
     if !matches!(problem.dtype, DType::F32 | DType::U32) {
         return Err(Error::Invalid(format!(
@@ -261,19 +272,19 @@ const SWIZZLED: Swizzle = Swizzle::CU_TENSOR_MAP_SWIZZLE_128B;
 /// Boxes stored densely, row after row (the TMA SIMT kernel's).
 const PLAIN: Swizzle = Swizzle::CU_TENSOR_MAP_SWIZZLE_NONE;
 
-/// One map over a row-major `rows`×`cols` matrix of `elem`-byte elements at `ptr`, read or
-/// written in boxes of `box_rows` rows × `box_cols` elements, laid out in shared memory by
-/// `swizzle`.
+/// One map over a row-major `rows`×`cols` matrix of `elem`-byte elements at `at.ptr`, stored with
+/// `at.pitch` elements from row to row, read or written in boxes of `box_rows` rows × `box_cols`
+/// elements, laid out in shared memory by `swizzle`.
 fn encode(
     data_type: DataType,
     elem: usize,
-    ptr: u64,
+    at: Pitched,
     (rows, cols): (usize, usize),
     (box_rows, box_cols): (u32, u32),
     swizzle: Swizzle,
     what: &str,
 ) -> Result<TensorMap> {
-    let row_bytes = (cols * elem) as u64;
+    let row_bytes = (at.pitch * elem) as u64;
     let dims = [cols as u64, rows as u64];
     let strides = [row_bytes]; // the outer dimension's stride; the inner one is the element
     let boxes = [box_cols, box_rows];
@@ -286,7 +297,7 @@ fn encode(
             &mut map,
             data_type,
             2,
-            ptr as *mut c_void,
+            at.ptr as *mut c_void,
             dims.as_ptr(),
             strides.as_ptr(),
             boxes.as_ptr(),
@@ -300,7 +311,7 @@ fn encode(
     .result()
     .ctx(|| {
         format!(
-            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} of {elem}-byte elements, box {box_rows}x{box_cols})"
+            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} of {elem}-byte elements, {row_bytes}-byte rows, box {box_rows}x{box_cols})"
         )
     })?;
     Ok(TensorMap(map))

@@ -26,6 +26,7 @@ pub mod tune;
 use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::family::wgmma::Wgmma;
 use crate::problem::Problem;
 use crate::registry::{find, BackendKind, DeviceLimits, KernelSpec, Tiling};
 use crate::{open_backend, BackendChoice};
@@ -185,7 +186,8 @@ pub fn auto_with_table(
     table: Option<&tune::TuneTable>,
 ) -> Result<Choice> {
     if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
-        if let Some((kernel, tiling)) = table.and_then(|t| t.best(p)) {
+        let limits = backend.limits();
+        if let Some((kernel, tiling)) = table.and_then(|t| t.best(p, limits.as_ref())) {
             return Ok(Choice {
                 kernel,
                 tiling: Some(tiling),
@@ -193,11 +195,12 @@ pub fn auto_with_table(
             });
         }
     }
-    let specs = default_kernels(backend.kind(), dtype, problem)
+    let limits = backend.limits();
+    let specs = default_kernels(backend.kind(), dtype, problem, limits.as_ref())
         .iter()
         .map(|name| find(name))
         .collect::<Result<Vec<_>>>()?;
-    let kernel = first_runnable(&specs, problem, backend.limits().as_ref());
+    let kernel = first_runnable(&specs, problem, limits.as_ref());
     Ok(Choice {
         kernel,
         tiling: None,
@@ -206,44 +209,51 @@ pub fn auto_with_table(
 }
 
 /// The kernels `auto` tries, in order, on a backend for a dtype without a tune table: the fastest
-/// of our own kernels measured on H100 (lab/notebook.md) first, then the ones that run any shape
-/// the faster ones refuse (TMA's 16-byte rows, Hopper only). For tf32 that is `mma-sync-wide`
-/// (128×256 tiles: on H100 +9 % at 8192 and +24 % on 4097×4095×4093 over `mma-sync`, 2026-11-24);
-/// for 16-bit inputs `mma-sync`: on rows of odd length, the fallback's common case on Hopper, the
-/// two ran even on 4097×4095×4093 (62 and 63 TFLOP/s bf16) and `mma-sync` led on 2049×2047×2045
-/// (40 against 37).
+/// of our own kernels measured on H100 (lab/notebook.md) first, then the ones that run what the
+/// faster ones refuse (GPUs other than Hopper; tf32's op(A) = T with op(B) = N). For tf32 that is
+/// `mma-sync-wide` (128×256 tiles: on H100 +9 % at 8192 and +24 % on 4097×4095×4093 over
+/// `mma-sync`, 2026-11-24); for 16-bit inputs `mma-sync`. The TMA kernels run rows of any length
+/// (an operand whose stored rows are not 16-byte multiples is staged: cuda/staging.rs).
 ///
-/// For 16-bit inputs a problem with fewer than [`SMALL_TILES`] tiles of 128×256 leaves most of an
-/// H100's 132 SMs idle with `wgmma`; `wgmma-n64` has four times the tiles (1024³ bf16, H100,
-/// 2026-11-23: 205 against `wgmma-n128`'s 178 and `wgmma`'s 122 TFLOP/s, while at 2048³ `wgmma`
-/// leads 588 to 542 and 382; lab/notebook.md). From [`LARGE_TILES`] tiles on, `wgmma-cluster`
-/// goes first: in 30-round benches on H100 (2026-11-25) it ran 0.2–1.8 % ahead of `wgmma` at 6144³
-/// and 8192³ (bf16 and f16, three runs) and 0.3–4.4 % ahead or 0.8 % behind at 16384³, and level
-/// at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (lab/notebook.md 15v).
+/// For 16-bit inputs the three wgmma tiles (128×256, 128×128, 128×64) go in the order of the
+/// time model ([`Wgmma::estimate`], with each kernel's split-K plan): waves of tiles on the
+/// device's SMs, the padding of a narrow C in a wide tile, the compulsory DRAM traffic. Measured
+/// points it agrees with (H100, lab/notebook.md): 1024³ bf16 `wgmma-n64` 205 TFLOP/s, `wgmma-n128`
+/// 178, `wgmma` 122; 2048³ `wgmma` 588, `wgmma-n128` 542. From [`LARGE_TILES`] tiles of 128×256 on,
+/// `wgmma-cluster` goes first: in 30-round benches on H100 (2026-11-25) it ran 0.2–1.8 % ahead of
+/// `wgmma` at 6144³ and 8192³ (bf16 and f16, three runs) and 0.3–4.4 % ahead or 0.8 % behind at
+/// 16384³, and level at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (lab/notebook.md 15v).
 fn default_kernels(
     backend: BackendKind,
     dtype: DType,
     problem: Option<&Problem>,
-) -> &'static [&'static str] {
-    let tiles = problem.and_then(wgmma_tiles);
-    let small = tiles.is_some_and(|t| t < SMALL_TILES);
-    let large = tiles.is_some_and(|t| t >= LARGE_TILES);
+    limits: Option<&DeviceLimits>,
+) -> Vec<&'static str> {
     match (backend, dtype) {
-        (BackendKind::Cpu, _) => &["cpu"],
-        (BackendKind::Cuda, DType::F32 | DType::U32) => &["warptile"],
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) if small => {
-            &["wgmma-n64", "wgmma-n128", "wgmma", "mma-sync"]
+        (BackendKind::Cpu, _) => vec!["cpu"],
+        (BackendKind::Cuda, DType::F32 | DType::U32) => vec!["warptile"],
+        (BackendKind::Cuda, DType::Tf32) => vec!["wgmma-tf32", "mma-sync-wide"],
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) => {
+            let mut list = vec!["wgmma", "wgmma-n128", "wgmma-n64"];
+            if let Some(p) = problem {
+                let sms = limits.map_or(H100_SMS, |l| l.sms) as u64;
+                let time = |name: &str| {
+                    let k = find(name).expect("a registry kernel");
+                    Wgmma::estimate(k, p, sms, Wgmma::splits(k, p, sms))
+                };
+                list.sort_by(|a, b| time(a).total_cmp(&time(b))); // stable: ties keep the order
+                if wgmma_tiles(p).is_some_and(|t| t >= LARGE_TILES) {
+                    list.insert(0, "wgmma-cluster");
+                }
+            }
+            list.push("mma-sync");
+            list
         }
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) if large => {
-            &["wgmma-cluster", "wgmma", "wgmma-n128", "mma-sync"]
-        }
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) => &["wgmma", "wgmma-n128", "mma-sync"],
-        (BackendKind::Cuda, DType::Tf32) => &["wgmma-tf32", "mma-sync-wide"],
     }
 }
 
-/// Below this many tiles of `wgmma`'s 128×256, `auto` prefers the 128×64-tile wgmma kernel.
-const SMALL_TILES: usize = 64;
+/// The SM count `auto` assumes where the device does not say (an H100 SXM's).
+const H100_SMS: u32 = 132;
 
 /// From this many tiles of `wgmma`'s 128×256 on (about eight waves of an H100's 132 SMs), `auto`
 /// prefers the two-block clusters of `wgmma-cluster`.
@@ -289,7 +299,7 @@ mod tests {
     use crate::Op;
 
     fn specs(backend: BackendKind, dtype: DType) -> Vec<&'static KernelSpec> {
-        default_kernels(backend, dtype, None)
+        default_kernels(backend, dtype, None, None)
             .iter()
             .map(|n| find(n).unwrap())
             .collect()
@@ -307,18 +317,20 @@ mod tests {
         }
     }
 
-    /// tf32 on CUDA: wgmma-tf32 where it can run (Hopper, op(A) = N or op(B) = T, 16-byte rows),
-    /// mma-sync-wide otherwise.
+    /// tf32 on CUDA: wgmma-tf32 where it can run (Hopper, op(A) = N or op(B) = T), mma-sync-wide
+    /// otherwise.
     #[test]
     fn auto_tf32_prefers_wgmma_tf32_and_falls_back_to_mma_sync_wide() {
         let tf32 = specs(BackendKind::Cuda, DType::Tf32);
         let hopper = DeviceLimits {
             max_shared_per_block: 232_448,
             sm90a: true,
+            sms: 132,
         };
         let ampere = DeviceLimits {
             max_shared_per_block: 166_912,
             sm90a: false,
+            sms: 132,
         };
         let pick = |p: &Problem, l: &DeviceLimits| first_runnable(&tf32, Some(p), Some(l)).name;
         let square = Problem::square(4096, DType::Tf32);
@@ -331,10 +343,10 @@ mod tests {
             pick(&square.with_ops(Op::T, Op::N), &hopper),
             "mma-sync-wide"
         );
-        // A stored row of 4097 floats is not a 16-byte multiple: TMA cannot read it.
+        // A stored row of 4097 floats is not a 16-byte multiple: staged, then read by TMA.
         assert_eq!(
             pick(&Problem::new(64, 64, 4097, DType::Tf32), &hopper),
-            "mma-sync-wide"
+            "wgmma-tf32"
         );
         assert_eq!(
             first_runnable(&tf32, None, Some(&hopper)).name,
@@ -346,7 +358,7 @@ mod tests {
     fn auto_picks_the_wgmma_kernel_by_the_problems_tile_count() {
         let first = |m, n| {
             let p = Problem::new(m, n, 1024, DType::Bf16);
-            default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))[0]
+            default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p), None)[0]
         };
         assert_eq!(first(1024, 1024), "wgmma-n64"); // 8 × 4 = 32 tiles of 128×256
         assert_eq!(first(2048, 2048), "wgmma"); // 16 × 8 = 128
@@ -354,23 +366,31 @@ mod tests {
         assert_eq!(first(4096, 4096), "wgmma"); // 32 × 16 = 512
         assert_eq!(first(8192, 4096), "wgmma-cluster"); // 64 × 16 = 1024
         assert_eq!(first(16384, 16384), "wgmma-cluster");
-        // A large problem whose stored rows TMA cannot read falls through to mma-sync.
+        // A large problem whose stored rows TMA cannot read as they are runs staged; only a GPU
+        // other than Hopper falls through to mma-sync.
         let hopper = DeviceLimits {
             max_shared_per_block: 232_448,
             sm90a: true,
+            sms: 132,
         };
-        let pick = |k| {
+        let pick = |k, limits: &DeviceLimits| {
             let p = Problem::new(8192, 8192, k, DType::Bf16);
-            let specs = default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p))
+            let specs = default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p), Some(limits))
                 .iter()
                 .map(|n| find(n).unwrap())
                 .collect::<Vec<_>>();
-            first_runnable(&specs, Some(&p), Some(&hopper)).name
+            first_runnable(&specs, Some(&p), Some(limits)).name
         };
-        assert_eq!(pick(1024), "wgmma-cluster");
-        assert_eq!(pick(1023), "mma-sync"); // rows of 2,046 bytes
+        assert_eq!(pick(1024, &hopper), "wgmma-cluster");
+        assert_eq!(pick(1023, &hopper), "wgmma-cluster"); // rows of 2,046 bytes: staged
+        let ampere = DeviceLimits {
+            max_shared_per_block: 166_912,
+            sm90a: false,
+            sms: 132,
+        };
+        assert_eq!(pick(1024, &ampere), "mma-sync");
         assert_eq!(
-            default_kernels(BackendKind::Cuda, DType::F16, None)[0],
+            default_kernels(BackendKind::Cuda, DType::F16, None, None)[0],
             "wgmma"
         );
     }

@@ -59,6 +59,9 @@ pub struct ExtraArgs {
     pub split_tail: Option<Tiling>,
     /// A TMA kernel: three tensor maps (A, B, C), boxed by these.
     pub tensor_maps: Option<Boxes>,
+    /// A split-K wgmma kernel ([`CudaSource::split_k`]): after the maps, the number of k pieces
+    /// and the partials' workspace.
+    pub split_k: bool,
 }
 
 /// What the host does for the kernels of one family. Errors are the rule broken, in words; the

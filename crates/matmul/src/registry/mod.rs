@@ -269,7 +269,7 @@ pub static KERNELS: &[KernelSpec] = &[
         summary: "SIMT rung 7 (Hopper): multistage-raster's tiles brought in by TMA into an mbarrier ring; A read along K, not transposed",
         backend: BackendKind::Cuda,
         dtypes: SIMT,
-        constraints: &[Constraint::TmaRows, Constraint::Sm90a],
+        constraints: &[Constraint::Sm90a],
         traffic: Traffic::BlockTiled,
         implementation: Implementation::Cuda(CudaSource {
             file: "17_simt_tma.cu",
@@ -286,6 +286,7 @@ pub static KERNELS: &[KernelSpec] = &[
             narrow_c: false,
             tma_tiles: true,
             split_tail: false,
+            split_k: false,
         }),
     },
     mma_kernel!(

@@ -22,6 +22,8 @@ pub struct DeviceLimits {
     pub max_shared_per_block: usize,
     /// Whether the device runs sm_90a code (wgmma, setmaxnreg, TMA: Hopper).
     pub sm90a: bool,
+    /// Streaming multiprocessors: one wave of a persistent grid (`auto` weighs tile counts by it).
+    pub sms: u32,
 }
 
 /// The refusal of [`Constraint::TcTf32Layout`].
@@ -128,21 +130,6 @@ impl KernelSpec {
                 Constraint::FitsOneBlock if problem.m.max(problem.n).max(problem.k) > tpb => {
                     return Err(fail(format!("one block of {tpb}x{tpb} threads must cover the matrix: m, n, k must be at most {tpb}")));
                 }
-                Constraint::TmaRows => {
-                    let per_row = 16 / problem.dtype.input_bytes();
-                    // A kernel of the same dtypes that runs any shape.
-                    let any_shape = if self.supports(DType::F32) {
-                        "multistage-raster"
-                    } else {
-                        "mma-sync"
-                    };
-                    for (what, (_, cols)) in [("A", problem.a_stored()), ("B", problem.b_stored())]
-                    {
-                        if cols % per_row != 0 {
-                            return Err(fail(format!("TMA needs 16-byte rows: {what} is stored with rows of {cols} elements, not a multiple of {per_row} (use {any_shape} for any shape)")));
-                        }
-                    }
-                }
                 Constraint::Sm90a if limits.is_some_and(|l| !l.sm90a) => {
                     return Err(fail(
                         "needs sm_90a (Hopper: wgmma, TMA, setmaxnreg); this device is not one"
@@ -200,14 +187,15 @@ mod tests {
         );
     }
 
-    /// wgmma-tf32: the layout rule names the ops, TMA's 16-byte rows are 4 floats, Hopper only,
-    /// and the D tile (C direct, C^T swapped) fits the shared memory of an H100.
+    /// wgmma-tf32: the layout rule names the ops, any row length (staged), Hopper only, and the D
+    /// tile (C direct, C^T swapped) fits the shared memory of an H100.
     #[test]
     fn wgmma_tf32_rules_and_orientation() {
         let k = find("wgmma-tf32").unwrap();
         let hopper = DeviceLimits {
             max_shared_per_block: 232_448,
             sm90a: true,
+            sms: 132,
         };
         let opts = RunOptions::default();
         let p = Problem::new(300, 260, 36, DType::Tf32);
@@ -227,14 +215,9 @@ mod tests {
         assert!(e.rule.contains("op(A)=N or op(B)=T"), "{e}");
         assert!(e.rule.contains("mma-sync"), "{e}");
         assert_eq!(Constraint::TcTf32Layout.describe(), "op(A)=N or op(B)=T");
-        // Rows of 4k+2 floats are not 16-byte multiples.
-        let e = k
-            .can_run(&Problem::new(64, 64, 66, DType::Tf32), Some(&hopper), &opts)
-            .unwrap_err();
-        assert!(
-            e.rule.contains("TMA needs 16-byte rows") && e.rule.contains("multiple of 4"),
-            "{e}"
-        );
+        // Rows of 4k+2 floats are not 16-byte multiples: the operands are staged.
+        k.can_run(&Problem::new(64, 64, 66, DType::Tf32), Some(&hopper), &opts)
+            .unwrap();
         let e = k
             .can_run(
                 &p,
@@ -286,6 +269,7 @@ mod tests {
         let limits = DeviceLimits {
             max_shared_per_block: 1024,
             sm90a: false,
+            sms: 132,
         };
         let e = rowpack
             .can_run(

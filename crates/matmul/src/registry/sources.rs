@@ -20,6 +20,7 @@ macro_rules! cu_source {
             narrow_c: false,
             tma_tiles: false,
             split_tail: false,
+            split_k: false,
         }
     };
 }
@@ -99,18 +100,19 @@ macro_rules! mma_kernel {
     };
 }
 
-/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, TMA rows, Hopper.
+/// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, Hopper.
 macro_rules! wgmma_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
         tc_ladder_kernel(
             $name,
             $summary,
             &[DType::Bf16, DType::F16],
-            &[Constraint::TmaRows, Constraint::Sm90a],
+            &[Constraint::Sm90a],
             CudaSource {
                 entry: Some("wgmma"),
                 includes: WGMMA_INCLUDES,
                 narrow_c: true,
+                split_k: true,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             },
         )
@@ -118,21 +120,18 @@ macro_rules! wgmma_kernel {
 }
 
 /// A kernel of 16_wgmma_tf32.cu (entry `wgmma_tf32`) at tile `$tile`: tf32, a layout with a
-/// K-major operand, TMA rows, Hopper.
+/// K-major operand, Hopper.
 macro_rules! wgmma_tf32_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
         tc_ladder_kernel(
             $name,
             $summary,
             &[DType::Tf32],
-            &[
-                Constraint::TcTf32Layout,
-                Constraint::TmaRows,
-                Constraint::Sm90a,
-            ],
+            &[Constraint::TcTf32Layout, Constraint::Sm90a],
             CudaSource {
                 entry: Some("wgmma_tf32"),
                 includes: WGMMA_TF32_INCLUDES,
+                split_k: true,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )
@@ -157,6 +156,7 @@ macro_rules! simt {
             narrow_c: false,
             tma_tiles: false,
             split_tail: false,
+            split_k: false,
         })
     };
 }

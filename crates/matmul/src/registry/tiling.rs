@@ -7,6 +7,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::dtype::DType;
+use crate::error::quoted;
 
 /// `-D` definitions from (name, value) pairs.
 fn defines(pairs: &[(&str, u32)]) -> Vec<(String, String)> {
@@ -464,18 +465,18 @@ impl std::str::FromStr for Tiling {
     /// Parses the Display form: `BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL]`.
     fn from_str(s: &str) -> Result<Tiling, String> {
         let bad = |why: &str| {
-            format!("tiling `{s}`: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL], e.g. 128x128x8/8x8)")
+            format!("tiling {}: {why} (expected BMxBNxBK/TMxTN[/wWMxWNnWNITER][/sSTAGES][/pPAD][/bMIN_BLOCKS][/rMAX_REGISTERS][/oPTXAS_LEVEL], e.g. 128x128x8/8x8)", quoted(s))
         };
         let num = |x: &str| {
             x.parse::<u32>()
-                .map_err(|_| bad(&format!("`{x}` is not a number")))
+                .map_err(|_| bad(&format!("{} is not a number", quoted(x))))
         };
         let nums = |part: &str, n: usize| -> Result<Vec<u32>, String> {
             let v: Vec<u32> = part.split('x').map(num).collect::<Result<_, _>>()?;
             if v.len() == n {
                 Ok(v)
             } else {
-                Err(bad(&format!("`{part}` needs {n} numbers")))
+                Err(bad(&format!("{} needs {n} numbers", quoted(part))))
             }
         };
         let mut parts = s.split('/');
@@ -497,7 +498,7 @@ impl std::str::FromStr for Tiling {
                 "b" => t.min_blocks = num(rest)?,
                 "r" => t.max_registers = num(rest)?,
                 "o" => t.ptxas_level = num(rest)?,
-                _ => return Err(bad(&format!("unknown part `{part}`"))),
+                _ => return Err(bad(&format!("unknown part {}", quoted(part)))),
             }
         }
         Ok(t)

@@ -125,6 +125,11 @@ pub struct CudaSource {
     /// `SPLIT_TAIL_PIECES=1` has the entry `<entry>_tail` that computes the rest in pieces
     /// (`cuda::split_tail_plan`).
     pub split_tail: bool,
+    /// A wgmma kernel that can split K (15_wgmma.cu, "Split-K"): its entry takes two more
+    /// arguments after the tensor maps, the number of k pieces and an f32 workspace of that many
+    /// M×N slabs, and the same module's `wgmma_reduce` sums the slabs into C
+    /// ([`Wgmma::splits`](crate::family::wgmma::Wgmma::splits)).
+    pub split_k: bool,
 }
 
 /// How a registry entry computes.
@@ -147,9 +152,6 @@ pub enum Constraint {
     KFitsSharedMemory,
     /// All of C, and K, must fit in the single block: m, n, k ≤ tpb.
     FitsOneBlock,
-    /// TMA reads A and B: every stored row must be a multiple of 16 bytes (the tensor map's
-    /// global strides).
-    TmaRows,
     /// The kernel uses sm_90a instructions (wgmma, setmaxnreg, TMA): Hopper only.
     Sm90a,
     /// tf32 wgmma reads its shared-memory operand K-major only: op(A) = N (A stored M×K) or
@@ -163,7 +165,6 @@ impl Constraint {
         match self {
             Constraint::KFitsSharedMemory => "K·elem ≤ shared mem/block",
             Constraint::FitsOneBlock => "M,N,K ≤ TPB",
-            Constraint::TmaRows => "stored rows of A, B: 16-byte multiples",
             Constraint::Sm90a => "Hopper (sm_90a)",
             Constraint::TcTf32Layout => "op(A)=N or op(B)=T",
         }
