@@ -1,5 +1,6 @@
 //! Makes a run of record from a `matmul bench` results.json: the same report without its
-//! per-launch samples, and its roofline, written as DIR/results.json and DIR/roofline.svg.
+//! per-launch samples, its roofline and its ladder, written as DIR/results.json, DIR/roofline.svg
+//! and DIR/ladder.svg.
 //!
 //! `cargo run -p matmul-bench --example baseline -- RESULTS.json bench/baselines/DEVICE/LADDER`
 //!

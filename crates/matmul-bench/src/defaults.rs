@@ -3,16 +3,60 @@
 
 use matmul::{BackendKind, DType, KernelSpec, KERNELS};
 
-use crate::runner::BenchKernel;
+use crate::runner::{BenchKernel, PlanEntry};
 
-/// Kernels a quick run leaves out of `all`: the seeds' slowest, which take seconds per shape.
-pub const SLOW_IN_QUICK: [&str; 4] = ["row-global", "row", "rowpack", "single-block"];
+/// The largest size the seed kernels run at in a quick run on CUDA.
+pub const QUICK_SEED_SIZE: u64 = 1024;
 
-/// Every kernel of `kind`, in registry order; a quick run leaves out [`SLOW_IN_QUICK`].
+/// Seconds of timed launches per case in a quick run (a full run: 0.25).
+pub const QUICK_MIN_TIME: f64 = 0.1;
+
+/// A quick run on CUDA, by kernel: the dtypes it runs and the largest size (m = n = k) it runs
+/// at. Per dtype a handful of representative kernels: the seeds' naive and tiled kernels (the
+/// Judge Girl TILING) at the small size only, the fastest SIMT kernel (`multistage-raster`, at its
+/// tuned tilings), the fastest tensor-core kernel (`wgmma`, `wgmma-tf32`) and cuBLAS.
+const QUICK_CUDA: &[(&str, &[DType], Option<u64>)] = &[
+    ("naive", &[DType::F32, DType::U32], Some(QUICK_SEED_SIZE)),
+    ("tiled", &[DType::F32, DType::U32], Some(QUICK_SEED_SIZE)),
+    ("multistage-raster", &[DType::F32, DType::U32], None),
+    ("wgmma", &[DType::Bf16, DType::F16], None),
+    ("wgmma-tf32", &[DType::Tf32], None),
+    (
+        "cublas",
+        &[DType::F32, DType::Tf32, DType::Bf16, DType::F16],
+        None,
+    ),
+];
+
+/// The plan of a quick run of every kernel (`bench --quick` with `--kernels all`): on CUDA, the
+/// kernel × dtype pairs of a handful of representative kernels per dtype, the seeds at
+/// [`QUICK_SEED_SIZE`] at most; None on the CPU (its two kernels all run).
+pub fn quick_plan(kind: BackendKind) -> Option<Vec<PlanEntry>> {
+    (kind == BackendKind::Cuda).then(|| {
+        QUICK_CUDA
+            .iter()
+            .flat_map(|&(kernel, dtypes, size)| {
+                dtypes.iter().map(move |&dtype| PlanEntry {
+                    kernel,
+                    dtype,
+                    max_mnk: size.map(|n| n * n * n),
+                })
+            })
+            .collect()
+    })
+}
+
+/// Every kernel of `kind`, in registry order; a quick run on CUDA only the kernels of
+/// [`quick_plan`].
 pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
+    let plan = quick_plan(kind).filter(|_| quick);
     KERNELS
         .iter()
-        .filter(|k| k.backend == kind && !(quick && SLOW_IN_QUICK.contains(&k.name)))
+        .filter(|k| k.backend == kind)
+        .filter(|k| {
+            plan.as_ref()
+                .is_none_or(|p| p.iter().any(|e| e.kernel == k.name))
+        })
         .collect()
 }
 
@@ -24,8 +68,8 @@ pub fn dtypes(kind: BackendKind) -> Vec<DType> {
     }
 }
 
-/// Square sizes: 1024, 2048, 4096 on CUDA (quick: 1024, 2048); 256, 512, 1024 on the CPU
-/// (quick: 128, 256, 512).
+/// Square sizes: 1024, 2048, 4096 on CUDA (quick: 1024, 2048, the seeds at 1024 only); 256, 512,
+/// 1024 on the CPU (quick: 128, 256, 512).
 pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
     match (kind, quick) {
         (BackendKind::Cuda, false) => vec![1024, 2048, 4096],
@@ -58,8 +102,8 @@ pub fn named_kernels(list: &str) -> matmul::Result<Option<Vec<BenchKernel>>> {
     Ok(Some(out))
 }
 
-/// The kernels `list` names on a backend of `kind`: `all` for [`kernels`], else
-/// [`named_kernels`]. A name that is not in the registry, or a kernel of another backend than
+/// The kernels `list` names on a backend of `kind`: `all` for [`kernels`] (with `quick`, set
+/// [`quick_plan`] as the run's plan too), else [`named_kernels`]. A name that is not in the registry, or a kernel of another backend than
 /// `kind`, is an error.
 pub fn select_kernels(
     list: &str,
@@ -87,15 +131,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn all_is_the_backends_kernels_less_the_slow_ones_when_quick() {
+    fn all_is_the_backends_kernels_and_quick_a_handful_per_dtype() {
         let cpu = select_kernels("ALL", BackendKind::Cpu, false).unwrap();
         let is_cpu =
             |k: &BenchKernel| matches!(k, BenchKernel::Named(k) if k.backend == BackendKind::Cpu);
         assert!(!cpu.is_empty() && cpu.iter().all(is_cpu));
+        let names = |q: bool| -> Vec<&str> {
+            kernels(BackendKind::Cpu, q)
+                .iter()
+                .map(|k| k.name)
+                .collect()
+        };
+        assert_eq!(names(true), names(false));
+        assert_eq!(quick_plan(BackendKind::Cpu), None);
         let full = kernels(BackendKind::Cuda, false);
-        let quick = kernels(BackendKind::Cuda, true);
-        assert!(full.iter().any(|k| k.name == "row") && !quick.iter().any(|k| k.name == "row"));
-        assert_eq!(full.len(), quick.len() + SLOW_IN_QUICK.len());
+        let quick: Vec<&str> = kernels(BackendKind::Cuda, true)
+            .iter()
+            .map(|k| k.name)
+            .collect();
+        assert!(full.iter().any(|k| k.name == "row"));
+        // Registry (ladder) order.
+        assert_eq!(
+            quick,
+            [
+                "naive",
+                "tiled",
+                "multistage-raster",
+                "wgmma",
+                "wgmma-tf32",
+                "cublas"
+            ]
+        );
+        // Every pair of the plan applies: the kernel supports the dtype.
+        let plan = quick_plan(BackendKind::Cuda).unwrap();
+        for e in &plan {
+            assert!(matmul::find(e.kernel).unwrap().supports(e.dtype), "{e:?}");
+        }
+        // Per dtype: cuBLAS (not for u32) and one or two of ours, the seeds only at 1024.
+        for dtype in DType::ALL {
+            let ours = plan
+                .iter()
+                .filter(|e| e.dtype == dtype && e.kernel != "cublas")
+                .count();
+            assert!((1..=3).contains(&ours), "{dtype}: {ours}");
+        }
+        let seeds = |n: usize| {
+            let p = matmul::Problem::square(n, DType::F32);
+            plan.iter().filter(|e| e.admits("naive", &p)).count()
+        };
+        assert_eq!((seeds(1024), seeds(2048)), (1, 0));
         assert_eq!(dtypes(BackendKind::Cpu), [DType::F32, DType::U32]);
         assert_eq!(sizes(BackendKind::Cuda, true), [1024, 2048]);
     }

@@ -39,8 +39,11 @@ pub use report::{
     prepare_report_dir, write_reports, Baselines, CeilingsInfo, Record, Report, ReportFiles,
     Settings, Status, Timing, SCHEMA_VERSION,
 };
-pub use roofline::{render_svg, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
-pub use runner::{default_cpu_cache_bytes, run, BenchConfig, BenchKernel, ProgressEvent};
+pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
+pub use runner::{
+    default_cpu_cache_bytes, precompile, run, BenchConfig, BenchKernel, CompileUnit, PlanEntry,
+    ProgressEvent,
+};
 pub use stats::Stats;
 pub use suite::{Suite, SuiteError};
 pub use system::SystemInfo;

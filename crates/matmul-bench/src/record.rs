@@ -1,6 +1,6 @@
 //! The run of record: the small benchmark reports kept in the repository under
-//! `bench/baselines/<device>/<ladder>/` (results.json without its per-launch samples, and its
-//! roofline.svg), and the README's results table, rendered from them so the two cannot drift.
+//! `bench/baselines/<device>/<ladder>/` (results.json without its per-launch samples, its
+//! roofline.svg and its ladder.svg), and the README's results table, rendered from them so the two cannot drift.
 //!
 //! - [`write_baseline`] turns a `matmul bench` results.json into a run of record
 //!   (`cargo run -p matmul-bench --example baseline -- RESULTS.json DIR`).
@@ -58,9 +58,9 @@ pub fn strip_samples(report: &mut Report) {
     }
 }
 
-/// Writes `report` without its samples into `dir` (created if missing) as results.json and its
-/// roofline.svg; returns the two paths.
-pub fn write_baseline(report: &Report, dir: &Path) -> io::Result<[PathBuf; 2]> {
+/// Writes `report` without its samples into `dir` (created if missing) as results.json, its
+/// roofline.svg and its ladder.svg; returns the three paths.
+pub fn write_baseline(report: &Report, dir: &Path) -> io::Result<[PathBuf; 3]> {
     let mut report = report.clone();
     strip_samples(&mut report);
     std::fs::create_dir_all(dir)?;
@@ -70,7 +70,9 @@ pub fn write_baseline(report: &Report, dir: &Path) -> io::Result<[PathBuf; 2]> {
     text.push('\n');
     std::fs::write(&json, text)?;
     std::fs::write(&svg, report.roofline_svg())?;
-    Ok([json, svg])
+    let ladder = dir.join("ladder.svg");
+    std::fs::write(&ladder, report.ladder_svg())?;
+    Ok([json, svg, ladder])
 }
 
 /// Loads the [`README_RUNS`] under `root` (the repository root).

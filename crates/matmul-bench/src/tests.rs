@@ -204,7 +204,13 @@ pub(crate) fn synthetic_report() -> Report {
                 r.problem = Problem::square(*n, *dtype);
                 r.shape = r.problem.shape_label();
                 r.flops = r.problem.flops();
+                r.min_bytes = r.problem.min_bytes();
                 r.intensity_model = 0.25 * (1 + ki * 8) as f64;
+                r.model_bytes = r.flops / r.intensity_model;
+                // Rotated past the cache, as on a GPU.
+                let t = r.timing.as_mut().unwrap();
+                t.input_set_bytes = (2 * n * n * dtype.input_bytes()) as u64;
+                t.input_sets = (100u64 << 20).div_ceil(t.input_set_bytes).clamp(1, 16) as usize;
                 r.rate_gops = Some(1_000.0 * (1 + ki + di + si) as f64);
                 r.rate_unit = format!("{}/s", dtype.rate_unit());
                 r.reason = Some("note, with \"quotes\"\nand a newline".into());
@@ -213,6 +219,7 @@ pub(crate) fn synthetic_report() -> Report {
         }
     }
     report.records = records;
+    report.settings.cache_bytes = 100 << 20;
     report.baselines = Baselines::for_backend(BackendKind::Cuda);
     report.system.device = "NVIDIA H100 80GB HBM3 <test> & co".into();
     report.system.gpu = Some(serde_json::json!({"name": "H100", "sms": 132}));
@@ -291,7 +298,15 @@ fn cpu_end_to_end_writes_every_report() {
     let table = report.table();
     println!("{table}");
     assert_eq!(table.lines().filter(|l| l.ends_with(" OK")).count(), 8);
-    assert!(table.contains("skipped naive f32 (2x)"));
+    assert!(
+        table.contains("skipped 4 cases, e.g. naive f32 (2x): ")
+            && table.contains("(and 1 more kernel × dtype pair(s): report.md lists them)"),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("skipped")).count(),
+        1
+    );
 
     let dir = temp_dir("e2e");
     let files = write_reports(&report, &dir).unwrap();
@@ -299,6 +314,7 @@ fn cpu_end_to_end_writes_every_report() {
         &files.json,
         &files.csv,
         &files.svg,
+        &files.ladder,
         &files.markdown,
         &files.html,
     ] {
@@ -328,7 +344,16 @@ fn cpu_end_to_end_writes_every_report() {
     assert!(md.contains("| kernel | dtype | shape | median (ms) |"));
     assert!(md.contains("![roofline](roofline.svg)"));
     assert!(md.contains("## Ceilings"));
-    assert_eq!(md.lines().filter(|l| l.starts_with("| cpu")).count(), 8);
+    let results = &md[md.find("## Results").unwrap()..];
+    assert_eq!(
+        results.lines().filter(|l| l.starts_with("| cpu")).count(),
+        8
+    );
+    assert!(
+        md.contains("## Ladder\n\n### f32\n\n| kernel | 32³ | 17x33x65 |"),
+        "{md}"
+    );
+    assert!(md.contains("![ladder](ladder.svg)"));
     let html = std::fs::read_to_string(&files.html).unwrap();
     assert!(html.contains("<svg") && html.trim_end().ends_with("</html>"));
     assert_eq!(
@@ -336,4 +361,79 @@ fn cpu_end_to_end_writes_every_report() {
         html.matches("</table>").count()
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every point of `report` at or under its roof, and its roofline drawn without overlaps.
+fn assert_under_roofs_and_drawn_cleanly(report: &Report, what: &str) {
+    let ok: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .collect();
+    assert!(!ok.is_empty(), "{what}: no OK record");
+    for r in &ok {
+        let b = r
+            .roof
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: {} {} {} has no roof", r.kernel, r.dtype, r.shape));
+        let p = b.percent.unwrap();
+        assert!(
+            p > 0.0 && p <= 100.0,
+            "{what}: {} {} {} at {p:.1}% of {} (intensity {:.3} {}, in cache: {})",
+            r.kernel,
+            r.dtype,
+            r.shape,
+            b.roof,
+            b.intensity,
+            b.bytes.name(),
+            b.in_cache
+        );
+        if r.measured_bytes.is_none() {
+            assert_eq!(
+                b.intensity,
+                r.flops / r.min_bytes,
+                "{what}: compulsory intensity"
+            );
+        }
+    }
+    assert!(report.above_roof().is_empty());
+    let (title, subtitle) = report.roofline_titles();
+    let (canvas, w, h) =
+        crate::roofline::draw(&title, &subtitle, &report.roofs(), &report.plot_points());
+    canvas
+        .check_layout(w, h)
+        .unwrap_or_else(|e| panic!("{what}: roofline: {e}"));
+    let (canvas, w, h) = report.draw_ladder();
+    canvas
+        .check_layout(w, h)
+        .unwrap_or_else(|e| panic!("{what}: ladder: {e}"));
+}
+
+/// The H100 runs of record under bench/baselines, read as `record::load` reads them: every
+/// point at or under its roof, and every roofline drawn without overlaps.
+#[test]
+fn runs_of_record_never_rise_above_their_roof() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/baselines");
+    let mut runs = 0;
+    for device in std::fs::read_dir(&root).unwrap() {
+        let device = device.unwrap().path();
+        if !device.is_dir() {
+            continue;
+        }
+        for run in std::fs::read_dir(&device).unwrap() {
+            let json = run.unwrap().path().join("results.json");
+            if !json.exists() {
+                continue;
+            }
+            let report = crate::record::load(&json).unwrap();
+            assert_eq!(report.schema_version, SCHEMA_VERSION);
+            assert_under_roofs_and_drawn_cleanly(&report, &json.display().to_string());
+            runs += 1;
+        }
+    }
+    assert!(
+        runs >= 4,
+        "found {runs} runs of record under {}",
+        root.display()
+    );
 }

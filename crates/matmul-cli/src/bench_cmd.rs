@@ -1,9 +1,11 @@
 //! `matmul bench`: every kernel against cuBLAS and the machine's own measured limits, in one run.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use matmul::cuda::CudaBackend;
 use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
 use matmul_bench::profile::{find_ncu, profile_report, Profiled};
@@ -77,11 +79,14 @@ pub struct BenchArgs {
     /// or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
-    /// Report directory (results.json, results.csv, roofline.svg, report.md, report.html),
-    /// created if missing; a report already there is replaced. Checked before anything is timed.
+    /// Report directory (results.json, results.csv, roofline.svg, ladder.svg, report.md,
+    /// report.html), created if missing; a report already there is replaced. Checked before
+    /// anything is timed.
     #[arg(long, default_value = "target/matmul-report")]
     out: PathBuf,
-    /// A short run: small sizes, CPU fast kernel or the GPU's faster kernels.
+    /// A short run: small sizes and short timings; on the GPU a handful of kernels per dtype (the
+    /// seeds' naive and tiled at 1024 only, the fastest SIMT and tensor-core kernels, cuBLAS)
+    /// unless --kernels names them.
     #[arg(long)]
     quick: bool,
     /// Skip measuring the ceilings (the datasheet values are still shown).
@@ -130,7 +135,18 @@ fn announce(suite: &Suite, config: &BenchConfig) {
             })
             .count()
     });
-    let runs = (cases - over) * config.dtypes.len() * config.kernels.len();
+    // The kernel × case pairs that apply (a kernel without the dtype has none), less those
+    // above the size budget.
+    let runs: usize = config
+        .planned()
+        .iter()
+        .filter(|(p, _, _)| {
+            config
+                .max_mnk
+                .is_none_or(|max| (p.m as u128) * (p.n as u128) * (p.k as u128) <= max as u128)
+        })
+        .map(|(_, _, kernels)| kernels.len())
+        .sum();
     eprintln!(
         "matmul: suite `{}` ({}): {cases} cases × {} dtype(s) × {} kernel(s)",
         suite.name,
@@ -150,6 +166,67 @@ fn announce(suite: &Suite, config: &BenchConfig) {
         config.warmup,
         config.max_case_seconds.unwrap_or(f64::INFINITY)
     );
+}
+
+/// How long work runs before its progress bar shows: a short run prints no bar at all.
+const REVEAL_AFTER: Duration = Duration::from_secs(2);
+
+/// A progress bar (or spinner) on stderr that shows itself once its work has run for
+/// [`REVEAL_AFTER`], never when stderr is not a terminal (indicatif's stderr target hides itself
+/// then), and clears itself when finished or dropped.
+struct Progress {
+    bar: ProgressBar,
+    /// Set when finished; the reveal checks it under the same lock.
+    done: Arc<Mutex<bool>>,
+}
+
+impl Progress {
+    /// A bar of `len` steps (a spinner for 0) drawn with `template`.
+    fn new(len: usize, template: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(
+            (len > 0).then_some(len as u64),
+            ProgressDrawTarget::hidden(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let done = Arc::new(Mutex::new(false));
+        let (b, d) = (bar.clone(), done.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < REVEAL_AFTER {
+                if *d.lock().unwrap_or_else(|p| p.into_inner()) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let finished = d.lock().unwrap_or_else(|p| p.into_inner());
+            if !*finished {
+                b.set_draw_target(ProgressDrawTarget::stderr());
+                b.enable_steady_tick(Duration::from_millis(200));
+            }
+        });
+        Progress { bar, done }
+    }
+
+    /// A spinner with `message` for work of unknown length.
+    fn spinner(message: &str) -> Progress {
+        let p = Progress::new(0, "{spinner} {msg} ({elapsed})");
+        p.bar.set_message(message.to_string());
+        p
+    }
+
+    fn finish(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        *done = true;
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 /// The backend, and for CUDA the concrete device (for its L2 size, its info and its ceilings).
@@ -312,6 +389,10 @@ pub fn bench(args: BenchArgs) -> CliResult {
     }
     let mut config = BenchConfig::new(Vec::new(), dtypes, shapes(&args, kind));
     config.kernels = kernels;
+    if args.quick && args.kernels.eq_ignore_ascii_case("all") {
+        // A handful of representative kernels per dtype, the seeds at the small size only.
+        config.plan = defaults::quick_plan(kind);
+    }
     config.ops = vec![(
         Op::from_flag(args.transpose_a),
         Op::from_flag(args.transpose_b),
@@ -330,6 +411,8 @@ pub fn bench(args: BenchArgs) -> CliResult {
         config.min_time = None;
     } else if let Some(t) = args.min_time {
         config.min_time = Some(t);
+    } else if args.quick {
+        config.min_time = Some(defaults::QUICK_MIN_TIME);
     }
     config.max_iters = args.max_iters;
     config.max_case_seconds = Some(args.max_case_seconds);
@@ -358,6 +441,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
                 } else {
                     CpuCeilingOptions::default()
                 };
+                let _spinner = Progress::spinner("measuring CPU ceilings");
                 config.measured_ceilings = Some(measure_cpu(&opts));
             }
         }
@@ -378,7 +462,20 @@ pub fn bench(args: BenchArgs) -> CliResult {
             }
             if !args.no_ceilings {
                 eprintln!("matmul: measuring GPU ceilings (copy bandwidth, FFMA, IMAD, cuBLAS tensor cores)...");
+                let _spinner = Progress::spinner("measuring GPU ceilings");
                 config.measured_ceilings = Some(measure_gpu(cuda, args.quick)?);
+            }
+            // Every kernel the run loads, compiled at once on every core into the disk cache,
+            // rather than one after another as the run first meets each (failures are the run's
+            // to record, where they belong).
+            let units = config.compile_units(backend);
+            if units.len() > 1 {
+                let bar = Progress::new(
+                    units.len(),
+                    "compiling kernels {bar:30} {pos}/{len} ({elapsed})",
+                );
+                matmul_bench::precompile(&units, cuda.arch(), &|| bar.bar.inc(1));
+                bar.finish();
             }
         }
     }
@@ -387,11 +484,11 @@ pub fn bench(args: BenchArgs) -> CliResult {
         announce(suite, &config);
     }
 
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let progress = Progress::new(
+        0,
+        "{bar:30} {pos}/{len} cases ({elapsed}, about {eta} left) {msg}",
     );
+    let bar = &progress.bar;
     let report = matmul_bench::run(backend, &config, &mut |event| match event {
         ProgressEvent::Planned { total } => bar.set_length(total as u64),
         ProgressEvent::Started {
@@ -400,7 +497,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         ProgressEvent::Timing { .. } => {}
         ProgressEvent::Finished { .. } => bar.inc(1),
     });
-    bar.finish_and_clear();
+    progress.finish();
     let mut report = report;
     if args.profile {
         profile(&mut report);
@@ -413,7 +510,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
             args.out.display()
         ))
     })?;
-    eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, report.html beside it)", files.markdown.display());
+    eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, ladder.svg, report.html beside it)", files.markdown.display());
     let failed: Vec<_> = report
         .records
         .iter()

@@ -42,6 +42,8 @@ const CSV_HEADER: &[&str] = &[
     "chosen",
     "tiling",
     "tags",
+    "roof_bytes",
+    "roof_in_cache",
 ];
 
 /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
@@ -126,6 +128,8 @@ impl Report {
                 r.chosen.clone().unwrap_or_default(),
                 r.tiling.clone().unwrap_or_default(),
                 r.tags.join(" "),
+                opt(b.map(|b| b.bytes.name())),
+                opt(b.map(|b| b.in_cache)),
             ];
             debug_assert_eq!(fields.len(), CSV_HEADER.len());
             let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

@@ -60,12 +60,36 @@ impl Report {
             out.push_str(&table(&header, &rows, &numeric));
             let _ = writeln!(out, "<p>{}</p>", e(&summary.caption(self.suite.as_deref())));
         }
+        let ladders = self.ladder_tables();
+        if !ladders.is_empty() {
+            out.push_str("<h2>Ladder</h2>\n");
+            for (heading, header, rows) in &ladders {
+                let _ = writeln!(out, "<h3>{}</h3>", e(heading));
+                let numeric: Vec<usize> = (1..header.len()).collect();
+                out.push_str(&table(header, rows, &numeric));
+            }
+            let _ = writeln!(out, "<p>{}</p>", e(&self.ladder_caption().replace('`', "")));
+            out.push_str(&self.ladder_svg());
+        }
         out.push_str("<h2>Results</h2>\n");
         let (header, rows) = self.result_rows();
         if rows.is_empty() {
             out.push_str("<p>No kernel ran.</p>\n");
         } else {
-            out.push_str(&table(&header, &rows, &[3, 4, 5, 6, 8]));
+            out.push_str(&table(&header, &rows, &[3, 4, 5, 6, 8, 9]));
+        }
+        let _ = writeln!(
+            out,
+            "<p>{}</p>",
+            e(&self.results_caption().replace('`', ""))
+        );
+        let above = self.above_roof_lines();
+        if let Some((head, rest)) = above.split_first() {
+            let _ = writeln!(out, "<p><b>{}</b></p>\n<ul>", e(head));
+            for line in rest {
+                let _ = writeln!(out, "<li>{}</li>", e(line));
+            }
+            out.push_str("</ul>\n");
         }
         out.push_str("<h2>Roofline</h2>\n");
         out.push_str(&self.roofline_svg());

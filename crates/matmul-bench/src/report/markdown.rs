@@ -38,11 +38,7 @@ impl Report {
                         .map_or("-".into(), |v| format!("{}%", fmt::sig(v * 100.0, 3))),
                     r.vs_naive
                         .map_or("-".into(), |v| format!("{}x", fmt::sig(v, 3))),
-                    r.roof
-                        .as_ref()
-                        .filter(|_| r.status == Status::Ok)
-                        .and_then(|b| b.percent.map(|p| format!("{}% {}", fmt::sig(p, 3), b.roof)))
-                        .unwrap_or_else(|| "-".into()),
+                    r.roof_text(),
                     r.status.name().to_string(),
                 ];
                 if rounds {
@@ -69,6 +65,9 @@ impl Report {
             out,
             "vs naive = speedup over `{naive}`; roof = % of the bounding roof (intensity: {source})"
         );
+        for line in self.above_roof_lines() {
+            let _ = writeln!(out, "{line}");
+        }
         if rounds {
             let _ = writeln!(
                 out,
@@ -86,8 +85,8 @@ impl Report {
                 r.reason.as_deref().unwrap_or("")
             );
         }
-        for (what, count, reason) in self.skipped_groups() {
-            let _ = writeln!(out, "skipped {what} ({count}x): {reason}");
+        if let Some(line) = self.skipped_line() {
+            let _ = writeln!(out, "{line}");
         }
         if let Some(summary) = self.suite.as_ref().and(self.summary()) {
             let (header, rows) = summary.rows();
@@ -100,7 +99,8 @@ impl Report {
         out
     }
 
-    /// report.md: system, results table, the roofline image (`svg_path`), ceilings, problems.
+    /// report.md: system, the suite summary, the ladder (tables and `ladder.svg` beside
+    /// `svg_path`), the results table, the roofline image (`svg_path`), ceilings, problems.
     pub fn to_markdown(&self, svg_path: &str) -> String {
         let md = |s: &str| s.replace('|', "\\|").replace('\n', " ");
         let table = |header: &[String], rows: &[Vec<String>]| {
@@ -134,6 +134,22 @@ impl Report {
             out.push_str(&table(&header, &rows));
             let _ = writeln!(out, "\n{}", summary.caption(self.suite.as_deref()));
         }
+        let ladders = self.ladder_tables();
+        if !ladders.is_empty() {
+            let image = std::path::Path::new(svg_path).with_file_name("ladder.svg");
+            out.push_str("\n## Ladder\n\n");
+            for (heading, header, rows) in &ladders {
+                let _ = writeln!(out, "### {heading}\n");
+                out.push_str(&table(header, rows));
+                out.push('\n');
+            }
+            let _ = writeln!(
+                out,
+                "{}\n\n![ladder]({})",
+                self.ladder_caption(),
+                image.display()
+            );
+        }
         let (header, rows) = self.result_rows();
         out.push_str("\n## Results\n\n");
         if rows.is_empty() {
@@ -141,12 +157,14 @@ impl Report {
         } else {
             out.push_str(&table(&header, &rows));
         }
-        let _ = writeln!(
-            out,
-            "\nRates from the median time; `% of roof` against the lower of bandwidth × intensity \
-             ({}) and the dtype's compute peak.",
-            self.intensity_source()
-        );
+        let _ = writeln!(out, "\n{}", self.results_caption());
+        let above = self.above_roof_lines();
+        if !above.is_empty() {
+            let _ = writeln!(out, "\n**{}**\n", md(&above[0]));
+            for line in &above[1..] {
+                let _ = writeln!(out, "- {}", md(line));
+            }
+        }
         let _ = writeln!(out, "\n## Roofline\n\n![roofline]({svg_path})\n");
         out.push_str("## Ceilings\n\n");
         let ceil = self.ceiling_rows();

@@ -2,7 +2,8 @@
 //! the ceilings, with the ratios and roofline bounds computed from them, and its JSON form
 //! (schema: docs/results-schema.md). The renderers live beside it: `csv` (results.csv),
 //! `markdown` (the text table for stdout and report.md), `html` (report.html), with the rows they
-//! share in `rows`; `write` holds [`write_reports`], which writes every file.
+//! share in `rows`; `ladder` (each dtype's kernels in ladder order: tables and ladder.svg);
+//! `write` holds [`write_reports`], which writes every file.
 
 use std::io;
 
@@ -12,23 +13,27 @@ use matmul::{BackendKind, DType, Problem};
 
 use crate::ceilings::Ceilings;
 use crate::check::Verification;
-use crate::roofline::{PlotPoint, RoofBound, Roofs};
+use crate::roofline::{Bytes, Placement, PlotPoint, RoofBound, Roofs};
 use crate::stats::Stats;
 use crate::system::SystemInfo;
 
 mod csv;
 mod html;
+mod ladder;
 mod markdown;
 mod rows;
 mod summary;
 mod write;
 
 pub use csv::csv_field;
+pub use ladder::{Ladder, Rung};
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
 pub use write::{prepare_report_dir, write_reports, ReportFiles};
 
-/// Bumped whenever a field of results.json changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a field of results.json changes meaning or disappears. 2: `roof` places every
+/// record by its compulsory traffic (or measured DRAM bytes), no longer by its kernel's traffic
+/// model; [`Report::from_json`] recomputes the roofs of a schema-1 file.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What happened to one kernel × dtype × shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,7 +180,9 @@ pub struct Record {
     pub flops: f64,
     /// (m·k + k·n)·input bytes + m·n·output bytes.
     pub min_bytes: f64,
-    /// Global-memory bytes of the kernel's traffic model (`KernelSpec::model_bytes`).
+    /// Global-memory bytes of the kernel's traffic model (`KernelSpec::model_bytes`): what the
+    /// kernel asks of global memory before any cache helps. A teaching figure, not a roofline
+    /// placement: caches serve much of it, and no measured L2 roof exists to hold it against.
     pub model_bytes: f64,
     /// Bytes a profiler measured (None unless one was run).
     pub measured_bytes: Option<f64>,
@@ -294,6 +301,28 @@ impl Record {
         Some((hi - lo) / t.stats.median)
     }
 
+    /// Where the roofline places this record: flops over the measured DRAM bytes if a profiler
+    /// gave them, else over the compulsory bytes (`min_bytes`: one intensity per problem, the
+    /// same for every kernel); `in_cache` when its rotated input sets stayed below `cache_bytes`
+    /// (the operands may then have been served from a cache, and only the compute roof applies).
+    pub fn placement(&self, cache_bytes: u64) -> Placement {
+        let in_cache = self.timing.as_ref().is_some_and(|t| {
+            (t.input_sets as u128) * (t.input_set_bytes as u128) < cache_bytes as u128
+        });
+        match self.intensity_measured {
+            Some(i) => Placement {
+                intensity: i,
+                bytes: Bytes::Measured,
+                in_cache,
+            },
+            None => Placement {
+                intensity: self.flops / self.min_bytes,
+                bytes: Bytes::Compulsory,
+                in_cache,
+            },
+        }
+    }
+
     /// Sets the profiler-measured bytes (and so the measured intensity); call
     /// [`Report::apply_ceilings`] afterwards to re-evaluate the roof.
     pub fn set_measured_bytes(&mut self, bytes: f64) {
@@ -323,20 +352,26 @@ pub struct Report {
 }
 
 impl Report {
-    /// Attaches the ceilings and (re)computes every record's roof. The measured intensity is used
-    /// where a profiler provided bytes, else the traffic model's.
+    /// Attaches the ceilings and (re)computes every record's roof at its
+    /// [`Record::placement`]: the measured DRAM bytes where a profiler provided them, else the
+    /// compulsory bytes.
     pub fn apply_ceilings(&mut self, measured: Option<Ceilings>, datasheet: Option<Ceilings>) {
         self.ceilings = CeilingsInfo {
             measured,
             datasheet,
         };
+        self.recompute_roofs();
+    }
+
+    /// (Re)computes every record's roof from the ceilings the report holds.
+    pub fn recompute_roofs(&mut self) {
         let roofs = self.roofs();
+        let cache_bytes = self.settings.cache_bytes;
         for r in &mut self.records {
             r.roof = if r.status == Status::Skipped {
                 None
             } else {
-                let intensity = r.intensity_measured.unwrap_or(r.intensity_model);
-                roofs.bound(r.dtype, intensity, r.rate_gops)
+                roofs.bound(r.dtype, r.placement(cache_bytes), r.rate_gops)
             };
         }
     }
@@ -345,10 +380,20 @@ impl Report {
     pub fn intensity_source(&self) -> &'static str {
         let measured = self.records.iter().any(|r| r.intensity_measured.is_some());
         if measured {
-            "DRAM bytes measured by ncu where profiled, else the traffic model"
+            "DRAM bytes measured by ncu where profiled, else the compulsory traffic"
         } else {
-            "traffic model"
+            "compulsory traffic: A and B read once, C written once"
         }
+    }
+
+    /// The records above the roof that bounds them: a measurement problem, never a result.
+    pub fn above_roof(&self) -> Vec<&Record> {
+        self.records
+            .iter()
+            .filter(|r| {
+                r.status == Status::Ok && r.roof.as_ref().is_some_and(RoofBound::above_roof)
+            })
+            .collect()
     }
 
     /// The roofs in force (measured where measured, else datasheet).
@@ -392,9 +437,17 @@ impl Report {
         serde_json::to_string_pretty(self).map_err(io::Error::other)
     }
 
-    /// Reads results.json (an error names what does not fit the schema).
+    /// Reads results.json (an error names what does not fit the schema). A schema-1 file, whose
+    /// roofs placed each kernel by its traffic model, gets its roofs recomputed by the current
+    /// model and the current schema version; everything else reads back exactly.
     pub fn from_json(text: &str) -> io::Result<Report> {
-        serde_json::from_str(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        let mut report: Report = serde_json::from_str(text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if report.schema_version < 2 {
+            report.recompute_roofs();
+            report.schema_version = SCHEMA_VERSION;
+        }
+        Ok(report)
     }
 
     /// The points the roofline plots: for each kernel × dtype that was timed, its largest shape
@@ -421,7 +474,10 @@ impl Report {
                 kernel: r.kernel.clone(),
                 dtype: r.dtype,
                 shape: r.shape.clone(),
-                intensity: r.intensity_measured.unwrap_or(r.intensity_model),
+                intensity: r.roof.as_ref().map_or_else(
+                    || r.placement(self.settings.cache_bytes).intensity,
+                    |b| b.intensity,
+                ),
                 rate_gops: r.rate_gops.unwrap_or(0.0),
                 bound: r.roof.clone(),
             })

@@ -6,11 +6,55 @@ use crate::fmt;
 
 use super::{Record, Report, Status};
 
+/// What the reports print instead of a percentage above 100 % of a roof.
+pub const ABOVE_ROOF: &str = "⚠ above roof";
+
 impl Record {
     /// The rate with its SI prefix and unit, or "-" when not timed.
     pub(super) fn rate_text(&self) -> String {
         self.rate_gops
             .map_or("-".into(), |r| fmt::rate(r, self.dtype.rate_unit()))
+    }
+
+    /// The bound of an OK record (None otherwise).
+    fn ok_roof(&self) -> Option<&crate::roofline::RoofBound> {
+        self.roof.as_ref().filter(|_| self.status == Status::Ok)
+    }
+
+    /// The binding roof's name, with " (in cache)" when only the compute roof applied; "-".
+    pub(super) fn roof_name_text(&self) -> String {
+        self.ok_roof().map_or("-".into(), |b| {
+            if b.in_cache {
+                format!("{} (in cache)", b.roof)
+            } else {
+                b.roof.clone()
+            }
+        })
+    }
+
+    /// The percentage of the binding roof ("85.2"), [`ABOVE_ROOF`] above 100 %, or "-".
+    pub(super) fn roof_percent_text(&self) -> String {
+        match self.ok_roof() {
+            Some(b) if b.above_roof() => ABOVE_ROOF.into(),
+            Some(b) => b.percent.map_or("-".into(), |p| fmt::sig(p, 3)),
+            None => "-".into(),
+        }
+    }
+
+    /// The text table's cell: "85.2% fp32", "12.9% int32 (in cache)", "⚠ above roof", "-".
+    pub(super) fn roof_text(&self) -> String {
+        match self.ok_roof() {
+            Some(b) if b.above_roof() => ABOVE_ROOF.into(),
+            Some(b) if b.percent.is_some() => {
+                format!("{}% {}", self.roof_percent_text(), self.roof_name_text())
+            }
+            _ => "-".into(),
+        }
+    }
+
+    /// The traffic model's intensity, FLOP (OP) per byte, three digits.
+    pub(super) fn model_intensity_text(&self) -> String {
+        fmt::sig(self.intensity_model, 3)
     }
 }
 
@@ -21,6 +65,63 @@ impl Report {
             Some("cublas") | None => "vs cuBLAS".into(),
             Some(v) => format!("vs {v}"),
         }
+    }
+
+    /// The lines that flag results above their roof as a measurement problem (none when every
+    /// result is at or under its roof): a heading line, then one per result.
+    pub(super) fn above_roof_lines(&self) -> Vec<String> {
+        let above = self.above_roof();
+        if above.is_empty() {
+            return Vec::new();
+        }
+        let mut lines = vec![format!(
+            "{ABOVE_ROOF}: measurement problem. No kernel moves fewer bytes than the compulsory \
+             traffic nor computes above the compute peak, so {} result(s) above their roof mean a \
+             roof measured too low (a short or throttled ceiling run, a datasheet for another \
+             part) or a timing that is off; they are not results:",
+            above.len()
+        )];
+        for r in above {
+            let b = r.roof.as_ref().expect("above_roof has a roof");
+            lines.push(format!(
+                "{} {} {}: {} = {}% of {} {}",
+                r.label(),
+                r.dtype,
+                r.shape,
+                r.rate_text(),
+                fmt::sig(b.percent.unwrap_or(0.0), 3),
+                b.roof,
+                match b.roof.as_str() {
+                    "memory" => format!(
+                        "({} × {} FLOP/B)",
+                        b.source.name(),
+                        fmt::sig(b.intensity, 3)
+                    ),
+                    _ => format!("({})", b.source.name()),
+                }
+            ));
+        }
+        lines
+    }
+
+    /// One line about the skipped records (None when none was skipped): the count, the first
+    /// kernel × dtype group with its reason, and how many other groups report.md lists.
+    pub(super) fn skipped_line(&self) -> Option<String> {
+        let groups = self.skipped_groups();
+        let (label, count, reason) = groups.first()?;
+        let total: usize = groups.iter().map(|g| g.1).sum();
+        let mut line = if groups.len() == 1 {
+            format!("skipped {label} ({count}x): {reason}")
+        } else {
+            format!("skipped {total} cases, e.g. {label} ({count}x): {reason}")
+        };
+        if groups.len() > 1 {
+            line.push_str(&format!(
+                " (and {} more kernel × dtype pair(s): report.md lists them)",
+                groups.len() - 1
+            ));
+        }
+        Some(line)
     }
 
     /// Skipped records grouped by kernel and dtype: (label, count, first reason).
@@ -36,6 +137,21 @@ impl Report {
         groups
     }
 
+    /// The caption under the results table of report.md / report.html.
+    pub(super) fn results_caption(&self) -> String {
+        format!(
+            "Rates from the median time. `% of roof`: of the lower of DRAM bandwidth × intensity \
+             and the dtype's compute peak, the intensity being FLOPs over the {} (one intensity \
+             per problem, the same for every kernel, unless profiled), so 100 % is the most any \
+             kernel can reach; `(in cache)`: the rotated input sets stayed below the cache size, \
+             so only the compute roof bounds it. `model FLOP/B`: FLOPs over the kernel's traffic \
+             model, the global-memory bytes it asks for before any cache helps: a teaching \
+             figure, not a roofline placement (caches serve much of that traffic, and no L2 roof \
+             is measured to hold it against).",
+            self.intensity_source()
+        )
+    }
+
     /// Rows of the results table of report.md / report.html (OK and FAILED records).
     pub(super) fn result_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let header = vec![
@@ -48,6 +164,7 @@ impl Report {
             format!("× {}", self.baselines.naive.as_deref().unwrap_or("naive")),
             "bound roof".into(),
             "% of roof".into(),
+            "model FLOP/B".into(),
             "verification".into(),
         ];
         let rows = self
@@ -55,7 +172,6 @@ impl Report {
             .iter()
             .filter(|r| r.status != Status::Skipped)
             .map(|r| {
-                let ok = r.status == Status::Ok;
                 vec![
                     r.label(),
                     r.dtype.to_string(),
@@ -64,15 +180,9 @@ impl Report {
                     r.rate_text(),
                     r.vs_cublas.map_or("-".into(), |v| fmt::sig(v * 100.0, 3)),
                     r.vs_naive.map_or("-".into(), |v| fmt::sig(v, 3)),
-                    r.roof
-                        .as_ref()
-                        .filter(|_| ok)
-                        .map_or("-".into(), |b| b.roof.clone()),
-                    r.roof
-                        .as_ref()
-                        .filter(|_| ok)
-                        .and_then(|b| b.percent)
-                        .map_or("-".into(), |p| fmt::sig(p, 3)),
+                    r.roof_name_text(),
+                    r.roof_percent_text(),
+                    r.model_intensity_text(),
                     match (&r.verification, r.status) {
                         (Some(v), _) => v.summary(),
                         (None, Status::Failed) => "not verified (run failed)".into(),

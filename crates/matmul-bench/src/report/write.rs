@@ -16,6 +16,8 @@ pub struct ReportFiles {
     pub csv: PathBuf,
     /// roofline.svg.
     pub svg: PathBuf,
+    /// ladder.svg.
+    pub ladder: PathBuf,
     /// report.md.
     pub markdown: PathBuf,
     /// report.html.
@@ -29,14 +31,22 @@ impl ReportFiles {
             json: dir.join("results.json"),
             csv: dir.join("results.csv"),
             svg: dir.join("roofline.svg"),
+            ladder: dir.join("ladder.svg"),
             markdown: dir.join("report.md"),
             html: dir.join("report.html"),
         }
     }
 
     /// Every path, in the order they are written.
-    pub fn paths(&self) -> [&Path; 5] {
-        [&self.json, &self.csv, &self.svg, &self.markdown, &self.html]
+    pub fn paths(&self) -> [&Path; 6] {
+        [
+            &self.json,
+            &self.csv,
+            &self.svg,
+            &self.ladder,
+            &self.markdown,
+            &self.html,
+        ]
     }
 }
 
@@ -59,14 +69,15 @@ pub fn prepare_report_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes results.json, results.csv, roofline.svg, report.md and report.html into `dir`
-/// (created if missing; files of an earlier report there are replaced).
+/// Writes results.json, results.csv, roofline.svg, ladder.svg, report.md and report.html into
+/// `dir` (created if missing; files of an earlier report there are replaced).
 pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     std::fs::create_dir_all(dir)?;
     let files = ReportFiles::in_dir(dir);
     std::fs::write(&files.json, report.to_json()?)?;
     std::fs::write(&files.csv, report.to_csv())?;
     std::fs::write(&files.svg, report.roofline_svg())?;
+    std::fs::write(&files.ladder, report.ladder_svg())?;
     std::fs::write(&files.markdown, report.to_markdown("roofline.svg"))?;
     std::fs::write(&files.html, report.to_html())?;
     Ok(files)
@@ -75,10 +86,35 @@ pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
 impl Report {
     /// roofline.svg: the largest timed shape of every kernel × dtype against the roofs in force.
     pub fn roofline_svg(&self) -> String {
-        let title = format!("Roofline: {} ({})", self.system.device, self.system.date);
-        let subtitle = "Largest timed shape per kernel and dtype; intensity from each kernel's \
-                        global-memory traffic model (before caches), rate from the median time.";
-        render_svg(&title, subtitle, &self.roofs(), &self.plot_points())
+        let (title, subtitle) = self.roofline_titles();
+        render_svg(&title, &subtitle, &self.roofs(), &self.plot_points())
+    }
+
+    /// The roofline's title (the device's name and the date) and subtitle (the device's
+    /// details, then how to read the plot), one line each, wrapped by the renderer.
+    pub(crate) fn roofline_titles(&self) -> (String, String) {
+        let device = &self.system.device;
+        let (name, details) = match device.split_once(" (") {
+            Some((n, d)) => (n, d.strip_suffix(')').unwrap_or(d)),
+            None => (device.as_str(), ""),
+        };
+        let date = self.system.date.get(..10).unwrap_or(&self.system.date);
+        let title = format!("Roofline: {name}, {date}");
+        let mut subtitle = String::new();
+        if !details.is_empty() {
+            subtitle.push_str(details);
+            subtitle.push('\n');
+        }
+        subtitle.push_str(
+            "Each kernel × dtype at its largest timed shape, at the rate of its median time. \
+             Intensity: FLOPs over the compulsory traffic (A and B read once, C written once; \
+             DRAM bytes measured by ncu where profiled), one intensity per shape for every \
+             kernel, so no kernel can rise above its roof but by a measurement error. Markers \
+             of one shape that would cover one another are spread sideways around its \
+             intensity (dotted line); hollow: the operands may have sat in a cache, so only the \
+             compute roof bounds it.",
+        );
+        (title, subtitle)
     }
 }
 
@@ -99,7 +135,10 @@ mod tests {
         let elements = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         assert!(elements > 50);
         assert_eq!(svg.matches(r#"class="point""#).count(), points.len());
-        assert_eq!(svg.matches(r#"class="point-label""#).count(), points.len());
+        assert_eq!(svg.matches(r#"class="point-number""#).count(), points.len());
+        let (title, subtitle) = report.roofline_titles();
+        let (canvas, w, h) = crate::roofline::draw(&title, &subtitle, &report.roofs(), &points);
+        canvas.check_layout(w, h).unwrap();
         // Measured roofs solid, the datasheet ones they override dashed; tf32 from the datasheet.
         assert!(svg.contains("memory 3.00 TB/s (measured)"));
         assert!(svg.contains("memory 3.35 TB/s (datasheet)"));

@@ -49,17 +49,73 @@ pub struct Roofs {
     pub datasheet_overridden: Vec<Roof>,
 }
 
+/// The bytes an intensity divides a product's operations by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bytes {
+    /// The compulsory traffic: A and B read once, C written once, in the dtypes' sizes
+    /// (`Problem::min_bytes`). The same for every kernel of a problem, and a lower bound on what
+    /// any kernel moves to or from DRAM when its operands are not already in a cache.
+    #[default]
+    Compulsory,
+    /// DRAM bytes a profiler measured for this kernel (`bench --profile`).
+    Measured,
+}
+
+impl Bytes {
+    /// "compulsory" or "measured".
+    pub fn name(self) -> &'static str {
+        match self {
+            Bytes::Compulsory => "compulsory",
+            Bytes::Measured => "measured",
+        }
+    }
+}
+
+/// Where a result sits on the roofline's x axis, and whether the memory roof applies to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Placement {
+    /// Operations per byte.
+    pub intensity: f64,
+    /// Which bytes `intensity` divides by.
+    pub bytes: Bytes,
+    /// The operands may have been served from a cache (the rotated input sets stayed below the
+    /// run's cache size): no DRAM traffic is compulsory, so only the compute roof bounds it.
+    pub in_cache: bool,
+}
+
+impl Placement {
+    /// At `intensity` by the compulsory traffic, operands from DRAM.
+    pub fn compulsory(intensity: f64) -> Placement {
+        Placement {
+            intensity,
+            bytes: Bytes::Compulsory,
+            in_cache: false,
+        }
+    }
+}
+
 /// Which roof bounds one result, and how close the result came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoofBound {
-    /// The intensity the bound is evaluated at (ops/byte): the measured one if a profiler gave
-    /// it, else the traffic model's.
+    /// The intensity the bound is evaluated at (ops/byte): flops over the DRAM bytes a profiler
+    /// measured if one did, else over the compulsory bytes (`min_bytes`), the same for every
+    /// kernel of a problem.
     pub intensity: f64,
+    /// Which bytes `intensity` divides by: "compulsory" or "measured".
+    #[serde(default)]
+    pub bytes: Bytes,
+    /// The rotated input sets stayed below the run's cache size, so the operands may have come
+    /// from a cache: the memory roof does not bound the result, only the compute roof.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_cache: bool,
     /// "memory" when bandwidth × intensity is the lower roof, else the compute roof's name.
     pub roof: String,
     /// min(bandwidth × intensity, compute peak), G(FL)OP/s.
     pub bound_gops: f64,
-    /// Achieved rate / bound × 100 (may exceed 100 when caches beat the traffic model).
+    /// Achieved rate / bound × 100. No kernel can beat the compulsory traffic or the compute
+    /// peak, so above 100 is a measurement problem (a roof measured low, a timing off), flagged
+    /// as such by the reports ([`RoofBound::above_roof`]).
     pub percent: Option<f64>,
     /// The compute roof for this dtype and its value, whether or not it is the binding one.
     pub compute_roof: Option<String>,
@@ -69,7 +125,8 @@ pub struct RoofBound {
     pub source: RoofSource,
 }
 
-fn roof_name_for(dtype: DType) -> &'static str {
+/// The compute roof's own name for `dtype`: fp32, int32, tf32, bf16, f16.
+pub(crate) fn roof_name_for(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "fp32",
         DType::U32 => "int32",
@@ -138,18 +195,20 @@ impl Roofs {
         by(own).or_else(|| if dtype.is_integer() { None } else { by("fp32") })
     }
 
-    /// The bound at `intensity` for `dtype`, and the percentage `achieved_gops` reaches.
+    /// The bound for `dtype` at `at` (the memory roof left out when the operands may have been
+    /// in a cache), and the percentage `achieved_gops` reaches.
     pub fn bound(
         &self,
         dtype: DType,
-        intensity: f64,
+        at: Placement,
         achieved_gops: Option<f64>,
     ) -> Option<RoofBound> {
         let compute = self.compute_for(dtype);
         let memory = self
             .memory
             .as_ref()
-            .map(|m| (m, m.value * intensity))
+            .filter(|_| !at.in_cache)
+            .map(|m| (m, m.value * at.intensity))
             .filter(|(_, v)| v.is_finite());
         let (roof, bound, source) = match (memory, compute) {
             (Some((m, mv)), Some(c)) if mv < c.value => ("memory".to_string(), mv, m.source),
@@ -158,7 +217,9 @@ impl Roofs {
             (None, None) => return None,
         };
         Some(RoofBound {
-            intensity,
+            intensity: at.intensity,
+            bytes: at.bytes,
+            in_cache: at.in_cache,
             roof,
             bound_gops: bound,
             percent: achieved_gops
@@ -168,6 +229,14 @@ impl Roofs {
             compute_gops: compute.map(|c| c.value),
             source,
         })
+    }
+}
+
+impl RoofBound {
+    /// Whether the result is above the roof that bounds it: by construction only a measurement
+    /// problem can put it there (a roof measured too low, a timing too short or off).
+    pub fn above_roof(&self) -> bool {
+        self.percent.is_some_and(|p| p > 100.0)
     }
 }
 
@@ -210,17 +279,38 @@ mod tests {
     fn bound_picks_the_lower_roof() {
         let roofs = Roofs::effective(Some(&cpu()), None);
         // Ridge at 10 FLOP/B for fp32.
-        let b = roofs.bound(DType::F32, 1.0, Some(10.0)).unwrap();
+        let at = Placement::compulsory;
+        let b = roofs.bound(DType::F32, at(1.0), Some(10.0)).unwrap();
         assert_eq!(b.roof, "memory");
         assert_eq!(b.bound_gops, 20.0);
         assert_eq!(b.percent, Some(50.0));
-        let b = roofs.bound(DType::F32, 100.0, Some(100.0)).unwrap();
+        assert!(!b.above_roof());
+        let b = roofs.bound(DType::F32, at(100.0), Some(100.0)).unwrap();
         assert_eq!(b.roof, "fp32");
         assert_eq!(b.percent, Some(50.0));
-        let b = roofs.bound(DType::U32, 100.0, None).unwrap();
+        let b = roofs.bound(DType::U32, at(100.0), None).unwrap();
         assert_eq!((b.roof.as_str(), b.bound_gops), ("int32", 100.0));
         // No tensor roof on the CPU: bf16 is bounded by fp32.
-        assert_eq!(roofs.bound(DType::Bf16, 1e3, None).unwrap().roof, "fp32");
+        assert_eq!(
+            roofs.bound(DType::Bf16, at(1e3), None).unwrap().roof,
+            "fp32"
+        );
+        // Operands that may sit in a cache: only the compute roof bounds them.
+        let cached = Placement {
+            in_cache: true,
+            ..at(1.0)
+        };
+        let b = roofs.bound(DType::F32, cached, Some(30.0)).unwrap();
+        assert_eq!(
+            (b.roof.as_str(), b.bound_gops, b.in_cache),
+            ("fp32", 200.0, true)
+        );
+        assert_eq!(b.percent, Some(15.0));
+        // Above the roof: a measurement problem, flagged.
+        assert!(roofs
+            .bound(DType::F32, at(1.0), Some(21.0))
+            .unwrap()
+            .above_roof());
     }
 
     #[test]
@@ -244,7 +334,7 @@ mod tests {
         );
         assert_eq!(roofs.datasheet_overridden.len(), 1);
         assert_eq!(
-            Roofs::effective(None, None).bound(DType::F32, 1.0, None),
+            Roofs::effective(None, None).bound(DType::F32, Placement::compulsory(1.0), None),
             None
         );
     }

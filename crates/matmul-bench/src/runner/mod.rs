@@ -11,6 +11,9 @@ use crate::stats::Stats;
 use crate::suite::Suite;
 use crate::system::SystemInfo;
 
+mod precompile;
+pub use precompile::{precompile, CompileUnit};
+
 /// Timed launches when neither `iters` nor `min_time` is given.
 pub const DEFAULT_ITERS: usize = 10;
 
@@ -39,6 +42,27 @@ impl BenchKernel {
 impl From<&'static KernelSpec> for BenchKernel {
     fn from(k: &'static KernelSpec) -> Self {
         BenchKernel::Named(k)
+    }
+}
+
+/// One kernel × dtype pair a planned run is limited to ([`BenchConfig::plan`]), up to a size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// The kernel's registry name, or `auto`.
+    pub kernel: &'static str,
+    /// The dtype it runs.
+    pub dtype: DType,
+    /// The largest m·n·k it runs (None: any).
+    pub max_mnk: Option<u64>,
+}
+
+impl PlanEntry {
+    /// Whether this entry lets `kernel` run `problem`.
+    pub fn admits(&self, kernel: &str, problem: &Problem) -> bool {
+        let mnk = problem.m as u128 * problem.n as u128 * problem.k as u128;
+        self.kernel == kernel
+            && self.dtype == problem.dtype
+            && self.max_mnk.is_none_or(|max| mnk <= max as u128)
     }
 }
 
@@ -95,6 +119,10 @@ pub struct BenchConfig {
     pub tuned: Option<matmul::tune::TuneTable>,
     /// One tiling for every SIMT-ladder kernel of the run (overrides `tuned`).
     pub tiling: Option<matmul::Tiling>,
+    /// Limits the run to these kernel × dtype pairs (each up to its size): the cases of
+    /// `kernels` × problems that no entry admits are left out before the run, without a record
+    /// (`bench --quick`'s handful of representative kernels). None: every case.
+    pub plan: Option<Vec<PlanEntry>>,
     /// Timing rounds per problem. With R > 1 every kernel that verified is timed R times, each
     /// time for `min_time` / R seconds (or `iters` / R launches, rounded up), in an order rotated
     /// by one kernel each round; its statistics pool every round. Clock and temperature drift over
@@ -133,6 +161,7 @@ impl BenchConfig {
             max_case_seconds: None,
             tuned: None,
             tiling: None,
+            plan: None,
             rounds: 1,
         }
     }
@@ -250,6 +279,38 @@ impl BenchConfig {
     /// The problems run, in order: dtype, then shape, then ops (or dtype, then the suite's cases).
     pub fn problems(&self) -> Vec<Problem> {
         self.cases().into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// Whether `kernel` runs `problem` at all: a registry kernel only in a dtype it supports (a
+    /// pair that can never apply is left out before the run, without a record, rather than
+    /// skipped), and only where [`BenchConfig::plan`], when set, admits it.
+    pub fn applies(&self, kernel: BenchKernel, problem: &Problem) -> bool {
+        let supported = match kernel {
+            BenchKernel::Named(k) => k.supports(problem.dtype),
+            BenchKernel::Auto => true,
+        };
+        supported
+            && self
+                .plan
+                .as_ref()
+                .is_none_or(|plan| plan.iter().any(|e| e.admits(kernel.name(), problem)))
+    }
+
+    /// The cases a run has, in order: each problem (with its suite tags) and the kernels that
+    /// run it ([`BenchConfig::applies`]); problems no kernel runs are left out.
+    pub fn planned(&self) -> Vec<(Problem, Vec<String>, Vec<BenchKernel>)> {
+        self.cases()
+            .into_iter()
+            .filter_map(|(p, tags)| {
+                let kernels: Vec<BenchKernel> = self
+                    .kernels
+                    .iter()
+                    .copied()
+                    .filter(|&k| self.applies(k, &p))
+                    .collect();
+                (!kernels.is_empty()).then_some((p, tags, kernels))
+            })
+            .collect()
     }
 
     /// The problems run with the tags of their suite cases (none without a suite).
@@ -436,27 +497,27 @@ impl InputCache {
     }
 }
 
-/// Runs every kernel × dtype × shape × ops case of `config` on `backend` and returns the report
-/// (ratios and roofs filled in). Never panics on a kernel's failure: it is recorded.
+/// Runs every kernel × dtype × shape × ops case of `config` that applies
+/// ([`BenchConfig::planned`]) on `backend` and returns the report (ratios and roofs filled in).
+/// Never panics on a kernel's failure: it is recorded.
 pub fn run(
     backend: &dyn Backend,
     config: &BenchConfig,
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Report {
-    let cases = config.cases();
-    let total = cases.len() * config.kernels.len();
+    let cases = config.planned();
+    let total = cases.iter().map(|(_, _, k)| k.len()).sum();
     progress(ProgressEvent::Planned { total });
     let mut records = Vec::with_capacity(total);
     let mut index = 0;
-    for (problem, tags) in &cases {
+    for (problem, tags, kernels) in &cases {
         let mut cache = InputCache::new(*problem);
         let first = records.len();
-        let resolved: Vec<matmul::Result<Resolved>> = config
-            .kernels
+        let resolved: Vec<matmul::Result<Resolved>> = kernels
             .iter()
             .map(|&k| config.resolve(backend, k, problem))
             .collect();
-        for (i, (kernel, res)) in config.kernels.iter().zip(&resolved).enumerate() {
+        for (i, (kernel, res)) in kernels.iter().zip(&resolved).enumerate() {
             progress(ProgressEvent::Started {
                 index: index + i,
                 total,
@@ -494,7 +555,7 @@ pub fn run(
                 });
             }
         }
-        index += config.kernels.len();
+        index += kernels.len();
     }
     let describe = backend.describe();
     let mut report = Report {

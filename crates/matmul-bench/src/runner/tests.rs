@@ -455,3 +455,48 @@ fn auto_and_a_suite_are_recorded_and_summarised() {
     let row = report.summary().unwrap().rows.remove(0);
     assert_eq!((row.all.cases, row.all.missing), (1, 0));
 }
+
+#[test]
+fn pairs_that_never_apply_and_cases_outside_the_plan_leave_no_record() {
+    let naive = matmul::find("naive").unwrap();
+    let mut config = small_config(vec![matmul::find("cpu").unwrap(), naive]);
+    config.dtypes = vec![DType::F32, DType::Bf16];
+    let mut planned = 0;
+    let report = run(&CpuBackend, &config, &mut |e| {
+        if let ProgressEvent::Planned { total } = e {
+            planned = total;
+        }
+    });
+    // naive has no bf16: those pairs are left out; naive f32 is a case, skipped on the CPU.
+    let kernels: Vec<(&str, DType)> = report
+        .records
+        .iter()
+        .map(|r| (r.kernel.as_str(), r.dtype))
+        .collect();
+    assert_eq!(planned, 6);
+    assert_eq!(report.records.len(), 6, "{kernels:?}");
+    assert!(!kernels.contains(&("naive", DType::Bf16)));
+    assert_eq!(
+        report
+            .table()
+            .lines()
+            .filter(|l| l.starts_with("skipped"))
+            .count(),
+        1
+    );
+
+    // A plan: cpu f32 up to 32³ only.
+    config.plan = Some(vec![PlanEntry {
+        kernel: "cpu",
+        dtype: DType::F32,
+        max_mnk: Some(32 * 32 * 32),
+    }]);
+    let report = run(&CpuBackend, &config, &mut |_| {});
+    let cases: Vec<(&str, DType, &str)> = report
+        .records
+        .iter()
+        .map(|r| (r.kernel.as_str(), r.dtype, r.shape.as_str()))
+        .collect();
+    assert_eq!(cases, [("cpu", DType::F32, "32x32x32")]);
+    assert_eq!(report.records[0].status, Status::Ok);
+}
