@@ -749,17 +749,20 @@ fn bad_calls_are_errors() {
             .unwrap_err();
         assert!(e.to_string().contains("shared memory"), "{e}");
     }
-    // A C of 160 GB (200000² f32) from inputs of 1.6 MB: refused before any allocation, naming
-    // the memory, by run and by time alike.
-    let wide = Problem::new(200_000, 200_000, 2, DType::F32);
-    let a = AnyMatrix::generate(DType::F32, 200_000, 2, Init::Random { seed: 1 }).unwrap();
-    let b = AnyMatrix::generate(DType::F32, 2, 200_000, Init::Random { seed: 2 }).unwrap();
+    // With all but 1 GiB of the device taken, a problem whose C is 1 GiB is refused before any
+    // allocation, naming the memory, by run and by time alike; freed, the device runs again.
+    let (free, _) = backend.context().mem_get_info().unwrap();
+    let hog = unsafe { backend.stream().alloc::<u8>(free - (1 << 30)) }.unwrap();
+    let wide = Problem::new(16_384, 16_384, 2, DType::F32);
+    let a = AnyMatrix::generate(DType::F32, 16_384, 2, Init::Random { seed: 1 }).unwrap();
+    let b = AnyMatrix::generate(DType::F32, 2, 16_384, Init::Random { seed: 2 }).unwrap();
     let e = backend.run(tiled, &wide, &a, &b, opts).unwrap_err();
     assert!(matches!(e, matmul::Error::DeviceMemory { .. }), "{e}");
     assert!(e.to_string().contains("of device memory"), "{e}");
     let sets = [matmul::Inputs { a, b }];
     let e = backend.time(tiled, &wide, &sets, 0, 1, opts).unwrap_err();
     assert!(matches!(e, matmul::Error::DeviceMemory { .. }), "{e}");
+    drop(hog);
     // Still usable.
     assert!(verify(&backend, tiled, &problem, opts).is_none());
 }
