@@ -484,6 +484,10 @@ pub fn bench(args: BenchArgs) -> CliResult {
         announce(suite, &config);
     }
 
+    // SIGINT or SIGTERM: finish the case in progress, write what is done, marked partial; a
+    // second one exits at once.
+    let stop = interrupt_flag();
+    config.stop = Some(stop.clone());
     let progress = Progress::new(
         0,
         "{bar:30} {pos}/{len} cases ({elapsed}, about {eta} left) {msg}",
@@ -511,6 +515,13 @@ pub fn bench(args: BenchArgs) -> CliResult {
         ))
     })?;
     eprintln!("matmul: report written to {} (and results.json, results.csv, roofline.svg, ladder.svg, report.html beside it)", files.markdown.display());
+    let signal = stop.load(std::sync::atomic::Ordering::SeqCst);
+    if let Some(why) = report.partial.as_ref().filter(|_| signal != 0) {
+        return Err(CliError {
+            code: (128 + signal).min(255) as u8,
+            message: format!("{why} (signal {signal}); the report holds them, marked partial"),
+        });
+    }
     let failed: Vec<_> = report
         .records
         .iter()
@@ -649,4 +660,22 @@ mod tests {
             assert!(nothing_ran(&[skips[0].clone(), record(status, "")]).is_ok());
         }
     }
+}
+
+/// A flag that SIGINT or SIGTERM sets to its signal number (the bench stops after the case in
+/// progress); a second such signal exits at once with 128 + its number. Never set off Unix.
+fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // The conditional exit first, so that the first signal only sets the flags.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, seen.clone());
+            let _ = signal_hook::flag::register(sig, seen.clone());
+            let _ = signal_hook::flag::register_usize(sig, stop.clone(), sig as usize);
+        }
+    }
+    stop
 }

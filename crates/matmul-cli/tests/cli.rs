@@ -841,3 +841,61 @@ fn a_closed_pipe_ends_the_process_quietly() {
 /// SIGPIPE's number (13 on Linux, macOS and the BSDs).
 #[cfg(unix)]
 const SIGPIPE: i32 = 13;
+
+/// SIGINT (then SIGTERM) in the middle of a bench: the run stops after the case in progress,
+/// writes the report of the cases finished, marked partial, and exits 128 + the signal.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_bench_writes_a_partial_report() {
+    for (signal, name, code) in [(libc::SIGINT, "int", 130), (libc::SIGTERM, "term", 143)] {
+        let out = std::env::temp_dir().join(format!(
+            "matmul-cli-interrupt-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&out);
+        // Hundreds of cases, a few milliseconds each at least: far more than a second of work.
+        let sizes: Vec<String> = (64..=512).step_by(8).map(|n| n.to_string()).collect();
+        let child = Command::new(env!("CARGO_BIN_EXE_matmul"))
+            .args([
+                "bench",
+                "--backend",
+                "cpu",
+                "--kernels",
+                "cpu,cpu-reference",
+                "--dtypes",
+                "f32",
+            ])
+            .args([
+                "--no-ceilings",
+                "--min-time",
+                "0.02",
+                "--sizes",
+                &sizes.join(","),
+            ])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        assert!(stderr(&o).contains("marked partial"), "{}", stderr(&o));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap())
+                .unwrap();
+        let partial = json["partial"].as_str().expect("a partial report");
+        assert!(partial.starts_with("interrupted"), "{partial}");
+        let records = json["records"].as_array().unwrap().len();
+        assert!(
+            records < 2 * sizes.len(),
+            "{records} records: the run was not stopped"
+        );
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("Partial run"));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

@@ -118,6 +118,13 @@ impl Report {
             t
         };
         let mut out = format!("# matmul benchmark: {}\n\n", md(&self.system.device));
+        if let Some(why) = &self.partial {
+            let _ = writeln!(
+                out,
+                "**Partial run** ({}): only the cases below were measured.\n",
+                md(why)
+            );
+        }
         for (k, v) in self.system_lines() {
             let _ = writeln!(out, "- **{k}**: {}", md(&v));
         }

@@ -349,6 +349,9 @@ pub struct Report {
     pub ceilings: CeilingsInfo,
     /// One per kernel × dtype × shape, in run order.
     pub records: Vec<Record>,
+    /// Why the run stopped before its last case (an interrupt), or None for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 impl Report {

@@ -70,17 +70,34 @@ pub fn prepare_report_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Writes results.json, results.csv, roofline.svg, ladder.svg, report.md and report.html into
-/// `dir` (created if missing; files of an earlier report there are replaced).
+/// `dir` (created if missing; files of an earlier report there are replaced). Each file is
+/// written beside its place and renamed into it, so a reader (or an interrupted run) never sees
+/// half a file.
 pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     std::fs::create_dir_all(dir)?;
     let files = ReportFiles::in_dir(dir);
-    std::fs::write(&files.json, report.to_json()?)?;
-    std::fs::write(&files.csv, report.to_csv())?;
-    std::fs::write(&files.svg, report.roofline_svg())?;
-    std::fs::write(&files.ladder, report.ladder_svg())?;
-    std::fs::write(&files.markdown, report.to_markdown("roofline.svg"))?;
-    std::fs::write(&files.html, report.to_html())?;
+    write_atomically(&files.json, report.to_json()?.as_bytes())?;
+    write_atomically(&files.csv, report.to_csv().as_bytes())?;
+    write_atomically(&files.svg, report.roofline_svg().as_bytes())?;
+    write_atomically(&files.ladder, report.ladder_svg().as_bytes())?;
+    write_atomically(
+        &files.markdown,
+        report.to_markdown("roofline.svg").as_bytes(),
+    )?;
+    write_atomically(&files.html, report.to_html().as_bytes())?;
     Ok(files)
+}
+
+/// `bytes` into `path` through a temporary file beside it and a rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 impl Report {

@@ -79,6 +79,10 @@ pub struct BenchConfig {
     pub ops: Vec<(Op, Op)>,
     /// A suite whose cases (each with its own transpositions and tags) replace `shapes` × `ops`.
     pub suite: Option<Suite>,
+    /// Set (to a signal number, or any non-zero value) to stop the run after the case in
+    /// progress: the report then holds the cases finished so far and says it is partial
+    /// ([`Report::partial`]). The CLI sets it on SIGINT and SIGTERM.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     /// Cases whose m·n·k is above this are skipped, saying so (a size budget, as the CPU's for a
     /// suite made for GPUs); None: no limit.
     pub max_mnk: Option<u64>,
@@ -143,6 +147,7 @@ impl BenchConfig {
             shapes,
             ops: vec![(Op::N, Op::N)],
             suite: None,
+            stop: None,
             max_mnk: None,
             c: COut::Accumulator,
             warmup: 3,
@@ -510,7 +515,14 @@ pub fn run(
     progress(ProgressEvent::Planned { total });
     let mut records = Vec::with_capacity(total);
     let mut index = 0;
-    for (problem, tags, kernels) in &cases {
+    let stopped = || {
+        config
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst) != 0)
+    };
+    let mut partial = None;
+    'cases: for (problem, tags, kernels) in &cases {
         let mut cache = InputCache::new(*problem);
         let first = records.len();
         let resolved: Vec<matmul::Result<Resolved>> = kernels
@@ -518,6 +530,18 @@ pub fn run(
             .map(|&k| config.resolve(backend, k, problem))
             .collect();
         for (i, (kernel, res)) in kernels.iter().zip(&resolved).enumerate() {
+            if stopped() {
+                // A problem's records are finished only after its last round: drop the
+                // unfinished ones of a multi-round run.
+                if config.rounds > 1 {
+                    records.truncate(first);
+                }
+                partial = Some(format!(
+                    "interrupted: {} of {total} cases finished",
+                    records.len()
+                ));
+                break 'cases;
+            }
             progress(ProgressEvent::Started {
                 index: index + i,
                 total,
@@ -584,6 +608,7 @@ pub fn run(
             .unwrap_or_else(|| Baselines::for_backend(backend.kind())),
         ceilings: Default::default(),
         records,
+        partial,
     };
     let sheet = config.datasheet.clone().or_else(|| datasheet(&describe));
     report.apply_ceilings(config.measured_ceilings.clone(), sheet);
