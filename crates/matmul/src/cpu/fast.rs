@@ -8,7 +8,7 @@
 //!   value), in parallel, and the f32 `gemm` path computes an f32 result. Accurate and simple;
 //!   the conversion is O(mk + kn) against the product's O(mnk).
 //! - `u32`: wrapping (mod 2^32) arithmetic in our own blocked, vectorized, rayon-parallel kernel
-//!   (`u32_blocked.rs`); no library offers it.
+//!   (`u32_blocked.rs`: AVX-512, AVX2 or portable, chosen at run time); no library offers it.
 //!
 //! Transposes never copy: `gemm` takes arbitrary row and column strides, and the u32 kernel reads
 //! through the same strides while it packs its panels.
