@@ -318,7 +318,7 @@ pub fn render_svg(title: &str, subtitle: &str, roofs: &Roofs, points: &[PlotPoin
     );
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">arithmetic intensity (FLOP or OP per byte: traffic model, or DRAM bytes measured by ncu)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">arithmetic intensity (FLOP or OP per byte of the traffic model, or of measured DRAM traffic)</text>"#,
         left + pw / 2.0,
         top + ph + 40.0
     );
