@@ -27,9 +27,9 @@
 //!   issues as often as a 256-bit one it does twice the lanes of AVX2; on the Zen 4 this was
 //!   measured on it does not (512-bit operations take two passes), and the gain there comes
 //!   from the larger tile and depth block (fewer loads, fewer passes over C).
-//! - **AVX2**: the portable code compiled with AVX2 enabled; LLVM vectorizes its 4 × 16 tile
-//!   into 8 ymm accumulators.
-//! - **portable**: the same code for any CPU.
+//! - **AVX2**: the same micro-kernel with 256-bit intrinsics, 4 × 16 (8 ymm accumulators of 16
+//!   registers), KC = 256.
+//! - **portable**: plain Rust for any CPU (LLVM vectorizes it for the baseline ISA).
 //!
 //! `MATMUL_CPU_U32_ISA=avx2` (or `portable`) runs a narrower copy, to compare them.
 
@@ -364,8 +364,7 @@ struct RowBlock<'a, const NR: usize> {
 }
 
 /// A register tile: MR×NR accumulators over a packed A micro-panel and a packed B micro-panel.
-/// A trait rather than a closure, so that the call is direct and `#[inline(always)]` holds: the
-/// portable tile is vectorized only once inlined into a function compiled for AVX2.
+/// A trait rather than a closure, so that the call is direct and `#[inline(always)]` holds.
 trait Tile<const MR: usize, const NR: usize> {
     /// `a` is an MR-tall packed A micro-panel and `b` an NR-wide packed B micro-panel of the same
     /// depth; returns `Σ_p a[p]ᵀ·b[p] mod 2^32`.
@@ -376,13 +375,26 @@ trait Tile<const MR: usize, const NR: usize> {
     unsafe fn tile(a: &[u32], b: &[u32]) -> [[u32; NR]; MR];
 }
 
-/// [`micro_kernel`]: plain Rust that LLVM vectorizes for the caller's target features.
+/// [`micro_kernel`]: plain Rust that LLVM vectorizes for the baseline ISA.
 struct PortableTile;
 
 impl<const MR: usize, const NR: usize> Tile<MR, NR> for PortableTile {
     #[inline(always)]
     unsafe fn tile(a: &[u32], b: &[u32]) -> [[u32; NR]; MR] {
         micro_kernel::<MR, NR>(a, b)
+    }
+}
+
+/// [`avx2::micro_kernel`]: intrinsics, 8 lanes per register.
+#[cfg(target_arch = "x86_64")]
+struct Avx2Tile;
+
+#[cfg(target_arch = "x86_64")]
+impl Tile<MR, NR> for Avx2Tile {
+    #[inline(always)]
+    unsafe fn tile(a: &[u32], b: &[u32]) -> [[u32; NR]; MR] {
+        // SAFETY: the caller is compiled with AVX2 and the CPU has it.
+        unsafe { avx2::micro_kernel::<MR, NR, { NR / 8 }>(a, b) }
     }
 }
 
@@ -410,16 +422,15 @@ unsafe fn row_block_avx512(job: RowBlock<'_, AVX512_NR>) {
     unsafe { row_block_with::<AVX512_MR, AVX512_NR, Avx512Tile>(job) }
 }
 
-/// One task's rows of C with the portable tile compiled with AVX2: 8 u32 lanes per
-/// `vpmulld` / `vpaddd`.
+/// One task's rows of C with the AVX2 tile: 8 u32 lanes per `vpmulld` / `vpaddd`.
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn row_block_avx2(job: RowBlock<'_, NR>) {
-    // SAFETY: the portable tile needs no feature.
-    unsafe { row_block_with::<MR, NR, PortableTile>(job) }
+    // SAFETY: compiled with AVX2, which the caller guarantees.
+    unsafe { row_block_with::<MR, NR, Avx2Tile>(job) }
 }
 
 /// One task's rows of C with the portable tile, for any CPU.
@@ -570,9 +581,8 @@ fn pack_a<const MR: usize>(
 }
 
 /// The register tile: `a` is an MR-tall packed A micro-panel and `b` an NR-wide packed B
-/// micro-panel of the same depth; returns `Σ_p a[p]ᵀ·b[p] mod 2^32`. The fixed-size accumulator
-/// array lives in registers (MR·NR/8 = 8 ymm with AVX2), and each row update is an NR-lane
-/// broadcast-multiply-add that LLVM emits as `vpbroadcastd` + `vpmulld` + `vpaddd`.
+/// micro-panel of the same depth; returns `Σ_p a[p]ᵀ·b[p] mod 2^32`: the portable copy's tile, and
+/// the definition the intrinsics tiles follow.
 #[inline(always)]
 fn micro_kernel<const MR: usize, const NR: usize>(a: &[u32], b: &[u32]) -> [[u32; NR]; MR] {
     let mut acc = [[0u32; NR]; MR];
@@ -587,6 +597,49 @@ fn micro_kernel<const MR: usize, const NR: usize>(a: &[u32], b: &[u32]) -> [[u32
         }
     }
     acc
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// The AVX2 register tile: [`super::micro_kernel`] written with intrinsics, MR rows of V
+    /// 8-lane accumulators (NR = 8·V columns). The plain Rust tile compiled with AVX2 was
+    /// vectorized well in one build and along k, with shuffles, at a quarter of the speed in
+    /// another (the same source, inlined into differently partitioned code): intrinsics do not
+    /// depend on the vectorizer.
+    ///
+    /// # Safety
+    /// Only for code compiled with AVX2, into which it is inlined.
+    #[inline(always)]
+    pub(super) unsafe fn micro_kernel<const MR: usize, const NR: usize, const V: usize>(
+        a: &[u32],
+        b: &[u32],
+    ) -> [[u32; NR]; MR] {
+        const { assert!(NR == 8 * V) };
+        let mut acc = [[_mm256_setzero_si256(); V]; MR];
+        for (a_col, b_row) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+            let mut bv = [_mm256_setzero_si256(); V];
+            for (v, lanes) in bv.iter_mut().enumerate() {
+                // SAFETY: b_row holds NR = 8·V elements, so 8 from 8·v are in bounds.
+                *lanes = unsafe { _mm256_loadu_si256(b_row.as_ptr().add(8 * v).cast()) };
+            }
+            for (acc_row, &ai) in acc.iter_mut().zip(a_col) {
+                let ai = _mm256_set1_epi32(ai as i32);
+                for (acc_v, &bv) in acc_row.iter_mut().zip(&bv) {
+                    *acc_v = _mm256_add_epi32(*acc_v, _mm256_mullo_epi32(ai, bv));
+                }
+            }
+        }
+        let mut out = [[0u32; NR]; MR];
+        for (out_row, acc_row) in out.iter_mut().zip(&acc) {
+            for (v, &acc_v) in acc_row.iter().enumerate() {
+                // SAFETY: out_row holds NR = 8·V elements.
+                unsafe { _mm256_storeu_si256(out_row.as_mut_ptr().add(8 * v).cast(), acc_v) };
+            }
+        }
+        out
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
