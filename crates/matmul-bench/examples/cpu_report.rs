@@ -1,7 +1,7 @@
 //! A CPU benchmark with measured CPU ceilings, written as every report file.
 //!
 //! `cargo run --release -p matmul-bench --example cpu_report -- [OUT_DIR] [--quick]`
-//! (`--quick` measures the ceilings with small buffers and short loops).
+//! (`--quick` measures the ceilings with fewer repeats and short compute loops).
 
 use matmul::cpu::CpuBackend;
 use matmul::{DType, Shape};

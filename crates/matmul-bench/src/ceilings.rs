@@ -185,32 +185,166 @@ pub fn datasheet(device_name: &str) -> Option<Ceilings> {
 /// How hard to measure the CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuCeilingOptions {
-    /// Size of each of the two copy buffers, bytes (the default, 256 MiB, is far beyond any L3).
+    /// Size of each of the two copy buffers, bytes. The default, [`default_copy_bytes`], makes
+    /// the copy's working set (both buffers) 4× the last-level cache, so it measures memory.
     pub copy_bytes: usize,
     /// Copies / compute runs per measurement; the best is kept.
     pub repeats: usize,
     /// Wall time of one compute run, seconds.
     pub compute_seconds: f64,
+    /// A `--quick` run: the ceilings' source says which figures were measured with less effort
+    /// than a full run's ([`CpuCeilingOptions::default`]).
+    pub quick: bool,
 }
 
 impl Default for CpuCeilingOptions {
     fn default() -> Self {
         CpuCeilingOptions {
-            copy_bytes: 256 << 20,
+            copy_bytes: default_copy_bytes(),
             repeats: 5,
             compute_seconds: 0.1,
+            quick: false,
         }
     }
 }
 
 impl CpuCeilingOptions {
-    /// Small and fast, for tests: the bandwidth is then a cache figure, not a memory one.
+    /// `bench --quick`: the copy's working set as in a full run (a smaller one would measure a
+    /// cache, not memory), fewer repeats and shorter compute runs.
     pub fn quick() -> Self {
         CpuCeilingOptions {
-            copy_bytes: 4 << 20,
             repeats: 2,
             compute_seconds: 0.01,
+            quick: true,
+            ..CpuCeilingOptions::default()
         }
+    }
+
+    /// What a quick run reduces, against a full run's options, for the ceilings' source.
+    fn reduced(&self) -> Option<String> {
+        if !self.quick {
+            return None;
+        }
+        let full = CpuCeilingOptions::default();
+        let mut what = Vec::new();
+        if self.repeats < full.repeats {
+            what.push(format!(
+                "best of {} copies and compute runs (full: {})",
+                self.repeats.max(1),
+                full.repeats
+            ));
+        }
+        if self.compute_seconds < full.compute_seconds {
+            what.push(format!(
+                "compute runs of {} ms (full: {} ms)",
+                fmt_ms(self.compute_seconds),
+                fmt_ms(full.compute_seconds)
+            ));
+        }
+        if self.copy_bytes < full.copy_bytes {
+            what.push(format!(
+                "copy buffers of {} MiB (full: {} MiB)",
+                self.copy_bytes >> 20,
+                full.copy_bytes >> 20
+            ));
+        }
+        Some(if what.is_empty() {
+            "quick run, nothing reduced".to_string()
+        } else {
+            format!("quick run, reduced: {}", what.join(", "))
+        })
+    }
+}
+
+fn fmt_ms(seconds: f64) -> String {
+    format!("{}", (seconds * 1e3).round())
+}
+
+/// The CPU's last-level cache: the highest level of data (or unified) cache that
+/// `/sys/devices/system/cpu/cpu*/cache/index*/` lists, over all its instances (one per socket or
+/// core complex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastLevelCache {
+    /// The cache level (3 for an L3).
+    pub level: u32,
+    /// Bytes of one instance.
+    pub instance_bytes: usize,
+    /// Instances over the online CPUs.
+    pub instances: usize,
+}
+
+impl LastLevelCache {
+    /// Bytes of every instance together.
+    pub fn total_bytes(&self) -> usize {
+        self.instance_bytes * self.instances
+    }
+}
+
+/// The last-level cache, from Linux's sysfs; `None` elsewhere or when it lists no cache.
+pub fn last_level_cache() -> Option<LastLevelCache> {
+    last_level_cache_in(std::path::Path::new("/sys/devices/system/cpu"))
+}
+
+/// [`last_level_cache`] under `root` (a copy of `/sys/devices/system/cpu`, for tests).
+fn last_level_cache_in(root: &std::path::Path) -> Option<LastLevelCache> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    // (level, shared_cpu_list) → bytes: each instance once, however many CPUs share it.
+    let mut caches = std::collections::BTreeMap::<(u32, String), usize>::new();
+    for cpu in std::fs::read_dir(root).ok()?.flatten() {
+        let name = cpu.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_prefix("cpu") else {
+            continue;
+        };
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(cpu.path().join("cache")) else {
+            continue;
+        };
+        for index in entries.flatten() {
+            let dir = index.path();
+            let ty = read(dir.join("type")).unwrap_or_default();
+            if ty.trim() == "Instruction" {
+                continue;
+            }
+            let level = read(dir.join("level")).and_then(|l| l.trim().parse::<u32>().ok());
+            let size = read(dir.join("size")).and_then(|s| crate::runner::parse_size(s.trim()));
+            let (Some(level), Some(size)) = (level, size) else {
+                continue;
+            };
+            // Without a sharing list, count the cache once per CPU (private).
+            let shared = read(dir.join("shared_cpu_list"))
+                .map_or_else(|| name.clone(), |s| s.trim().to_string());
+            caches.insert((level, shared), size);
+        }
+    }
+    let level = caches.keys().map(|(level, _)| *level).max()?;
+    let sizes: Vec<usize> = caches
+        .iter()
+        .filter(|((l, _), _)| *l == level)
+        .map(|(_, &b)| b)
+        .collect();
+    Some(LastLevelCache {
+        level,
+        instance_bytes: sizes.iter().copied().max()?,
+        instances: sizes.len(),
+    })
+}
+
+/// The copy buffers' size when not told: [`copy_bytes_for`] this CPU's last-level cache and
+/// available memory.
+pub fn default_copy_bytes() -> usize {
+    copy_bytes_for(last_level_cache(), matmul::available_memory())
+}
+
+/// Each copy buffer 2× the last-level cache (so the working set, both buffers, is 4× it), at
+/// least 64 MiB; 512 MiB (1 GiB together) when the cache is unknown; at most a quarter of the
+/// available memory (and at least 1 MiB).
+pub fn copy_bytes_for(llc: Option<LastLevelCache>, available: Option<u64>) -> usize {
+    let wanted = llc.map_or(512 << 20, |llc| (2 * llc.total_bytes()).max(64 << 20));
+    match available {
+        Some(avail) => wanted.min((avail / 4) as usize).max(1 << 20),
+        None => wanted,
     }
 }
 
@@ -229,12 +363,36 @@ pub fn measure_gpu(cuda: &matmul::cuda::CudaBackend, quick: bool) -> matmul::Res
 }
 
 /// Measures the CPU's memory-copy bandwidth, FP32 FMA peak and INT32 multiply-add peak on every
-/// thread of rayon's pool.
+/// thread of rayon's pool, the compute loops with the widest vector instructions the CPU has.
+/// The source says how: the copy's working set against the last-level cache, the instruction
+/// sets, and, for a quick run, what was reduced.
 pub fn measure_cpu(opts: &CpuCeilingOptions) -> Ceilings {
     let threads = rayon::current_num_threads();
     let bw = cpu_copy_bandwidth(opts.copy_bytes, opts.repeats);
     let (fp32, fp_isa) = cpu_fp32_peak(opts.compute_seconds, opts.repeats);
     let (int32, int_isa) = cpu_int32_peak(opts.compute_seconds, opts.repeats);
+    let working_set = 2 * opts.copy_bytes.max(1 << 16);
+    let against_cache = match last_level_cache() {
+        Some(llc) => {
+            let ratio = working_set as f64 / llc.total_bytes().max(1) as f64;
+            let verdict = if ratio >= 2.0 {
+                ""
+            } else {
+                "; not well beyond it, so partly a cache figure"
+            };
+            format!(
+                "{ratio:.1}× the {} MiB L{} cache ({} × {} MiB){verdict}",
+                llc.total_bytes() >> 20,
+                llc.level,
+                llc.instances,
+                llc.instance_bytes >> 20
+            )
+        }
+        None => "last-level cache unknown".to_string(),
+    };
+    let reduced = opts
+        .reduced()
+        .map_or_else(String::new, |r| format!("; {r}"));
     Ceilings {
         device: crate::system::cpu_model().unwrap_or_else(|| "CPU".to_string()),
         memory_bandwidth_gbs: bw,
@@ -242,8 +400,9 @@ pub fn measure_cpu(opts: &CpuCeilingOptions) -> Ceilings {
         int32_gops: Some(int32),
         tensor: Vec::new(),
         source: format!(
-            "measured: copy of {} MiB (read + written bytes), best of {}; f32 FMA loop ({fp_isa}), \
-             u32 multiply-add loop ({int_isa}); {threads} threads",
+            "measured: copy of 2 × {} MiB (read + written bytes; working set {against_cache}), \
+             best of {}; f32 FMA loop ({fp_isa}), u32 multiply-add loop ({int_isa}); \
+             {threads} threads{reduced}",
             opts.copy_bytes >> 20,
             opts.repeats.max(1)
         ),
@@ -277,38 +436,38 @@ pub fn cpu_copy_bandwidth(bytes: usize, repeats: usize) -> Option<f64> {
     Some(2.0 * bytes as f64 / best / 1e9)
 }
 
-/// Independent accumulators per thread in the compute loops (enough to cover FMA latency × ports).
+/// Independent accumulators per thread in the portable and AVX2 compute loops (enough to cover
+/// FMA latency × ports, within AVX2's 16 registers).
 const ACCUMULATORS: usize = 12;
-/// SIMD lanes per accumulator (one AVX2 register of 32-bit values).
+/// Independent accumulators per thread in the AVX-512 loops (of 32 registers). On a Zen 4, 12
+/// chains of 512-bit `vpmulld` + `vpaddd` ran 11 % below the AVX2 loop (latency-bound); 24 ran
+/// at or above it (CPU time, one core).
+const ACCUMULATORS_512: usize = 24;
+/// 32-bit lanes per accumulator of the portable loops (one AVX2 register's worth).
 const LANES: usize = 8;
-/// Operations per loop iteration: every lane of every accumulator does one multiply-add = 2 ops.
-const OPS_PER_ITER: f64 = (ACCUMULATORS * LANES * 2) as f64;
 
 /// FP32 peak (GFLOP/s) over all threads, and the instruction set used.
 pub fn cpu_fp32_peak(seconds: f64, repeats: usize) -> (f64, &'static str) {
-    let (kernel, isa) = fp32_kernel();
-    (
-        peak(seconds, repeats, move |iters| {
-            black_box(kernel(iters, black_box(1.0)));
-        }),
-        isa,
-    )
+    let k = fp32_kernel();
+    let rate = peak(seconds, repeats, k.ops_per_iter(), move |iters| {
+        black_box((k.run)(iters, black_box(1.0)));
+    });
+    (rate, k.isa)
 }
 
 /// INT32 multiply-add peak (GOP/s) over all threads, and the instruction set used.
 pub fn cpu_int32_peak(seconds: f64, repeats: usize) -> (f64, &'static str) {
-    let (kernel, isa) = int32_kernel();
-    (
-        peak(seconds, repeats, move |iters| {
-            black_box(kernel(iters, black_box(3)));
-        }),
-        isa,
-    )
+    let k = int32_kernel();
+    let rate = peak(seconds, repeats, k.ops_per_iter(), move |iters| {
+        black_box((k.run)(iters, black_box(3)));
+    });
+    (rate, k.isa)
 }
 
 /// Calibrates `run(iters)` to take about `seconds` on one thread, then runs it on every thread of
-/// rayon's pool at once `repeats` times and returns the best aggregate rate in G ops/s.
-fn peak(seconds: f64, repeats: usize, run: impl Fn(u64) + Sync) -> f64 {
+/// rayon's pool at once `repeats` times and returns the best aggregate rate in G ops/s, `run`
+/// doing `ops_per_iter` operations per iteration.
+fn peak(seconds: f64, repeats: usize, ops_per_iter: f64, run: impl Fn(u64) + Sync) -> f64 {
     let mut iters: u64 = 1 << 12;
     loop {
         let start = Instant::now();
@@ -327,28 +486,98 @@ fn peak(seconds: f64, repeats: usize, run: impl Fn(u64) + Sync) -> f64 {
         rayon::broadcast(|_| run(iters));
         best = best.min(start.elapsed().as_secs_f64());
     }
-    threads as f64 * iters as f64 * OPS_PER_ITER / best / 1e9
+    threads as f64 * iters as f64 * ops_per_iter / best / 1e9
 }
 
-type Fp32Kernel = fn(u64, f32) -> f32;
-type Int32Kernel = fn(u64, u32) -> u32;
+/// One compute loop: `run(iters, seed)`, the instruction set it uses, its lanes per accumulator
+/// and its accumulators.
+#[derive(Clone, Copy)]
+struct ComputeKernel<T> {
+    run: fn(u64, T) -> T,
+    isa: &'static str,
+    lanes: usize,
+    accumulators: usize,
+}
 
-fn fp32_kernel() -> (Fp32Kernel, &'static str) {
+impl<T> ComputeKernel<T> {
+    /// Operations per loop iteration: every lane of every accumulator does one multiply-add = 2.
+    fn ops_per_iter(&self) -> f64 {
+        (self.accumulators * self.lanes * 2) as f64
+    }
+}
+
+/// The FMA loop with the widest vector instructions the CPU has (detected at run time).
+fn fp32_kernel() -> ComputeKernel<f32> {
+    fp32_kernels()[0]
+}
+
+/// Every FMA loop this CPU can run, widest first (the portable one last).
+fn fp32_kernels() -> Vec<ComputeKernel<f32>> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") {
+        out.push(ComputeKernel {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            run: |i, s| unsafe { x86::fma_avx512(i, s) },
+            isa: "avx512f",
+            lanes: 16,
+            accumulators: ACCUMULATORS_512,
+        });
+    }
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the features the function is compiled for.
-        return (|i, s| unsafe { x86::fma_avx2(i, s) }, "avx2+fma");
+        out.push(ComputeKernel {
+            // SAFETY: the CPU has the features the function is compiled for.
+            run: |i, s| unsafe { x86::fma_avx2(i, s) },
+            isa: "avx2+fma",
+            lanes: 8,
+            accumulators: ACCUMULATORS,
+        });
     }
-    (fma_portable, "portable")
+    out.push(ComputeKernel {
+        run: fma_portable,
+        isa: "portable",
+        lanes: LANES,
+        accumulators: ACCUMULATORS,
+    });
+    out
 }
 
-fn int32_kernel() -> (Int32Kernel, &'static str) {
+/// The multiply-add loop with the widest vector instructions the CPU has (detected at run time).
+fn int32_kernel() -> ComputeKernel<u32> {
+    int32_kernels()[0]
+}
+
+/// Every multiply-add loop this CPU can run, widest first (the portable one last).
+fn int32_kernels() -> Vec<ComputeKernel<u32>> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") {
+        out.push(ComputeKernel {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            run: |i, s| unsafe { x86::imad_avx512(i, s) },
+            isa: "avx512f",
+            lanes: 16,
+            accumulators: ACCUMULATORS_512,
+        });
+    }
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
-        return (|i, s| unsafe { x86::imad_avx2(i, s) }, "avx2");
+        out.push(ComputeKernel {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            run: |i, s| unsafe { x86::imad_avx2(i, s) },
+            isa: "avx2",
+            lanes: 8,
+            accumulators: ACCUMULATORS,
+        });
     }
-    (imad_portable, "portable")
+    out.push(ComputeKernel {
+        run: imad_portable,
+        isa: "portable",
+        lanes: LANES,
+        accumulators: ACCUMULATORS,
+    });
+    out
 }
 
 /// `acc = acc · m + c` on ACCUMULATORS × LANES independent f32 values (the compiler vectorizes it
@@ -376,12 +605,12 @@ fn imad_portable(iters: u64, seed: u32) -> u32 {
             }
         }
     }
-    acc.iter().flatten().fold(0, |s, x| s ^ x)
+    acc.iter().flatten().fold(0, |s, x| s.wrapping_add(*x))
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::ACCUMULATORS;
+    use super::{ACCUMULATORS, ACCUMULATORS_512};
     use std::arch::x86_64::*;
 
     /// AVX2 + FMA: ACCUMULATORS independent `vfmadd` chains of 8 lanes.
@@ -423,11 +652,55 @@ mod x86 {
         }
         let mut s = _mm256_setzero_si256();
         for a in acc {
-            s = _mm256_xor_si256(s, a);
+            s = _mm256_add_epi32(s, a);
         }
         let mut out = [0u32; 8];
         _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, s);
-        out.iter().fold(0, |x, y| x ^ y)
+        out.iter().fold(0, |x, y| x.wrapping_add(*y))
+    }
+
+    /// AVX-512F: ACCUMULATORS_512 independent `vfmadd` chains of 16 lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn fma_avx512(iters: u64, seed: f32) -> f32 {
+        let m = _mm512_set1_ps(0.999_9);
+        let c = _mm512_set1_ps(seed * 1e-3);
+        let mut acc = [_mm512_set1_ps(seed); ACCUMULATORS_512];
+        for _ in 0..iters {
+            for a in acc.iter_mut() {
+                *a = _mm512_fmadd_ps(*a, m, c);
+            }
+        }
+        let mut s = _mm512_setzero_ps();
+        for a in acc {
+            s = _mm512_add_ps(s, a);
+        }
+        _mm512_reduce_add_ps(s)
+    }
+
+    /// AVX-512F: ACCUMULATORS_512 independent `vpmulld` + `vpaddd` chains of 16 lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn imad_avx512(iters: u64, seed: u32) -> u32 {
+        let m = _mm512_set1_epi32(0x9E37_79B9u32 as i32);
+        let c = _mm512_set1_epi32(seed as i32);
+        let mut acc = [_mm512_set1_epi32(seed as i32); ACCUMULATORS_512];
+        for _ in 0..iters {
+            for a in acc.iter_mut() {
+                *a = _mm512_add_epi32(_mm512_mullo_epi32(*a, m), c);
+            }
+        }
+        let mut s = _mm512_setzero_si512();
+        for a in acc {
+            s = _mm512_add_epi32(s, a);
+        }
+        let mut out = [0u32; 16];
+        _mm512_storeu_si512(out.as_mut_ptr().cast(), s);
+        out.iter().fold(0, |x, y| x.wrapping_add(*y))
     }
 }
 
@@ -478,14 +751,36 @@ mod tests {
         assert_eq!(cpu.compute_peak(DType::U32), None);
     }
 
+    /// Every loop this CPU can run computes what the portable one does (every lane of every
+    /// accumulator alike, so a loop of 24 × 16 lanes sums to 4× the portable loop's 12 × 8).
     #[test]
     fn portable_and_simd_kernels_agree() {
-        let (f, _) = fp32_kernel();
-        let a = f(100, 1.0);
-        let b = fma_portable(100, 1.0);
-        assert!((a - b).abs() <= 1e-3 * b.abs(), "{a} {b}");
-        let (i, _) = int32_kernel();
-        assert_eq!(i(100, 3), imad_portable(100, 3));
+        let values = |lanes: usize, accumulators: usize| lanes * accumulators;
+        let portable = values(LANES, ACCUMULATORS);
+        let want = fma_portable(100, 1.0) / portable as f32;
+        for k in fp32_kernels() {
+            let got = (k.run)(100, 1.0) / values(k.lanes, k.accumulators) as f32;
+            assert!(
+                (got - want).abs() <= 1e-3 * want.abs(),
+                "{}: {got} {want}",
+                k.isa
+            );
+        }
+        let want = imad_portable(100, 3);
+        for k in int32_kernels() {
+            let got = (k.run)(100, 3);
+            let times = values(k.lanes, k.accumulators) / portable;
+            assert_eq!(got, want.wrapping_mul(times as u32), "{}", k.isa);
+        }
+        // The widest one is measured.
+        assert_eq!(fp32_kernel().isa, fp32_kernels()[0].isa);
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx512f") {
+            assert_eq!(
+                (fp32_kernel().isa, int32_kernel().isa),
+                ("avx512f", "avx512f")
+            );
+        }
     }
 
     #[test]
@@ -495,5 +790,103 @@ mod tests {
         assert!(c.fp32_gflops.unwrap() > 0.0);
         assert!(c.int32_gops.unwrap() > 0.0);
         assert!(c.source.starts_with("measured"));
+        assert!(
+            c.source.contains("quick run, reduced: best of 2"),
+            "{}",
+            c.source
+        );
+        assert!(c.source.contains(fp32_kernel().isa), "{}", c.source);
+    }
+
+    #[test]
+    fn quick_keeps_the_working_set_and_says_what_it_reduces() {
+        let (full, quick) = (CpuCeilingOptions::default(), CpuCeilingOptions::quick());
+        assert_eq!(full.reduced(), None);
+        assert_eq!(quick.copy_bytes, full.copy_bytes);
+        let said = quick.reduced().unwrap();
+        assert!(
+            said.contains("best of 2 copies and compute runs (full: 5)"),
+            "{said}"
+        );
+        assert!(
+            said.contains("compute runs of 10 ms (full: 100 ms)"),
+            "{said}"
+        );
+        assert!(!said.contains("copy buffers"), "{said}");
+        let small = CpuCeilingOptions {
+            copy_bytes: 4 << 20,
+            ..quick
+        };
+        if full.copy_bytes > 4 << 20 {
+            assert!(small.reduced().unwrap().contains("copy buffers of 4 MiB"));
+        }
+    }
+
+    /// A fake `/sys/devices/system/cpu`: `cpus` CPUs, private L1d/L1i/L2, and L3s shared by
+    /// `per_l3` CPUs each.
+    fn fake_sysfs(name: &str, cpus: usize, per_l3: usize) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("matmul-llc-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for cpu in 0..cpus {
+            let l3 = cpu / per_l3 * per_l3;
+            let l3_list = format!("{l3}-{}", l3 + per_l3 - 1);
+            let cpu_list = cpu.to_string();
+            let caches = [
+                (1, "Data", "48K", cpu_list.as_str()),
+                (1, "Instruction", "32K", cpu_list.as_str()),
+                (2, "Unified", "2048K", cpu_list.as_str()),
+                (3, "Unified", "105M", l3_list.as_str()),
+            ];
+            for (i, (level, ty, size, shared)) in caches.iter().enumerate() {
+                let dir = root.join(format!("cpu{cpu}/cache/index{i}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("level"), format!("{level}\n")).unwrap();
+                std::fs::write(dir.join("type"), format!("{ty}\n")).unwrap();
+                std::fs::write(dir.join("size"), format!("{size}\n")).unwrap();
+                std::fs::write(dir.join("shared_cpu_list"), format!("{shared}\n")).unwrap();
+            }
+        }
+        // Entries that are not CPUs are ignored.
+        std::fs::create_dir_all(root.join("cpufreq")).unwrap();
+        std::fs::write(root.join("online"), "0-3\n").unwrap();
+        root
+    }
+
+    #[test]
+    fn last_level_cache_counts_each_instance_once() {
+        let one = fake_sysfs("one", 4, 4);
+        let llc = last_level_cache_in(&one).unwrap();
+        assert_eq!(
+            (llc.level, llc.instance_bytes, llc.instances),
+            (3, 105 << 20, 1)
+        );
+        let two = fake_sysfs("two", 4, 2);
+        let llc = last_level_cache_in(&two).unwrap();
+        assert_eq!(
+            (llc.level, llc.instances, llc.total_bytes()),
+            (3, 2, 210 << 20)
+        );
+        assert_eq!(last_level_cache_in(&two.join("missing")), None);
+        let _ = std::fs::remove_dir_all(one);
+        let _ = std::fs::remove_dir_all(two);
+    }
+
+    #[test]
+    fn copy_buffers_are_beyond_the_last_level_cache() {
+        let llc = |mib: usize, instances| LastLevelCache {
+            level: 3,
+            instance_bytes: mib << 20,
+            instances,
+        };
+        const GIB: u64 = 1 << 30;
+        // Two sockets of 105 MiB: 420 MiB a buffer, the working set 4× the 210 MiB.
+        assert_eq!(copy_bytes_for(Some(llc(105, 2)), Some(64 * GIB)), 420 << 20);
+        // A small cache: the 64 MiB floor.
+        assert_eq!(copy_bytes_for(Some(llc(8, 1)), Some(64 * GIB)), 64 << 20);
+        // Unknown cache: 1 GiB together.
+        assert_eq!(copy_bytes_for(None, None), 512 << 20);
+        // Capped by a quarter of the available memory.
+        assert_eq!(copy_bytes_for(Some(llc(105, 2)), Some(GIB)), 256 << 20);
+        assert_eq!(copy_bytes_for(None, Some(0)), 1 << 20);
     }
 }

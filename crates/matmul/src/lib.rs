@@ -194,7 +194,9 @@ pub fn ensure_host_memory(problem: &Problem, bytes: usize) -> Result<()> {
     Ok(())
 }
 
-fn available_memory() -> Option<u64> {
+/// The host memory available for allocations, bytes: `MATMUL_MAX_HOST_BYTES` when set, else Linux
+/// `MemAvailable`; `None` when neither is known.
+pub fn available_memory() -> Option<u64> {
     if let Some(limit) = std::env::var("MATMUL_MAX_HOST_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())

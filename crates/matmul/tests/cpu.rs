@@ -16,7 +16,8 @@ const OPS: [(Op, Op); 4] = [
     (Op::T, Op::T),
 ];
 
-/// (m, n, k): degenerate, odd, tile edge ±1 (MR = 4, NR = 16, KC = 256, MC = 64), non-square.
+/// (m, n, k): degenerate, odd, tile edge ±1 (the u32 kernel's MR = 4 or 8, NR = 16 or 32, KC = 256 or
+/// 512, MC = 64), non-square. `u32_blocked`'s own tests run each of its copies.
 const AWKWARD: [(usize, usize, usize); 8] = [
     (1, 1, 1),
     (1, 1, 300),

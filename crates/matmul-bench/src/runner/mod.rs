@@ -398,7 +398,7 @@ pub fn default_cpu_cache_bytes() -> usize {
     largest.map_or(64 << 20, |b| 2 * b)
 }
 
-fn parse_size(s: &str) -> Option<usize> {
+pub(crate) fn parse_size(s: &str) -> Option<usize> {
     let (num, mult) = match s.chars().last()? {
         'K' | 'k' => (&s[..s.len() - 1], 1 << 10),
         'M' | 'm' => (&s[..s.len() - 1], 1 << 20),

@@ -1,12 +1,14 @@
 //! The fast CPU path: C = op(A)·op(B), every matrix row-major, transposes read through strides.
 //!
 //! - `f32` and `tf32`: the `gemm` crate (f32 storage and f32 arithmetic; the CPU has no TF32 mode,
-//!   so `tf32` is computed at full f32 precision, which is within every TF32 tolerance).
+//!   so `tf32` is computed at full f32 precision, which is within every TF32 tolerance). Built with
+//!   its `x86-v4` feature, it has AVX-512 kernels too and picks them at run time where the CPU has
+//!   AVX-512F (`is_x86_feature_detected!`), AVX2+FMA kernels otherwise.
 //! - `f16` and `bf16`: the inputs are widened to f32 (exactly: every f16/bf16 value is an f32
 //!   value), in parallel, and the f32 `gemm` path computes an f32 result. Accurate and simple;
 //!   the conversion is O(mk + kn) against the product's O(mnk).
 //! - `u32`: wrapping (mod 2^32) arithmetic in our own blocked, vectorized, rayon-parallel kernel
-//!   (`u32_blocked.rs`); no library offers it.
+//!   (`u32_blocked.rs`: AVX-512, AVX2 or portable, chosen at run time); no library offers it.
 //!
 //! Transposes never copy: `gemm` takes arbitrary row and column strides, and the u32 kernel reads
 //! through the same strides while it packs its panels.
