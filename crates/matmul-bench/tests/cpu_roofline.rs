@@ -67,7 +67,18 @@ fn cpu_bench_points_never_rise_above_their_roof() {
     let mut report = run(&CpuBackend, &config, &mut |_| {});
     let after = measure_cpu(&opts);
     let datasheet = report.ceilings.datasheet.clone();
-    report.apply_ceilings(Some(best_of(before, after)), datasheet);
+    // A peak is a maximum: on a shared machine (other builds on the same two cores) one reading
+    // can catch the loops descheduled. While a point sits above its roof, measure again, up to
+    // three more times, keeping the highest figures (which can only approach the true peak).
+    let mut ceilings = best_of(before, after);
+    report.apply_ceilings(Some(ceilings.clone()), datasheet.clone());
+    for _ in 0..3 {
+        if report.above_roof().is_empty() {
+            break;
+        }
+        ceilings = best_of(ceilings, measure_cpu(&opts));
+        report.apply_ceilings(Some(ceilings.clone()), datasheet.clone());
+    }
     println!("{}", report.table());
 
     let ok: Vec<_> = report
