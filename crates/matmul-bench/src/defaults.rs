@@ -6,7 +6,14 @@ use matmul::{BackendKind, DType, KernelSpec, KERNELS};
 use crate::runner::BenchKernel;
 
 /// Kernels a quick run leaves out of `all`: the seeds' slowest, which take seconds per shape.
-pub const SLOW_IN_QUICK: [&str; 4] = ["row-global", "row", "rowpack", "single-block"];
+pub const SLOW_IN_QUICK: [&str; 6] = [
+    "row-global",
+    "row",
+    "rowpack",
+    "single-block",
+    "wgpu-row",
+    "wgpu-single-block",
+];
 
 /// Every kernel of `kind`, in registry order; a quick run leaves out [`SLOW_IN_QUICK`].
 pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
@@ -16,22 +23,25 @@ pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
         .collect()
 }
 
-/// Every dtype on CUDA; f32 and u32 on the CPU (it has no tensor cores).
+/// Every dtype on CUDA; f32 and u32 on the CPU (it has no tensor cores) and on wgpu (WGSL
+/// kernels for f32 and u32).
 pub fn dtypes(kind: BackendKind) -> Vec<DType> {
     match kind {
         BackendKind::Cuda => DType::ALL.to_vec(),
-        BackendKind::Cpu => vec![DType::F32, DType::U32],
+        BackendKind::Cpu | BackendKind::Wgpu => vec![DType::F32, DType::U32],
     }
 }
 
 /// Square sizes: 1024, 2048, 4096 on CUDA (quick: 1024, 2048); 256, 512, 1024 on the CPU
-/// (quick: 128, 256, 512).
+/// (quick: 128, 256, 512); 512, 1024, 2048 on wgpu (quick: 256, 512, for software adapters).
 pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
     match (kind, quick) {
         (BackendKind::Cuda, false) => vec![1024, 2048, 4096],
         (BackendKind::Cuda, true) => vec![1024, 2048],
         (BackendKind::Cpu, false) => vec![256, 512, 1024],
         (BackendKind::Cpu, true) => vec![128, 256, 512],
+        (BackendKind::Wgpu, false) => vec![512, 1024, 2048],
+        (BackendKind::Wgpu, true) => vec![256, 512],
     }
 }
 

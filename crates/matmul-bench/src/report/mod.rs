@@ -97,6 +97,10 @@ impl Baselines {
                 vendor: None,
                 naive: Some("cpu-reference".into()),
             },
+            BackendKind::Wgpu => Baselines {
+                vendor: None,
+                naive: Some("wgpu-naive".into()),
+            },
         }
     }
 }
