@@ -105,7 +105,13 @@ mod tests {
         let full = kernels(BackendKind::Cuda, false);
         let quick = kernels(BackendKind::Cuda, true);
         assert!(full.iter().any(|k| k.name == "row") && !quick.iter().any(|k| k.name == "row"));
-        assert_eq!(full.len(), quick.len() + SLOW_IN_QUICK.len());
+        for kind in [BackendKind::Cuda, BackendKind::Wgpu] {
+            let slow = SLOW_IN_QUICK
+                .iter()
+                .filter(|n| matmul::find(n).unwrap().backend == kind)
+                .count();
+            assert_eq!(kernels(kind, false).len(), kernels(kind, true).len() + slow);
+        }
         assert_eq!(dtypes(BackendKind::Cpu), [DType::F32, DType::U32]);
         assert_eq!(sizes(BackendKind::Cuda, true), [1024, 2048]);
     }

@@ -179,19 +179,18 @@ fn backend_for(
         })
         .collect();
     let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
-    let kinds: Vec<&&'static matmul::KernelSpec> = [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Wgpu]
-        .into_iter()
-        .filter_map(on)
-        .collect();
+    let kinds: Vec<&&'static matmul::KernelSpec> =
+        [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Wgpu]
+            .into_iter()
+            .filter_map(on)
+            .collect();
     let wanted = match kinds.as_slice() {
         [] => return Ok((choice, None)),
         [k] => BackendChoice::of(k.backend),
-        [a, b, ..] => {
-            return Err(CliError::input(format!(
-                "--kernels: `{}` runs on the {} backend and `{}` on {}; one bench runs on one backend",
-                a.name, a.backend, b.name, b.backend
-            )))
-        }
+        [a, b, ..] => return Err(CliError::input(format!(
+            "--kernels: `{}` runs on the {} backend and `{}` on {}; one bench runs on one backend",
+            a.name, a.backend, b.name, b.backend
+        ))),
     };
     if choice != BackendChoice::Auto && choice != wanted {
         let k = specs[0];

@@ -3,7 +3,9 @@
 // ((BM+BN)·BK·4 bytes: 8 KiB at 64×64×16, within WebGPU's 16 KiB minimum), A stored transposed
 // (As[l][i]) so that the inner loop reads TM consecutive rows. An invocation's rows are
 // consecutive, its columns strided by the workgroup's width (consecutive invocations store
-// consecutive columns). No subgroup operations: any subgroup size runs it.
+// consecutive columns). No subgroup operations: any subgroup size runs it. Every inner loop has a
+// constant trip count (BM·BK and BK·BN are multiples of the workgroup's invocations), so that
+// only the K loop counts against llvmpipe's 65535 iterations per loop (docs/wgpu.md).
 var<workgroup> As: array<T, BK * BM>;
 var<workgroup> Bs: array<T, BK * BN>;
 
@@ -27,7 +29,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     var br: array<T, TN>;
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
         // A's tile: BM×BK elements, consecutive invocations along K (contiguous for op(A) = N).
-        for (var e = tid; e < BM * BK; e += THREADS) {
+        for (var r = 0u; r < BM * BK / THREADS; r++) {
+            let e = tid + r * THREADS;
             let ai = e / BK;
             let al = e % BK;
             let gi = row0 + ai;
@@ -39,7 +42,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
             As[al * BM + ai] = v;
         }
         // B's tile: BK×BN elements, consecutive invocations along N (contiguous for op(B) = N).
-        for (var e = tid; e < BK * BN; e += THREADS) {
+        for (var r = 0u; r < BK * BN / THREADS; r++) {
+            let e = tid + r * THREADS;
             let bl = e / BN;
             let bj = e % BN;
             let gl = k0 + bl;

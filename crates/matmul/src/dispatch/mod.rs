@@ -85,7 +85,14 @@ pub fn select(
     let (opened, mut notes) = if kernel.eq_ignore_ascii_case("auto") {
         let (opened, fallback) = open_backend(backend)?;
         let notes = fallback
-            .map(|reason| format!("using the {} backend ({reason})", opened.kind()))
+            .map(|reason| {
+                let name = match opened.kind() {
+                    BackendKind::Cpu => "CPU",
+                    BackendKind::Cuda => "CUDA",
+                    BackendKind::Wgpu => "wgpu",
+                };
+                format!("using the {name} backend ({reason})")
+            })
             .into_iter()
             .collect();
         (opened, notes)

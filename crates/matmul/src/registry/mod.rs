@@ -15,8 +15,8 @@ pub use rules::{narrow_c_kernels, DeviceLimits, TF32_LAYOUT_RULE, TMA_TILING_RUL
 pub use tiling::{TcTile, Tiling, DEFAULT_PTXAS_LEVEL};
 pub use traffic::Traffic;
 pub use types::{
-    BackendKind, Constraint, CudaSource, Geometry, Implementation, KernelSpec, WgmmaTf32Orientation,
-    WgslShape, WgslSource,
+    BackendKind, Constraint, CudaSource, Geometry, Implementation, KernelSpec,
+    WgmmaTf32Orientation, WgslShape, WgslSource,
 };
 
 use crate::dtype::DType;

@@ -406,10 +406,12 @@ impl KernelSpec {
     }
 
     /// Whether this kernel can write C in a 16-bit input dtype: the CPU kernels and cuBLAS
-    /// always, a CUDA source when its registry entry says so.
+    /// always, a CUDA source when its registry entry says so, a WGSL kernel never (f32 and u32
+    /// only).
     pub fn writes_narrow_c(&self) -> bool {
         match &self.implementation {
             Implementation::Cuda(src) => src.narrow_c,
+            Implementation::Wgsl(_) => false,
             _ => true,
         }
     }

@@ -121,7 +121,9 @@ impl WgpuBackend {
                  driver and loader, e.g. mesa-vulkan-drivers libvulkan1 for lavapipe)",
             ));
         }
-        let wanted = std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty());
+        let wanted = std::env::var("WGPU_ADAPTER_NAME")
+            .ok()
+            .filter(|s| !s.is_empty());
         if let Some(name) = &wanted {
             let lower = name.to_lowercase();
             let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
@@ -156,7 +158,9 @@ impl WgpuBackend {
         let uncaptured = Arc::new(Mutex::new(None));
         let u = uncaptured.clone();
         device.on_uncaptured_error(Box::new(move |e| {
-            u.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.to_string());
+            u.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e.to_string());
         }));
         let timestamps = features.contains(wg::Features::TIMESTAMP_QUERY);
         let period_ns = queue.get_timestamp_period() as f64;
@@ -196,7 +200,12 @@ impl WgpuBackend {
         if let Some(why) = self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             return Err(err(context, format!("the device was lost ({why})")));
         }
-        if let Some(e) = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(e) = self
+            .uncaptured
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             return Err(err(context, e));
         }
         Ok(())
@@ -245,33 +254,66 @@ impl WgpuBackend {
         tile: u32,
     ) -> Result<Arc<wg::ComputePipeline>> {
         let key = (kernel.name, dtype, tile);
-        if let Some(p) = self.pipelines.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(p) = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(p.clone());
         }
         let src = Self::source(kernel)?;
         let text = shaders::text(src, dtype, tile);
-        let context = format!("compiling kernel `{}` ({}, {dtype}, WGSL)", kernel.name, src.file);
-        let pipeline = self.scoped(&context, || {
-            let module = self.device.create_shader_module(wg::ShaderModuleDescriptor {
-                label: Some(kernel.name),
-                source: wg::ShaderSource::Wgsl(text.into()),
-            });
-            self.device
-                .create_compute_pipeline(&wg::ComputePipelineDescriptor {
-                    label: Some(kernel.name),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-        })?;
+        let label = format!("kernel `{}` ({}, {dtype})", kernel.name, src.file);
+        let pipeline = self.compile(&label, &text)?;
         let p = Arc::new(pipeline);
         self.pipelines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, p.clone());
         Ok(p)
+    }
+
+    /// Compiles WGSL `text` (entry point `main`) into a compute pipeline; an error is an
+    /// [`Error::Wgpu`] whose context names `label` (the kernel) and whose message is naga's.
+    pub fn compile(&self, label: &str, text: &str) -> Result<wg::ComputePipeline> {
+        let context = format!("compiling {label} (WGSL)");
+        self.scoped(&context, || {
+            let module = self
+                .device
+                .create_shader_module(wg::ShaderModuleDescriptor {
+                    label: Some(label),
+                    source: wg::ShaderSource::Wgsl(text.into()),
+                });
+            self.device
+                .create_compute_pipeline(&wg::ComputePipelineDescriptor {
+                    label: Some(label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+        })
+    }
+
+    /// C as a run of `problem` starts it: poisoned, read back without a launch (for the tests).
+    pub fn poisoned_output(&self, problem: &Problem) -> Result<AnyMatrix> {
+        let c = self.output(problem);
+        let bytes = self.read_back(&c, (problem.m * problem.n * 4) as u64, "reading C back")?;
+        Self::to_matrix(problem, bytes)
+    }
+
+    fn to_matrix(problem: &Problem, bytes: Vec<u8>) -> Result<AnyMatrix> {
+        let words = from_bytes_u32(&bytes);
+        Ok(match problem.dtype {
+            DType::U32 => AnyMatrix::U32(Matrix::from_vec(problem.m, problem.n, words)?),
+            _ => AnyMatrix::F32(Matrix::from_vec(
+                problem.m,
+                problem.n,
+                words.into_iter().map(f32::from_bits).collect(),
+            )?),
+        })
     }
 
     /// Workgroups along x and y for `kernel` on `problem`.
@@ -288,9 +330,7 @@ impl WgpuBackend {
             WgslShape::Tile2d { .. } | WgslShape::Tiled { .. } => {
                 (n.div_ceil(tile as usize), m.div_ceil(tile as usize))
             }
-            WgslShape::RegTile { bm, bn, .. } => {
-                (n.div_ceil(bn as usize), m.div_ceil(bm as usize))
-            }
+            WgslShape::RegTile { bm, bn, .. } => (n.div_ceil(bn as usize), m.div_ceil(bm as usize)),
         };
         (x as u32, y as u32)
     }
@@ -315,25 +355,27 @@ impl WgpuBackend {
             AnyMatrix::U32(x) => as_bytes(&x.data),
             _ => &[],
         };
-        self.device.create_buffer_init(&wg::util::BufferInitDescriptor {
-            label: Some(what),
-            contents: bytes,
-            usage: wg::BufferUsages::STORAGE,
-        })
+        self.device
+            .create_buffer_init(&wg::util::BufferInitDescriptor {
+                label: Some(what),
+                contents: bytes,
+                usage: wg::BufferUsages::STORAGE,
+            })
     }
 
     /// C, poisoned (NaN for f32, 0xDEADBEEF for u32) so an element the kernel misses fails.
     fn output(&self, problem: &Problem) -> wg::Buffer {
         let poison: u32 = match problem.dtype {
-            DType::U32 => 0xDEAD_BEEF,
-            _ => f32::NAN.to_bits(),
+            DType::U32 => crate::matrix::POISON_U32,
+            _ => crate::matrix::POISON_F32.to_bits(),
         };
         let data = vec![poison; problem.m * problem.n];
-        self.device.create_buffer_init(&wg::util::BufferInitDescriptor {
-            label: Some("C"),
-            contents: as_bytes(&data),
-            usage: wg::BufferUsages::STORAGE | wg::BufferUsages::COPY_SRC,
-        })
+        self.device
+            .create_buffer_init(&wg::util::BufferInitDescriptor {
+                label: Some("C"),
+                contents: as_bytes(&data),
+                usage: wg::BufferUsages::STORAGE | wg::BufferUsages::COPY_SRC,
+            })
     }
 
     fn bind(
@@ -430,7 +472,12 @@ impl WgpuBackend {
 
     /// The adapter's rules beyond the registry's: invocations and workgroup memory per
     /// workgroup, workgroups per dimension, and the size of each storage binding.
-    fn device_rules(&self, kernel: &KernelSpec, problem: &Problem, opts: &RunOptions) -> Result<()> {
+    fn device_rules(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        opts: &RunOptions,
+    ) -> Result<()> {
         let src = Self::source(kernel)?;
         let l = &self.caps.limits;
         let fail = |rule: String| -> Error {
@@ -442,8 +489,10 @@ impl WgpuBackend {
             .into()
         };
         let tile = Self::tile_of(kernel, opts);
-        if matches!(src.shape, WgslShape::Tile2d { .. } | WgslShape::Tiled { .. })
-            && !(1..=32).contains(&tile)
+        if matches!(
+            src.shape,
+            WgslShape::Tile2d { .. } | WgslShape::Tiled { .. }
+        ) && !(1..=32).contains(&tile)
         {
             return Err(fail(format!("TILE {tile}: TILE must be 1 to 32")));
         }
@@ -472,6 +521,14 @@ impl WgpuBackend {
                 )));
             }
         }
+        if self.adapter.name.to_lowercase().contains("llvmpipe") {
+            let iters = loop_iterations(src.shape, problem, tile);
+            if iters > LLVMPIPE_MAX_LOOP {
+                return Err(fail(format!(
+                    "its longest loop would run {iters} times per invocation; llvmpipe (lavapipe) stops a loop after {LLVMPIPE_MAX_LOOP} (counted over all its entries), which would leave C wrong"
+                )));
+            }
+        }
         let (x, y) = self.dispatch(src, problem, tile);
         let max = l.max_compute_workgroups_per_dimension;
         if x > max || y > max {
@@ -494,12 +551,37 @@ impl WgpuBackend {
         let tile = Self::tile_of(kernel, &opts);
         let pipeline = self.pipeline(kernel, problem.dtype, tile)?;
         let groups = self.dispatch(Self::source(kernel)?, problem, tile);
-        let params = self.device.create_buffer_init(&wg::util::BufferInitDescriptor {
-            label: Some("params"),
-            contents: as_bytes(&Self::params(problem)),
-            usage: wg::BufferUsages::UNIFORM,
-        });
+        let params = self
+            .device
+            .create_buffer_init(&wg::util::BufferInitDescriptor {
+                label: Some("params"),
+                contents: as_bytes(&Self::params(problem)),
+                usage: wg::BufferUsages::UNIFORM,
+            });
         Ok((pipeline, groups, params))
+    }
+}
+
+/// llvmpipe (Mesa's software rasterizer, lavapipe's back end) ends any loop after this many
+/// iterations per invocation, summed over all the loop's entries (gallivm's guard against
+/// endless shaders), without an error: measured with Mesa 22.3 (`wgpu-ele` at K = 70000 before
+/// its K loop ran in chunks of 16).
+const LLVMPIPE_MAX_LOOP: u64 = 65535;
+
+/// The iterations of the longest-running loop of a kernel per invocation, as llvmpipe counts
+/// them (small loops of a constant trip count are unrolled and do not count; measured on Mesa
+/// 22.3: the chunked K loops of ELE, naive and ROW and the tile loop of TILING run K = 70000,
+/// the register tile's BK loop does not unroll, so `wgpu-regtile` stops between K = 58000 and
+/// 61000; it is refused from K = 52429).
+fn loop_iterations(shape: WgslShape, problem: &Problem, tile: u32) -> u64 {
+    let (n, k) = (problem.n as u64, problem.k as u64);
+    match shape {
+        WgslShape::Row { .. } => n * k.div_ceil(16),
+        WgslShape::Element { .. } | WgslShape::Tile2d { .. } => k.div_ceil(16),
+        WgslShape::Tiled { .. } => k.div_ceil(tile.max(1) as u64),
+        // The BK loop around the register tile's products is too large to unroll: it counts,
+        // and more (measured: K = 58000 runs, 61000 does not); BK + 4 per tile keeps a margin.
+        WgslShape::RegTile { bk, .. } => k.div_ceil(bk as u64) * (bk as u64 + 4),
     }
 }
 
@@ -567,7 +649,11 @@ impl Backend for WgpuBackend {
         let (pipeline, groups, params) = self.prepare(kernel, problem, opts)?;
         let context = format!("running `{}` on {}", kernel.name, problem);
         let c = self.scoped(&context, || {
-            let (ab, bb, cb) = (self.upload("A", a), self.upload("B", b), self.output(problem));
+            let (ab, bb, cb) = (
+                self.upload("A", a),
+                self.upload("B", b),
+                self.output(problem),
+            );
             let bind = self.bind(&pipeline, &ab, &bb, &cb, &params);
             let enc = self.launch(&pipeline, &bind, groups, None);
             self.queue.submit([enc.finish()]);
@@ -575,15 +661,7 @@ impl Backend for WgpuBackend {
         })?;
         self.wait(&context)?;
         let bytes = self.read_back(&c, (problem.m * problem.n * 4) as u64, &context)?;
-        let words = from_bytes_u32(&bytes);
-        Ok(match problem.dtype {
-            DType::U32 => AnyMatrix::U32(Matrix::from_vec(problem.m, problem.n, words)?),
-            _ => AnyMatrix::F32(Matrix::from_vec(
-                problem.m,
-                problem.n,
-                words.into_iter().map(f32::from_bits).collect(),
-            )?),
-        })
+        Self::to_matrix(problem, bytes)
     }
 
     fn time(

@@ -54,10 +54,25 @@ impl Backend for WgpuBackend {
     fn limits(&self) -> Option<DeviceLimits> {
         match self.0 {}
     }
-    fn run(&self, _: &KernelSpec, _: &Problem, _: &AnyMatrix, _: &AnyMatrix, _: RunOptions) -> Result<AnyMatrix> {
+    fn run(
+        &self,
+        _: &KernelSpec,
+        _: &Problem,
+        _: &AnyMatrix,
+        _: &AnyMatrix,
+        _: RunOptions,
+    ) -> Result<AnyMatrix> {
         match self.0 {}
     }
-    fn time(&self, _: &KernelSpec, _: &Problem, _: &[Inputs], _: usize, _: usize, _: RunOptions) -> Result<Vec<f64>> {
+    fn time(
+        &self,
+        _: &KernelSpec,
+        _: &Problem,
+        _: &[Inputs],
+        _: usize,
+        _: usize,
+        _: RunOptions,
+    ) -> Result<Vec<f64>> {
         match self.0 {}
     }
 }
