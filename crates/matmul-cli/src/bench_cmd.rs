@@ -187,10 +187,12 @@ fn backend_for(
     let wanted = match kinds.as_slice() {
         [] => return Ok((choice, None)),
         [k] => BackendChoice::of(k.backend),
-        [a, b, ..] => return Err(CliError::input(format!(
+        [a, b, ..] => {
+            return Err(CliError::input(format!(
             "--kernels: `{}` runs on the {} backend and `{}` on {}; one bench runs on one backend",
             a.name, a.backend, b.name, b.backend
-        ))),
+        )))
+        }
     };
     if choice != BackendChoice::Auto && choice != wanted {
         let k = specs[0];

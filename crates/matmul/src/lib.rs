@@ -210,7 +210,7 @@ pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<S
                     Box::new(cpu::CpuBackend),
                     Some(format!(
                         "{e}; wgpu has only a software adapter, {}: --backend wgpu runs it",
-                        w.describe().split(';').next().unwrap_or_default()
+                        w.adapter_name()
                     )),
                 )),
                 Err(w) => Ok((Box::new(cpu::CpuBackend), Some(format!("{e}; {w}")))),

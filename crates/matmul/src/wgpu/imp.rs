@@ -184,6 +184,11 @@ impl WgpuBackend {
         self.adapter.device_type == "Cpu"
     }
 
+    /// The adapter's name ("llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H100 80GB HBM3").
+    pub fn adapter_name(&self) -> &str {
+        &self.adapter.name
+    }
+
     /// The adapter this backend runs on.
     pub fn adapter(&self) -> &AdapterDesc {
         &self.adapter
@@ -226,11 +231,29 @@ impl WgpuBackend {
         Ok(out)
     }
 
-    /// Blocks until the queue is idle; a lost device or a timeout is an error, not a hang.
+    /// Blocks until the queue is idle; a lost device, or no completion within
+    /// `MATMUL_WGPU_TIMEOUT_S` seconds (default 600), is an error, not a hang. (wgpu waits 60 s
+    /// per poll; a slow software adapter may need several.)
     fn wait(&self, context: &str) -> Result<()> {
-        self.device
-            .poll(wg::PollType::Wait)
-            .map_err(|e| err(context, e))?;
+        let limit = std::env::var("MATMUL_WGPU_TIMEOUT_S")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(600.0);
+        let start = Instant::now();
+        loop {
+            match self.device.poll(wg::PollType::Wait) {
+                Ok(_) => break,
+                Err(wg::PollError::Timeout) if start.elapsed().as_secs_f64() < limit => {
+                    self.health(context)?;
+                }
+                Err(e) => {
+                    return Err(err(
+                        context,
+                        format!("{e} (waited {:.0} s)", start.elapsed().as_secs_f64()),
+                    ))
+                }
+            }
+        }
         self.health(context)
     }
 

@@ -34,6 +34,11 @@ impl WgpuBackend {
     }
 
     /// Never called.
+    pub fn adapter_name(&self) -> &str {
+        match self.0 {}
+    }
+
+    /// Never called.
     pub fn is_software(&self) -> bool {
         match self.0 {}
     }
