@@ -6,6 +6,9 @@
 #   gpu-check.sh          the check of record: tests, kernel compiles, compute-sanitizer
 #   gpu-bench.sh          ./test.sh, the puzzles and `matmul bench`
 #   gpu-steps.sh          the step runner both of them source
+#   gpu-wgpu.sh           the wgpu backend on NVIDIA's Vulkan driver: tests, judge, puzzles, bench
+#   lib/libvulkan.so.1    the Vulkan loader (this machine's, from apt's libvulkan1), for wgpu: the
+#                         GPU host has NVIDIA's Vulkan driver but no loader
 #   lab tools             everything in lab/ that runs on the GPU host (gpu-ab.sh and ab-specs/,
 #                         gpu-ncu*.sh, gpu-power.sh, the *.py summarizers, the *.cu/*.c harnesses
 #                         built there with nvcc/gcc); not a contract, see lab/README.md
@@ -63,7 +66,15 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh "$out/"
+# The Vulkan loader for the wgpu backend (it needs only libc and libm).
+loader=$(ldconfig -p 2>/dev/null | awk '/libvulkan\.so\.1 .*x86-64/ {print $NF; exit}')
+if [[ -n $loader ]]; then
+    mkdir -p "$out/lib"
+    cp -L "$loader" "$out/lib/libvulkan.so.1"
+else
+    echo "note: no libvulkan.so.1 here (apt-get install libvulkan1); bundling without the Vulkan loader" >&2
+fi
 # The lab's GPU-host tools, flat beside them (they source gpu-steps.sh from their own directory).
 cp lab/gpu-*.sh lab/*.py lab/*.cu lab/*.c "$out/"
 cp -r lab/ab-specs "$out/"

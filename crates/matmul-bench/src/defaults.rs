@@ -8,6 +8,9 @@ use crate::runner::{BenchKernel, PlanEntry};
 /// The largest size the seed kernels run at in a quick run on CUDA.
 pub const QUICK_SEED_SIZE: u64 = 1024;
 
+/// Kernels a quick run on wgpu leaves out: the slowest seeds, which take seconds per shape.
+pub const SLOW_IN_QUICK: [&str; 2] = ["wgpu-row", "wgpu-single-block"];
+
 /// Seconds of timed launches per case in a quick run (a full run: 0.25).
 pub const QUICK_MIN_TIME: f64 = 0.1;
 
@@ -52,7 +55,7 @@ pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
     let plan = quick_plan(kind).filter(|_| quick);
     KERNELS
         .iter()
-        .filter(|k| k.backend == kind)
+        .filter(|k| k.backend == kind && !(quick && SLOW_IN_QUICK.contains(&k.name)))
         .filter(|k| {
             plan.as_ref()
                 .is_none_or(|p| p.iter().any(|e| e.kernel == k.name))
@@ -60,22 +63,26 @@ pub fn kernels(kind: BackendKind, quick: bool) -> Vec<&'static KernelSpec> {
         .collect()
 }
 
-/// Every dtype on CUDA; f32 and u32 on the CPU (it has no tensor cores).
+/// Every dtype on CUDA; f32 and u32 on the CPU (it has no tensor cores) and on wgpu (WGSL
+/// kernels for f32 and u32).
 pub fn dtypes(kind: BackendKind) -> Vec<DType> {
     match kind {
         BackendKind::Cuda => DType::ALL.to_vec(),
-        BackendKind::Cpu => vec![DType::F32, DType::U32],
+        BackendKind::Cpu | BackendKind::Wgpu => vec![DType::F32, DType::U32],
     }
 }
 
 /// Square sizes: 1024, 2048, 4096 on CUDA (quick: 1024, 2048, the seeds at 1024 only); 256, 512,
-/// 1024 on the CPU (quick: 128, 256, 512).
+/// 1024 on the CPU (quick: 128, 256, 512); 512, 1024, 2048 on wgpu (quick: 256, 512, for software
+/// adapters).
 pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
     match (kind, quick) {
         (BackendKind::Cuda, false) => vec![1024, 2048, 4096],
         (BackendKind::Cuda, true) => vec![1024, 2048],
         (BackendKind::Cpu, false) => vec![256, 512, 1024],
         (BackendKind::Cpu, true) => vec![128, 256, 512],
+        (BackendKind::Wgpu, false) => vec![512, 1024, 2048],
+        (BackendKind::Wgpu, true) => vec![256, 512],
     }
 }
 
@@ -180,6 +187,12 @@ mod tests {
             plan.iter().filter(|e| e.admits("naive", &p)).count()
         };
         assert_eq!((seeds(1024), seeds(2048)), (1, 0));
+        // wgpu: a quick run leaves out its slowest seeds.
+        let slow = SLOW_IN_QUICK.len();
+        assert_eq!(
+            kernels(BackendKind::Wgpu, false).len(),
+            kernels(BackendKind::Wgpu, true).len() + slow
+        );
         assert_eq!(dtypes(BackendKind::Cpu), [DType::F32, DType::U32]);
         assert_eq!(sizes(BackendKind::Cuda, true), [1024, 2048]);
     }

@@ -235,6 +235,8 @@ enum Opened {
     Cpu(matmul::cpu::CpuBackend),
     /// CUDA device 0.
     Cuda(Box<CudaBackend>),
+    /// wgpu's adapter.
+    Wgpu(Box<matmul::WgpuBackend>),
 }
 
 /// The backend a bench runs on: `--backend` when it names one, else the one the named kernels
@@ -254,26 +256,28 @@ fn backend_for(
         })
         .collect();
     let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
-    let wanted = match (on(BackendKind::Cpu), on(BackendKind::Cuda)) {
-        (Some(c), Some(g)) => {
+    let kinds: Vec<&&'static matmul::KernelSpec> =
+        [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Wgpu]
+            .into_iter()
+            .filter_map(on)
+            .collect();
+    let wanted = match kinds.as_slice() {
+        [] => return Ok((choice, None)),
+        [k] => BackendChoice::of(k.backend),
+        [a, b, ..] => {
             return Err(CliError::input(format!(
-                "--kernels: `{}` runs on the cpu backend and `{}` on cuda; one bench runs on one backend",
-                c.name, g.name
-            )))
+            "--kernels: `{}` runs on the {} backend and `{}` on {}; one bench runs on one backend",
+            a.name, a.backend, b.name, b.backend
+        )))
         }
-        (Some(_), None) => BackendChoice::Cpu,
-        (None, Some(_)) => BackendChoice::Cuda,
-        (None, None) => return Ok((choice, None)),
     };
     if choice != BackendChoice::Auto && choice != wanted {
         let k = specs[0];
-        let asked = match choice {
-            BackendChoice::Cpu => "cpu",
-            _ => "cuda",
-        };
         return Err(CliError::input(format!(
-            "--kernels: `{}` runs on the {} backend, not on the {asked} backend --backend names",
-            k.name, k.backend
+            "--kernels: `{}` runs on the {} backend, not on the {} backend --backend names",
+            k.name,
+            k.backend,
+            choice.name()
         )));
     }
     Ok((wanted, on(BackendKind::Cuda).map(|k| k.name)))
@@ -292,12 +296,19 @@ fn open(choice: BackendChoice, kernel: Option<&str>) -> CliResult<Opened> {
             })),
             (Err(e), None) => Err(CliError::from(e)),
         },
+        BackendChoice::Wgpu => Ok(Opened::Wgpu(Box::new(matmul::WgpuBackend::new()?))),
         BackendChoice::Auto => match CudaBackend::new(0) {
             Ok(b) => Ok(Opened::Cuda(Box::new(b))),
-            Err(e) => {
-                eprintln!("matmul: benchmarking the CPU backend ({e})");
-                Ok(Opened::Cpu(matmul::cpu::CpuBackend))
-            }
+            Err(e) => match matmul::WgpuBackend::new() {
+                Ok(w) if !w.is_software() => {
+                    eprintln!("matmul: benchmarking the wgpu backend ({e})");
+                    Ok(Opened::Wgpu(Box::new(w)))
+                }
+                _ => {
+                    eprintln!("matmul: benchmarking the CPU backend ({e})");
+                    Ok(Opened::Cpu(matmul::cpu::CpuBackend))
+                }
+            },
         },
     }
 }
@@ -372,10 +383,12 @@ pub fn bench(args: BenchArgs) -> CliResult {
     let mut opened = match choice {
         BackendChoice::Auto => Some(open(choice, None)?),
         BackendChoice::Cpu => Some(Opened::Cpu(matmul::cpu::CpuBackend)),
-        BackendChoice::Cuda => None,
+        BackendChoice::Cuda | BackendChoice::Wgpu => None,
     };
     let kind = match &opened {
         Some(Opened::Cpu(_)) => BackendKind::Cpu,
+        Some(Opened::Wgpu(_)) => BackendKind::Wgpu,
+        None if choice == BackendChoice::Wgpu => BackendKind::Wgpu,
         Some(Opened::Cuda(_)) | None => BackendKind::Cuda,
     };
     let dtypes = if args.dtypes.is_empty() {
@@ -428,6 +441,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
     let backend: &dyn Backend = match &opened {
         Opened::Cpu(b) => b,
         Opened::Cuda(b) => b.as_ref(),
+        Opened::Wgpu(b) => b.as_ref(),
     };
     match &opened {
         Opened::Cpu(_) => {
@@ -477,6 +491,12 @@ pub fn bench(args: BenchArgs) -> CliResult {
                 matmul_bench::precompile(&units, cuda.arch(), &|| bar.bar.inc(1));
                 bar.finish();
             }
+        }
+        Opened::Wgpu(w) => {
+            eprintln!(
+                "matmul: benchmarking {} (no ceilings measured on wgpu yet)",
+                w.describe()
+            );
         }
     }
 

@@ -35,7 +35,7 @@ pub struct SignatureArgs {
     /// Kernel (registry name or seed alias: TILING, ELE, ELEPACK, ROW, ROWPACK, ...) or `auto`.
     #[arg(long, default_value = "auto")]
     kernel: String,
-    /// auto (CUDA when present, else CPU), cpu or cuda.
+    /// auto (CUDA, else wgpu on a hardware adapter, else CPU), cpu, cuda or wgpu (WGSL kernels; a CUDA kernel name runs its WGSL twin).
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// How rand_gen reduces x (judge: the official outputs' form).
@@ -54,7 +54,7 @@ pub struct JudgeArgs {
     /// Kernel (registry name or seed alias: TILING, ELE, ELEPACK, ROW, ROWPACK, ...) or `auto`.
     #[arg(long, default_value = "auto")]
     kernel: String,
-    /// auto (CUDA when present, else CPU), cpu or cuda.
+    /// auto (CUDA, else wgpu on a hardware adapter, else CPU), cpu, cuda or wgpu (WGSL kernels; a CUDA kernel name runs its WGSL twin).
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// How rand_gen reduces x (judge: the official outputs' form).

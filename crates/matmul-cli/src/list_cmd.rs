@@ -214,12 +214,23 @@ fn ptxas_report(args: &ListArgs, named: Vec<&'static matmul::KernelSpec>) -> Cli
     ))
 }
 
-/// `matmul devices`: the CPU, and CUDA device 0 or why there is none (never an error).
+/// `matmul devices`: the CPU, CUDA device 0 or why there is none, and every wgpu adapter with
+/// the one `--backend wgpu` opens, or why there is none (never an error).
 pub fn devices() -> CliResult {
     println!("cpu   {}", matmul::cpu::CpuBackend.describe());
     match matmul::cuda::CudaBackend::new(0) {
         Ok(b) => println!("cuda  {}", b.describe()),
         Err(e) => println!("cuda  none: {e}"),
+    }
+    let adapters = matmul::wgpu::adapters();
+    match matmul::WgpuBackend::new() {
+        Ok(b) => {
+            println!("wgpu  {}", b.describe());
+            for a in adapters.iter().filter(|a| a.name != b.adapter().name) {
+                println!("wgpu  also: {a} (WGPU_ADAPTER_NAME selects it)");
+            }
+        }
+        Err(e) => println!("wgpu  none: {e}"),
     }
     Ok(())
 }

@@ -32,6 +32,18 @@ pub struct PuzzleArgs {
     /// The puzzle configuration to reproduce.
     #[arg(value_enum)]
     name: PuzzleArg,
+    /// Where to run it: cuda (the CUDA kernels) or wgpu (their WGSL twins: wgpu-naive,
+    /// wgpu-single-block, wgpu-tiled).
+    #[arg(long, default_value = "cuda", value_parser = parse_backend)]
+    backend: BackendChoice,
+}
+
+fn parse_backend(text: &str) -> Result<BackendChoice, String> {
+    match text.parse::<BackendChoice>() {
+        Ok(b @ (BackendChoice::Cuda | BackendChoice::Wgpu)) => Ok(b),
+        Ok(_) => Err("a puzzle runs on a GPU: cuda or wgpu".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// `matmul puzzle`: runs the puzzle's kernel on the GPU with its size and TPB, prints the output
@@ -40,14 +52,15 @@ pub fn puzzle(args: PuzzleArgs) -> CliResult {
     let name = args.name.0;
     let p = config(name);
     let expected = p.expected().map_err(CliError::failure)?;
-    let sel = matmul::dispatch::select(p.kernel, BackendChoice::Cuda, DType::F32, None)?;
-    let out = p.run(sel.backend.as_ref())?;
+    let sel = matmul::dispatch::select(p.kernel, args.backend, DType::F32, None)?;
+    let out = p.run_kernel(sel.kernel, sel.backend.as_ref())?;
     println!("out: {}", host_buffer(&out));
     println!("expected: {}", host_buffer(&expected));
     if out != expected {
         return Err(CliError::failure(format!(
-            "puzzle {name:?} ({} on the GPU, TPB {TPB}) does not match the expected output",
-            sel.kernel.name
+            "puzzle {name:?} ({} on {}, TPB {TPB}) does not match the expected output",
+            sel.kernel.name,
+            sel.backend.kind()
         )));
     }
     Ok(())

@@ -76,7 +76,7 @@ pub struct RunArgs {
     /// Skip the check against the CPU reference whatever the size.
     #[arg(long)]
     no_check: bool,
-    /// auto (CUDA when present, else CPU), cpu or cuda.
+    /// auto (CUDA, else wgpu on a hardware adapter, else CPU), cpu, cuda or wgpu (WGSL kernels; a CUDA kernel name runs its WGSL twin).
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
 }

@@ -417,7 +417,7 @@ fn bad_input_is_status_2_naming_what_is_wrong() {
         ),
         (
             &["run", "--kernel", "cpu", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
-            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async); `cpu` has none",
+            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async, wgpu-naive, wgpu-single-block, wgpu-tiled); `cpu` has none",
         ),
         (
             &["run", "--kernel", "tiled", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],

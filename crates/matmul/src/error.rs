@@ -121,6 +121,16 @@ pub enum Error {
         message: String,
     },
 
+    #[error("wgpu {context}: {message}")]
+    /// A wgpu call failed: no adapter, a WGSL kernel that does not compile (the context names
+    /// it), a validation or out-of-memory error, a lost device.
+    Wgpu {
+        /// What was being done ("compiling kernel `wgpu-tiled` ...", "opening an adapter").
+        context: String,
+        /// wgpu's own error text.
+        message: String,
+    },
+
     #[error("NVRTC failed to compile `{kernel}` ({options}):\n{log}")]
     /// NVRTC rejected a kernel source.
     Compile {

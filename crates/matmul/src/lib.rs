@@ -107,6 +107,7 @@ pub mod matrix;
 pub mod problem;
 pub mod registry;
 pub mod verify;
+pub mod wgpu;
 
 pub use compat::judge;
 
@@ -129,17 +130,42 @@ pub use matrix::{AnyMatrix, Init, Matrix};
 pub use problem::{COut, Op, Problem, Shape};
 pub use registry::{find, BackendKind, KernelSpec, Tiling, KERNELS};
 pub use verify::Verdict;
+pub use wgpu::WgpuBackend;
 
-/// Which backend to open (`--backend auto|cpu|cuda`; "gpu" also means CUDA).
+/// Which backend to open (`--backend auto|cpu|cuda|wgpu`; "gpu" also means CUDA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
-    /// CUDA when a device is present, else the CPU.
+    /// CUDA when a device is present, else wgpu on a hardware adapter, else the CPU.
     #[default]
     Auto,
     /// The CPU, always available.
     Cpu,
     /// CUDA device 0; an error when there is none.
     Cuda,
+    /// wgpu's adapter ([`WgpuBackend`]: software ones such as lavapipe included); an error when
+    /// there is none.
+    Wgpu,
+}
+
+impl BackendChoice {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Wgpu => "wgpu",
+        }
+    }
+
+    /// The backend that runs a kernel of `kind`.
+    pub fn of(kind: BackendKind) -> BackendChoice {
+        match kind {
+            BackendKind::Cpu => BackendChoice::Cpu,
+            BackendKind::Cuda => BackendChoice::Cuda,
+            BackendKind::Wgpu => BackendChoice::Wgpu,
+        }
+    }
 }
 
 impl FromStr for BackendChoice {
@@ -149,16 +175,18 @@ impl FromStr for BackendChoice {
             "auto" => Ok(BackendChoice::Auto),
             "cpu" => Ok(BackendChoice::Cpu),
             "cuda" | "gpu" => Ok(BackendChoice::Cuda),
+            "wgpu" => Ok(BackendChoice::Wgpu),
             _ => Err(Error::Invalid(format!(
-                "unknown backend {} (expected auto, cpu or cuda)",
+                "unknown backend {} (expected auto, cpu, cuda or wgpu)",
                 error::quoted(s)
             ))),
         }
     }
 }
 
-/// Opens the chosen backend (CUDA: device 0). `Auto` falls back to the CPU when CUDA is
-/// unavailable and returns the reason alongside, so callers can say why.
+/// Opens the chosen backend (CUDA: device 0). `Auto` tries CUDA, then wgpu on a hardware adapter
+/// (a software one such as lavapipe is slower than the CPU backend: name `Wgpu` to use it), then
+/// the CPU, and returns why it did not take CUDA alongside, so callers can say what they chose.
 ///
 /// ```
 /// use matmul::{open_backend, BackendChoice, BackendKind};
@@ -166,16 +194,27 @@ impl FromStr for BackendChoice {
 /// let (cpu, _) = open_backend(BackendChoice::Cpu)?;
 /// assert_eq!(cpu.kind(), BackendKind::Cpu);
 /// let (any, why_not_cuda) = open_backend(BackendChoice::Auto)?;
-/// assert_eq!(any.kind() == BackendKind::Cpu, why_not_cuda.is_some());
+/// assert_eq!(any.kind() == BackendKind::Cuda, why_not_cuda.is_none());
 /// # Ok::<(), matmul::Error>(())
 /// ```
 pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<String>)> {
     match choice {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
         BackendChoice::Cuda => Ok((Box::new(cuda::CudaBackend::new(0)?), None)),
+        BackendChoice::Wgpu => Ok((Box::new(wgpu::WgpuBackend::new()?), None)),
         BackendChoice::Auto => match cuda::CudaBackend::new(0) {
             Ok(b) => Ok((Box::new(b), None)),
-            Err(e) => Ok((Box::new(cpu::CpuBackend), Some(e.to_string()))),
+            Err(e) => match wgpu::WgpuBackend::new() {
+                Ok(w) if !w.is_software() => Ok((Box::new(w), Some(e.to_string()))),
+                Ok(w) => Ok((
+                    Box::new(cpu::CpuBackend),
+                    Some(format!(
+                        "{e}; wgpu has only a software adapter, {}: --backend wgpu runs it",
+                        w.adapter_name()
+                    )),
+                )),
+                Err(w) => Ok((Box::new(cpu::CpuBackend), Some(format!("{e}; {w}")))),
+            },
         },
     }
 }

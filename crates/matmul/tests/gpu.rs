@@ -812,10 +812,11 @@ fn auto_backend_falls_back_without_panicking() {
             assert!(reason.is_none());
         }
         Err(e) => {
-            assert_eq!(backend.kind(), BackendKind::Cpu);
+            // Then wgpu on a hardware adapter, else the CPU (a software adapter is skipped).
+            assert_ne!(backend.kind(), BackendKind::Cuda);
             let reason = reason.expect("the fallback says why");
-            assert_eq!(reason, e.to_string());
-            println!("fell back to the CPU: {reason}");
+            assert!(reason.starts_with(&e.to_string()), "{reason}");
+            println!("fell back to {}: {reason}", backend.kind());
             assert!(open_backend(BackendChoice::Cuda).is_err());
             match cuda::list_devices() {
                 Ok(list) => assert!(list.is_empty()),

@@ -102,6 +102,10 @@ impl Baselines {
                 vendor: None,
                 naive: Some("cpu-reference".into()),
             },
+            BackendKind::Wgpu => Baselines {
+                vendor: None,
+                naive: Some("wgpu-naive".into()),
+            },
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::matrix::{AnyMatrix, Init};
 use crate::problem::{Op, Problem};
-use crate::registry::find;
+use crate::registry::{find, KernelSpec};
 
 /// The expected outputs, recomputed and matching seeds 002/004.
 pub const EXPECTED: &str = include_str!("../../../../tests/data/puzzles_expected.txt");
@@ -224,7 +224,12 @@ impl Puzzle {
 
     /// Runs the puzzle's kernel at tile [`TPB`] on `backend` and returns C, row-major.
     pub fn run(&self, backend: &dyn Backend) -> Result<Vec<f32>> {
-        let kernel = find(self.kernel)?;
+        self.run_kernel(find(self.kernel)?, backend)
+    }
+
+    /// Runs `kernel` (the puzzle's, or its WGSL twin: [`crate::registry::wgpu_twin`]) at tile
+    /// [`TPB`] on `backend` and returns C, row-major.
+    pub fn run_kernel(&self, kernel: &KernelSpec, backend: &dyn Backend) -> Result<Vec<f32>> {
         let (a, b) = self.inputs()?;
         let c = backend.run(kernel, &self.problem(), &a, &b, RunOptions::tile(TPB))?;
         match c {

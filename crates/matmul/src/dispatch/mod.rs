@@ -81,37 +81,52 @@ pub fn select(
     dtype: DType,
     problem: Option<&Problem>,
 ) -> Result<Selection> {
+    let mut kernel = kernel.to_string();
     let (opened, mut notes) = if kernel.eq_ignore_ascii_case("auto") {
         let (opened, fallback) = open_backend(backend)?;
         let notes = fallback
-            .map(|reason| format!("using the CPU backend ({reason})"))
+            .map(|reason| {
+                let name = match opened.kind() {
+                    BackendKind::Cpu => "CPU",
+                    BackendKind::Cuda => "CUDA",
+                    BackendKind::Wgpu => "wgpu",
+                };
+                format!("using the {name} backend ({reason})")
+            })
             .into_iter()
             .collect();
         (opened, notes)
     } else {
-        let spec = find(kernel)?;
-        let wanted = match spec.backend {
-            BackendKind::Cpu => BackendChoice::Cpu,
-            BackendKind::Cuda => BackendChoice::Cuda,
-        };
+        let mut spec = find(&kernel)?;
+        // `--backend wgpu` with a CUDA kernel's name or seed alias runs its WGSL twin.
+        if backend == BackendChoice::Wgpu && spec.backend != BackendKind::Wgpu {
+            if let Some(twin) = crate::registry::wgpu_twin(spec) {
+                spec = twin;
+                kernel = twin.name.to_string();
+            }
+        }
+        let wanted = BackendChoice::of(spec.backend);
         if backend != BackendChoice::Auto && backend != wanted {
             return Err(Error::Invalid(format!(
                 "kernel `{}` runs on the {} backend, not on the {} backend asked for",
                 spec.name,
                 spec.backend,
-                match backend {
-                    BackendChoice::Cpu => "cpu",
-                    _ => "cuda",
-                }
+                backend.name()
             )));
         }
-        let (opened, _) = open_backend(wanted).map_err(|e| Error::NeedsGpu {
-            kernel: spec.name.to_string(),
-            reason: e.to_string(),
+        let (opened, _) = open_backend(wanted).map_err(|e| match e {
+            Error::Wgpu { message, .. } => Error::Wgpu {
+                context: format!("kernel `{}` needs an adapter", spec.name),
+                message,
+            },
+            e => Error::NeedsGpu {
+                kernel: spec.name.to_string(),
+                reason: e.to_string(),
+            },
         })?;
         (opened, Vec::new())
     };
-    let choice = choose(kernel, opened.as_ref(), dtype, problem)?;
+    let choice = choose(&kernel, opened.as_ref(), dtype, problem)?;
     notes.extend(choice.notes);
     Ok(Selection {
         kernel: choice.kernel,
@@ -231,6 +246,7 @@ fn default_kernels(
 ) -> Vec<&'static str> {
     match (backend, dtype) {
         (BackendKind::Cpu, _) => vec!["cpu"],
+        (BackendKind::Wgpu, _) => vec!["wgpu-regtile"],
         (BackendKind::Cuda, DType::F32 | DType::U32) => vec!["warptile"],
         (BackendKind::Cuda, DType::Tf32) => vec!["wgmma-tf32", "mma-sync-wide"],
         (BackendKind::Cuda, DType::Bf16 | DType::F16) => {

@@ -15,7 +15,8 @@ pub use rules::{narrow_c_kernels, DeviceLimits, TF32_LAYOUT_RULE, TMA_TILING_RUL
 pub use tiling::{TcTile, Tiling, DEFAULT_PTXAS_LEVEL};
 pub use traffic::Traffic;
 pub use types::{
-    BackendKind, Constraint, CudaSource, Geometry, Implementation, KernelSpec, WgmmaTf32Orientation,
+    BackendKind, Constraint, CudaSource, Geometry, Implementation, KernelSpec,
+    WgmmaTf32Orientation, WgslShape, WgslSource,
 };
 
 use crate::dtype::DType;
@@ -343,7 +344,129 @@ pub static KERNELS: &[KernelSpec] = &[
         traffic: Traffic::Minimal,
         implementation: Implementation::Cublas,
     },
+    wgsl(
+        "wgpu-row",
+        "ROW in WGSL: one invocation per row of C, 64 per workgroup",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "row.wgsl",
+            text: include_str!("../../kernels/wgsl/row.wgsl"),
+            shape: WgslShape::Row { threads: 64 },
+            twins: &["row", "row-global", "rowpack"],
+        },
+    ),
+    wgsl(
+        "wgpu-ele",
+        "ELE / naive-1d in WGSL: one invocation per element of C, 1-D dispatch of 256-invocation workgroups",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "ele.wgsl",
+            text: include_str!("../../kernels/wgsl/ele.wgsl"),
+            shape: WgslShape::Element { threads: 256 },
+            twins: &["ele", "elepack"],
+        },
+    ),
+    wgsl(
+        "wgpu-naive",
+        "naive in WGSL: 16x16 workgroups, one invocation per output, row and column from global memory",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "naive.wgsl",
+            text: include_str!("../../kernels/wgsl/naive.wgsl"),
+            shape: WgslShape::Tile2d { tile: 16 },
+            twins: &["naive"],
+        },
+    ),
+    wgsl(
+        "wgpu-single-block",
+        "the puzzles' single block in WGSL: one TPBxTPB workgroup stages A and B in workgroup memory (wgpu-tiled's shader)",
+        Traffic::Minimal,
+        &[Constraint::FitsOneBlock],
+        WgslSource {
+            file: "tiled.wgsl",
+            text: include_str!("../../kernels/wgsl/tiled.wgsl"),
+            shape: WgslShape::Tiled { tile: 3 },
+            twins: &["single-block"],
+        },
+    ),
+    wgsl(
+        "wgpu-tiled",
+        "TILING in WGSL: 16x16 tiles of A and B in workgroup memory (any TPB to 16), zero padding, any M, N, K",
+        Traffic::Tiled,
+        &[],
+        WgslSource {
+            file: "tiled.wgsl",
+            text: include_str!("../../kernels/wgsl/tiled.wgsl"),
+            shape: WgslShape::Tiled { tile: 16 },
+            twins: &["tiled", "tiled-async"],
+        },
+    ),
+    wgsl(
+        "wgpu-regtile",
+        "register-tiled WGSL: 64x64 tiles of C per 256-invocation workgroup, 4x4 outputs per invocation, A and B 16 deep in 8 KiB of workgroup memory",
+        Traffic::BlockTiled,
+        &[],
+        WgslSource {
+            file: "regtile.wgsl",
+            text: include_str!("../../kernels/wgsl/regtile.wgsl"),
+            shape: WgslShape::RegTile {
+                bm: 64,
+                bn: 64,
+                bk: 16,
+                tm: 4,
+                tn: 4,
+            },
+            twins: &[
+                "blocktile-1d",
+                "blocktile-2d",
+                "vectorized",
+                "vectorized-padded",
+                "warptile",
+                "multistage",
+                "multistage-raster",
+                "simt-tma",
+            ],
+        },
+    ),
 ];
+
+/// A registry entry for a WGSL kernel (f32 and u32, run by the wgpu backend).
+const fn wgsl(
+    name: &'static str,
+    summary: &'static str,
+    traffic: Traffic,
+    constraints: &'static [Constraint],
+    src: WgslSource,
+) -> KernelSpec {
+    KernelSpec {
+        name,
+        aliases: &[],
+        origin: "WGSL (this crate; issue 39)",
+        summary,
+        backend: BackendKind::Wgpu,
+        dtypes: SIMT,
+        constraints,
+        traffic,
+        implementation: Implementation::Wgsl(src),
+    }
+}
+
+/// The wgpu kernel that runs the same algorithm as `kernel`: itself when it is one, else the WGSL
+/// entry that lists it among its twins (`tiled` → `wgpu-tiled`, `TILING` → `wgpu-tiled`,
+/// `warptile` → `wgpu-regtile`); None when there is none (the tensor-core kernels, cuBLAS, the
+/// CPU's).
+pub fn wgpu_twin(kernel: &'static KernelSpec) -> Option<&'static KernelSpec> {
+    if kernel.backend == BackendKind::Wgpu {
+        return Some(kernel);
+    }
+    KERNELS.iter().find(|k| {
+        k.wgsl_source()
+            .is_some_and(|w| w.twins.contains(&kernel.name))
+    })
+}
 
 /// Finds a kernel by name or seed alias, case-insensitively. Name matches win over aliases.
 /// Finding a kernel says nothing about whether it can run: see [`KernelSpec::can_run`].

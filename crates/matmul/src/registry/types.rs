@@ -20,6 +20,8 @@ pub enum BackendKind {
     Cpu,
     /// [`CudaBackend`](crate::CudaBackend): the NVRTC-compiled kernels and cuBLAS.
     Cuda,
+    /// [`WgpuBackend`](crate::WgpuBackend): WGSL kernels through wgpu (Vulkan, Metal, DX12).
+    Wgpu,
 }
 
 impl fmt::Display for BackendKind {
@@ -27,6 +29,7 @@ impl fmt::Display for BackendKind {
         f.write_str(match self {
             BackendKind::Cpu => "cpu",
             BackendKind::Cuda => "cuda",
+            BackendKind::Wgpu => "wgpu",
         })
     }
 }
@@ -132,6 +135,83 @@ pub struct CudaSource {
     pub split_k: bool,
 }
 
+/// How a WGSL kernel maps invocations to outputs, and its tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum WgslShape {
+    /// One invocation per row of C, `threads` per workgroup (ROW).
+    Row {
+        /// Invocations per workgroup.
+        threads: u32,
+    },
+    /// One invocation per element of C in a 1-D dispatch (folded into y past the dispatch
+    /// limit), `threads` per workgroup (ELE / naive-1d).
+    Element {
+        /// Invocations per workgroup.
+        threads: u32,
+    },
+    /// `tile`×`tile` invocations per workgroup, one output each, from global memory (naive).
+    Tile2d {
+        /// The tile edge; [`RunOptions::tile`](crate::RunOptions::tile) overrides it.
+        tile: u32,
+    },
+    /// `tile`×`tile` tiles of A and B staged in workgroup memory (TILING); a `single` entry
+    /// must cover all of C with one workgroup (the puzzles' single block).
+    Tiled {
+        /// The tile edge (TPB); [`RunOptions::tile`](crate::RunOptions::tile) overrides it.
+        tile: u32,
+    },
+    /// A BM×BN tile of C per workgroup of (BN/TN)×(BM/TM) invocations, each a TM×TN register
+    /// tile, A and B staged BK deep in workgroup memory.
+    RegTile {
+        /// Rows of C per workgroup.
+        bm: u32,
+        /// Columns of C per workgroup.
+        bn: u32,
+        /// K per stage.
+        bk: u32,
+        /// Rows per invocation.
+        tm: u32,
+        /// Columns per invocation.
+        tn: u32,
+    },
+}
+
+/// A WGSL kernel run by the wgpu backend; its text is completed by a header that names the
+/// element type and the tile constants (`wgpu/shaders.rs`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct WgslSource {
+    /// File name under `crates/matmul/kernels/wgsl/`.
+    pub file: &'static str,
+    /// The file's contents.
+    #[serde(skip)]
+    pub text: &'static str,
+    /// The invocation mapping and tile.
+    pub shape: WgslShape,
+    /// The CUDA kernels that run the same algorithm: naming one with `--backend wgpu` runs this
+    /// kernel ([`crate::registry::wgpu_twin`]).
+    pub twins: &'static [&'static str],
+}
+
+impl WgslShape {
+    /// Invocations per workgroup at tile edge `tile` (for the shapes that have one).
+    pub fn invocations(&self, tile: u32) -> u32 {
+        match *self {
+            WgslShape::Row { threads } | WgslShape::Element { threads } => threads,
+            WgslShape::Tile2d { .. } | WgslShape::Tiled { .. } => tile * tile,
+            WgslShape::RegTile { bm, bn, tm, tn, .. } => (bm / tm) * (bn / tn),
+        }
+    }
+
+    /// Workgroup memory in bytes with 4-byte elements at tile edge `tile`.
+    pub fn workgroup_bytes(&self, tile: u32) -> usize {
+        match *self {
+            WgslShape::Tiled { .. } => 2 * (tile as usize).pow(2) * 4,
+            WgslShape::RegTile { bm, bn, bk, .. } => (bm + bn) as usize * bk as usize * 4,
+            _ => 0,
+        }
+    }
+}
+
 /// How a registry entry computes.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub enum Implementation {
@@ -143,6 +223,8 @@ pub enum Implementation {
     Cublas,
     /// One of this crate's CUDA C++ kernels, compiled by NVRTC.
     Cuda(CudaSource),
+    /// One of this crate's WGSL kernels, run by the wgpu backend.
+    Wgsl(WgslSource),
 }
 
 /// A shape rule a kernel's structure imposes (checked by [`KernelSpec::can_run`]).
@@ -275,6 +357,9 @@ impl KernelSpec {
     /// BM×BN, the tile of C a block computes, for the SIMT ladder (its tiling in `opts`, else the
     /// registry's) and the tensor-core kernels; None for other kernels.
     pub fn block_tile(&self, opts: &RunOptions) -> Option<(u32, u32)> {
+        if let Some(WgslShape::RegTile { bm, bn, .. }) = self.wgsl_source().map(|w| w.shape) {
+            return Some((bm, bn));
+        }
         match (self.tiling(opts), self.tc_tile()) {
             (Some(t), _) => Some((t.bm, t.bn)),
             (None, Some(t)) => Some((t.bm, t.bn)),
@@ -282,9 +367,25 @@ impl KernelSpec {
         }
     }
 
+    /// The WGSL source of a wgpu kernel; None for the others.
+    pub fn wgsl_source(&self) -> Option<&WgslSource> {
+        match &self.implementation {
+            Implementation::Wgsl(src) => Some(src),
+            _ => None,
+        }
+    }
+
     /// The tile edge a `Tile2d` / `SingleBlock` kernel runs with (`opts.tile` overrides the
     /// registry's); None for other geometries.
     pub fn tile(&self, opts: &RunOptions) -> Option<u32> {
+        if let Some(w) = self.wgsl_source() {
+            return match w.shape {
+                WgslShape::Tile2d { tile } | WgslShape::Tiled { tile } => {
+                    Some(opts.tile.unwrap_or(tile))
+                }
+                _ => None,
+            };
+        }
         match self.cuda_source()?.geometry {
             Geometry::Tile2d { tile: t } | Geometry::SingleBlock { tpb: t } => {
                 Some(opts.tile.unwrap_or(t))
@@ -305,10 +406,12 @@ impl KernelSpec {
     }
 
     /// Whether this kernel can write C in a 16-bit input dtype: the CPU kernels and cuBLAS
-    /// always, a CUDA source when its registry entry says so.
+    /// always, a CUDA source when its registry entry says so, a WGSL kernel never (f32 and u32
+    /// only).
     pub fn writes_narrow_c(&self) -> bool {
         match &self.implementation {
             Implementation::Cuda(src) => src.narrow_c,
+            Implementation::Wgsl(_) => false,
             _ => true,
         }
     }

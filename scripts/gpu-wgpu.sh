@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The wgpu backend on the GPU host (issue 39), over a bundle made by scripts/gpu-bundle.sh
+# (dist/gpu/): the NVIDIA Vulkan driver (its ICD ships with the driver) through the Vulkan loader
+# the bundle carries (lib/libvulkan.so.1: the GPU host has none of its own), then
+#   1. `matmul devices` (the adapter wgpu opens, its limits, whether timestamps time the kernels);
+#   2. the wgpu tests (test-wgpu: every WGSL kernel × f32/u32 × awkward shapes, the judge vectors,
+#      the puzzles) with MATMUL_REQUIRE_WGPU=1, so a missing adapter fails;
+#   3. ./test.sh-style judge and the puzzles through --backend wgpu;
+#   4. `matmul bench --backend wgpu` with the arguments given (default: every wgpu kernel, f32 and
+#      u32, at 1024, 2048, 4096), its report in $OUT/report-wgpu; then the same sizes on CUDA's
+#      `warptile` and cuBLAS for the comparison.
+# No figure from this run is in the docs yet: docs/wgpu.md says what to report.
+# Usage (GPU host, repo root): dist/gpu/gpu-wgpu.sh [matmul bench arguments]
+# Environment: OUT (default dist/gpu/logs), GPU_BENCH_TIMEOUT (seconds per bench, default 420).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/logs}
+mkdir -p "$out"
+source "$here/gpu-steps.sh"
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [[ -z ${VK_DRIVER_FILES:-} ]]; then
+    for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+        /etc/vulkan/icd.d/nvidia_icd.json; do
+        [[ -f $icd ]] && export VK_DRIVER_FILES=$icd && break
+    done
+fi
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+export MATMUL_REQUIRE_WGPU=1 WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+bin=$here/bin/matmul
+step devices 60 "$bin" devices
+cat "$out/devices.log"
+step test-wgpu 600 "$here/bin/test-wgpu" --nocapture
+grep RESULT "$out/test-wgpu.log"
+step judge-wgpu 120 "$bin" judge --backend wgpu --kernel TILING "$here/tests/data/public.in"
+for p in naive single-block tiled idiomatic-tiled p14-naive p14-tiled; do
+    step "puzzle-wgpu-$p" 60 "$bin" puzzle --backend wgpu "$p"
+done
+if [[ $# == 0 ]]; then set -- --dtypes f32,u32 --sizes 1024,2048,4096; fi
+step bench-wgpu "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --backend wgpu --out "$out/report-wgpu" "$@"
+grep -v "^\s*$" "$out/bench-wgpu.log" | tail -n 40
+step bench-cuda "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --kernels warptile,cublas --no-ceilings --out "$out/report-cuda" "$@"
+grep -v "^\s*$" "$out/bench-cuda.log" | tail -n 20
+summary gpu-wgpu
