@@ -338,16 +338,8 @@ mod tests {
     #[test]
     fn auto_tf32_prefers_wgmma_tf32_and_falls_back_to_mma_sync_wide() {
         let tf32 = specs(BackendKind::Cuda, DType::Tf32);
-        let hopper = DeviceLimits {
-            max_shared_per_block: 232_448,
-            sm90a: true,
-            sms: 132,
-        };
-        let ampere = DeviceLimits {
-            max_shared_per_block: 166_912,
-            sm90a: false,
-            sms: 132,
-        };
+        let hopper = crate::registry::rules::test_limits::HOPPER;
+        let ampere = crate::registry::rules::test_limits::AMPERE;
         let pick = |p: &Problem, l: &DeviceLimits| first_runnable(&tf32, Some(p), Some(l)).name;
         let square = Problem::square(4096, DType::Tf32);
         for ops in [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::T)] {
@@ -384,11 +376,7 @@ mod tests {
         assert_eq!(first(16384, 16384), "wgmma-cluster");
         // A large problem whose stored rows TMA cannot read as they are runs staged; only a GPU
         // other than Hopper falls through to mma-sync.
-        let hopper = DeviceLimits {
-            max_shared_per_block: 232_448,
-            sm90a: true,
-            sms: 132,
-        };
+        let hopper = crate::registry::rules::test_limits::HOPPER;
         let pick = |k, limits: &DeviceLimits| {
             let p = Problem::new(8192, 8192, k, DType::Bf16);
             let specs = default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p), Some(limits))
@@ -399,11 +387,7 @@ mod tests {
         };
         assert_eq!(pick(1024, &hopper), "wgmma-cluster");
         assert_eq!(pick(1023, &hopper), "wgmma-cluster"); // rows of 2,046 bytes: staged
-        let ampere = DeviceLimits {
-            max_shared_per_block: 166_912,
-            sm90a: false,
-            sms: 132,
-        };
+        let ampere = crate::registry::rules::test_limits::AMPERE;
         assert_eq!(pick(1024, &ampere), "mma-sync");
         assert_eq!(
             default_kernels(BackendKind::Cuda, DType::F16, None, None)[0],

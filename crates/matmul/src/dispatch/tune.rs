@@ -311,16 +311,8 @@ mod tests {
             ],
             ..Default::default()
         };
-        let hopper = DeviceLimits {
-            max_shared_per_block: 232_448,
-            sm90a: true,
-            sms: 132,
-        };
-        let ampere = DeviceLimits {
-            max_shared_per_block: 166_912,
-            sm90a: false,
-            sms: 132,
-        };
+        let hopper = crate::registry::rules::test_limits::HOPPER;
+        let ampere = crate::registry::rules::test_limits::AMPERE;
         let pick = |n, k, limits| {
             table
                 .best(&Problem::new(n, n, k, DType::F32), Some(limits))

@@ -26,6 +26,26 @@ pub struct DeviceLimits {
     pub sms: u32,
 }
 
+/// Device limits for tests: an H100's, and an Ampere part's (no sm_90a).
+#[cfg(test)]
+pub(crate) mod test_limits {
+    use super::DeviceLimits;
+
+    /// An H100 SXM: 227 KiB of shared memory per block, sm_90a, 132 SMs.
+    pub(crate) const HOPPER: DeviceLimits = DeviceLimits {
+        max_shared_per_block: 232_448,
+        sm90a: true,
+        sms: 132,
+    };
+
+    /// An A100-like device: 163 KiB per block, no sm_90a.
+    pub(crate) const AMPERE: DeviceLimits = DeviceLimits {
+        max_shared_per_block: 166_912,
+        sm90a: false,
+        sms: 132,
+    };
+}
+
 /// The refusal of [`Constraint::TcTf32Layout`].
 pub const TF32_LAYOUT_RULE: &str = "tf32 wgmma reads its shared-memory operand K-major only, so it needs op(A)=N or op(B)=T; op(A)=T with op(B)=N (A stored KxM, B stored KxN) has no K-major operand (use mma-sync-wide or mma-sync)";
 
@@ -192,11 +212,7 @@ mod tests {
     #[test]
     fn wgmma_tf32_rules_and_orientation() {
         let k = find("wgmma-tf32").unwrap();
-        let hopper = DeviceLimits {
-            max_shared_per_block: 232_448,
-            sm90a: true,
-            sms: 132,
-        };
+        let hopper = crate::registry::rules::test_limits::HOPPER;
         let opts = RunOptions::default();
         let p = Problem::new(300, 260, 36, DType::Tf32);
         for (op_a, op_b, orientation, d) in [
