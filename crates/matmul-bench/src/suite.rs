@@ -403,7 +403,7 @@ mod tests {
                 c.op_a == Op::T || c.op_b == Op::T,
                 "{c:?}"
             );
-            let odd = |x: usize| x % 8 != 0;
+            let odd = |x: usize| !x.is_multiple_of(8);
             assert!(!has("unaligned") || odd(m) || odd(n) || odd(k), "{c:?}");
         }
         let squares: Vec<usize> = shapes

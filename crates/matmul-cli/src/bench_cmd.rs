@@ -650,6 +650,24 @@ fn run_args(rec: &Record) -> Vec<String> {
     args
 }
 
+/// A flag that SIGINT or SIGTERM sets to its signal number (the bench stops after the case in
+/// progress); a second such signal exits at once with 128 + its number. Never set off Unix.
+fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // The conditional exit first, so that the first signal only sets the flags.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, seen.clone());
+            let _ = signal_hook::flag::register(sig, seen.clone());
+            let _ = signal_hook::flag::register_usize(sig, stop.clone(), sig as usize);
+        }
+    }
+    stop
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,22 +698,4 @@ mod tests {
             assert!(nothing_ran(&[skips[0].clone(), record(status, "")]).is_ok());
         }
     }
-}
-
-/// A flag that SIGINT or SIGTERM sets to its signal number (the bench stops after the case in
-/// progress); a second such signal exits at once with 128 + its number. Never set off Unix.
-fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    #[cfg(unix)]
-    {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [SIGINT, SIGTERM] {
-            // The conditional exit first, so that the first signal only sets the flags.
-            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, seen.clone());
-            let _ = signal_hook::flag::register(sig, seen.clone());
-            let _ = signal_hook::flag::register_usize(sig, stop.clone(), sig as usize);
-        }
-    }
-    stop
 }

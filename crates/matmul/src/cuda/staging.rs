@@ -23,7 +23,7 @@ pub(super) const PITCH_BYTES: usize = 128;
 
 /// Whether TMA can read a matrix stored with rows of `cols` elements of `elem` bytes as it is.
 pub(crate) fn tma_reads_rows(cols: usize, elem: usize) -> bool {
-    (cols * elem) % 16 == 0
+    (cols * elem).is_multiple_of(16)
 }
 
 /// One operand as a tensor map reads it: its device address and the elements from one stored row

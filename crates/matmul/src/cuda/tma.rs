@@ -137,7 +137,7 @@ pub(crate) fn maps(
 /// multiple of 16 bytes, the rule the kernel checks too.
 fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
     let c_bytes = problem.c_dtype().input_bytes();
-    if tile.store_boxes == 0 || (problem.n * c_bytes) % 16 != 0 {
+    if tile.store_boxes == 0 || !(problem.n * c_bytes).is_multiple_of(16) {
         return Ok(unused_map());
     }
     let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));

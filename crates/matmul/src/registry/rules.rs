@@ -59,7 +59,9 @@ impl KernelSpec {
     /// [`TMA_TILING_RULE`]. The error names the rule broken.
     pub fn check_tiling(&self, t: &Tiling) -> Result<(), String> {
         t.check()?;
-        if self.tma_tiles() && (t.bm > 256 || t.bn > 256 || (t.bk / 4) % 2 == 0 || t.pad != 0) {
+        if self.tma_tiles()
+            && (t.bm > 256 || t.bn > 256 || (t.bk / 4).is_multiple_of(2) || t.pad != 0)
+        {
             return Err(format!("tiling {t}: {TMA_TILING_RULE}"));
         }
         Ok(())

@@ -370,11 +370,14 @@ impl Tiling {
             }
         };
         rule(
-            t.bm % t.tm == 0 && t.bn % t.tn == 0,
+            t.bm.is_multiple_of(t.tm) && t.bn.is_multiple_of(t.tn),
             "BM % TM and BN % TN must be 0",
         )?;
         rule(
-            t.bm % 4 == 0 && t.bn % 4 == 0 && t.bk % 4 == 0 && t.pad % 4 == 0,
+            t.bm.is_multiple_of(4)
+                && t.bn.is_multiple_of(4)
+                && t.bk.is_multiple_of(4)
+                && t.pad.is_multiple_of(4),
             "BM, BN, BK and PAD must be multiples of 4 (128-bit shared-memory rows)",
         )?;
         rule(t.stages <= 8, "STAGES must be at most 8")?;
@@ -397,19 +400,19 @@ impl Tiling {
         if t.warp_tiled() {
             rule(t.wniter >= 1, "WNITER must be at least 1")?;
             rule(
-                t.bm % t.wm == 0 && t.bn % t.wn == 0,
+                t.bm.is_multiple_of(t.wm) && t.bn.is_multiple_of(t.wn),
                 "BM % WM and BN % WN must be 0",
             )?;
             rule(
-                (t.wm * t.wn) % (32 * t.tm * t.tn * t.wniter) == 0 && t.wmiter() >= 1,
+                (t.wm * t.wn).is_multiple_of(32 * t.tm * t.tn * t.wniter) && t.wmiter() >= 1,
                 "WM·WN must be a multiple of 32·TM·TN·WNITER",
             )?;
             rule(
-                t.wn % t.wniter == 0 && (t.wn / t.wniter) % t.tn == 0,
+                t.wn.is_multiple_of(t.wniter) && (t.wn / t.wniter).is_multiple_of(t.tn),
                 "WN / WNITER must be a multiple of TN",
             )?;
             rule(
-                t.wm % t.wmiter() == 0 && (t.wm / t.wmiter()) % t.tm == 0,
+                t.wm.is_multiple_of(t.wmiter()) && (t.wm / t.wmiter()).is_multiple_of(t.tm),
                 "WM / WMITER must be a multiple of TM",
             )?;
             let lanes_n = t.wn / t.wniter / t.tn;
@@ -423,7 +426,7 @@ impl Tiling {
         }
         let threads = t.threads();
         rule(
-            (32..=1024).contains(&threads) && threads % 32 == 0,
+            (32..=1024).contains(&threads) && threads.is_multiple_of(32),
             &format!("{threads} threads per block; must be a multiple of 32 from 32 to 1024"),
         )?;
         Ok(())
