@@ -10,7 +10,7 @@
 #      u32, at 1024, 2048, 4096), its report in $OUT/report-wgpu; then the same sizes on CUDA's
 #      `warptile` and cuBLAS for the comparison.
 # No figure from this run is in the docs yet: docs/wgpu.md says what to report.
-# Usage (GPU host, repo root): dist/gpu/gpu-wgpu.sh [matmul bench arguments]
+# Usage (GPU host, repo root; `run` with carry ["dist/gpu", ".gl"]): dist/gpu/gpu-wgpu.sh [matmul bench arguments]
 # Environment: OUT (default dist/gpu/logs), GPU_BENCH_TIMEOUT (seconds per bench, default 420).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +18,14 @@ out=${OUT:-$here/logs}
 mkdir -p "$out"
 source "$here/gpu-steps.sh"
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NVIDIA's Vulkan ICD loads through libglvnd, which the GPU host lacks: carry `.gl` (the device
+# README's debs: libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2, downloaded into
+# .gl/ in the repo root) and they are unpacked here (2026-11-27: without them, no adapter).
+if compgen -G ".gl/*.deb" >/dev/null; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json}
+fi
 if [[ -z ${VK_DRIVER_FILES:-} ]]; then
     for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
         /etc/vulkan/icd.d/nvidia_icd.json; do
