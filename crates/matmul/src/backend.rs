@@ -103,6 +103,16 @@ pub trait Backend {
     }
 }
 
+/// [`check_inputs`] for every set a [`Backend::time`] rotates among; none at all is an error.
+pub fn check_input_sets(problem: &Problem, inputs: &[Inputs]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::Invalid("timing needs at least one input set".into()));
+    }
+    inputs
+        .iter()
+        .try_for_each(|set| check_inputs(problem, &set.a, &set.b))
+}
+
 /// Checks that `a` and `b` have the stored shapes and storage type that `problem` says.
 pub fn check_inputs(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<()> {
     let storage = match problem.dtype {

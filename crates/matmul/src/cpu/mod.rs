@@ -5,7 +5,7 @@ pub mod reference;
 
 use std::time::Instant;
 
-use crate::backend::{check_inputs, Backend, Inputs, RunOptions};
+use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
 use crate::error::{Error, Result};
 use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
@@ -75,12 +75,7 @@ impl Backend for CpuBackend {
         opts: RunOptions,
     ) -> Result<Vec<f64>> {
         self.check(kernel, problem, opts)?;
-        if inputs.is_empty() {
-            return Err(Error::Invalid("timing needs at least one input set".into()));
-        }
-        for set in inputs {
-            check_inputs(problem, &set.a, &set.b)?;
-        }
+        check_input_sets(problem, inputs)?;
         let mut times = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
             let set = &inputs[i % inputs.len()];

@@ -44,7 +44,7 @@ pub use split_tail::{
     split_tail_plan, TailPlan, TAIL_EXTRA_EIGHTHS, TAIL_MIN_SLICES, TAIL_PIECE_SLICES,
 };
 
-use crate::backend::{check_inputs, Backend, Inputs, RunOptions};
+use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
 use crate::dtype::Types;
 use crate::error::{Error, Result, Unsupported};
 use crate::matrix::AnyMatrix;
@@ -345,12 +345,7 @@ impl Backend for CudaBackend {
     ) -> Result<Vec<f64>> {
         self.check_tile(kernel, problem, opts)?;
         self.check(kernel, problem, opts)?;
-        if inputs.is_empty() {
-            return Err(Error::Invalid("timing needs at least one input set".into()));
-        }
-        for set in inputs {
-            check_inputs(problem, &set.a, &set.b)?;
-        }
+        check_input_sets(problem, inputs)?;
         let launcher = self.launcher(kernel, problem, &opts)?;
         self.fits_in_memory(&launcher, problem, inputs.len())?;
         let bufs = inputs

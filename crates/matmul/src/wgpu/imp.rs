@@ -8,7 +8,7 @@ use ::wgpu as wg;
 use wg::util::DeviceExt;
 
 use super::shaders;
-use crate::backend::{check_inputs, Backend, Inputs, RunOptions};
+use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Unsupported};
 use crate::matrix::{AnyMatrix, Matrix};
@@ -696,12 +696,7 @@ impl Backend for WgpuBackend {
         iters: usize,
         opts: RunOptions,
     ) -> Result<Vec<f64>> {
-        if inputs.is_empty() {
-            return Err(Error::Invalid("timing needs at least one input set".into()));
-        }
-        for set in inputs {
-            check_inputs(problem, &set.a, &set.b)?;
-        }
+        check_input_sets(problem, inputs)?;
         let (pipeline, groups, params) = self.prepare(kernel, problem, opts)?;
         let context = format!("timing `{}` on {}", kernel.name, problem);
         let (binds, _c, query, resolve) = self.scoped(&context, || {
