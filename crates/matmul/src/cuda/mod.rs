@@ -240,12 +240,12 @@ impl CudaBackend {
         let elem = problem.dtype.input_bytes();
         let tma = matches!(launcher, launch::Launcher::Kernel { tma: Some(_), .. });
         let stored = |(r, c): (usize, usize)| {
-            let staged = if tma && !staging::tma_reads_rows(c, elem) {
-                (r * (c * elem).next_multiple_of(staging::PITCH_BYTES)) as u64
+            let staged = if tma {
+                staging::staged_bytes((r, c), elem)
             } else {
                 0
             };
-            (r * c * elem) as u64 + staged
+            (r * c * elem + staged) as u64
         };
         let inputs = stored(problem.a_stored()) + stored(problem.b_stored());
         let c = (problem.m as u64) * (problem.n as u64) * problem.c_dtype().input_bytes() as u64;

@@ -26,6 +26,16 @@ pub(crate) fn tma_reads_rows(cols: usize, elem: usize) -> bool {
     (cols * elem).is_multiple_of(16)
 }
 
+/// Bytes of the workspace a `rows`×`cols` operand of `elem`-byte elements is staged into, or 0
+/// when TMA reads its rows as they are.
+pub(super) fn staged_bytes((rows, cols): (usize, usize), elem: usize) -> usize {
+    if tma_reads_rows(cols, elem) {
+        0
+    } else {
+        rows * (cols * elem).next_multiple_of(PITCH_BYTES)
+    }
+}
+
 /// One operand as a tensor map reads it: its device address and the elements from one stored row
 /// to the next (its columns, or the workspace's padded pitch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,5 +133,7 @@ mod tests {
         assert!(tma_reads_rows(4, 4));
         assert!(!tma_reads_rows(4097, 4));
         assert_eq!(4093usize * 2 % PITCH_BYTES, 122); // padded to 8192
+        assert_eq!(staged_bytes((3, 4093), 2), 3 * 8192);
+        assert_eq!(staged_bytes((3, 4096), 2), 0);
     }
 }
