@@ -14,8 +14,10 @@
 // wave of blocks touches fewer tiles of A and B (L2 reuse).
 // The split tail (multistage_tail, the same file compiled with SPLIT_TAIL_PIECES = 1): the host
 // may have `multistage` compute the first tiles whole and multistage_tail the rest in pieces of
-// their k range (below).
-// Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM)).
+// their k range (below). Split-K, for a problem of few tiles: the host launches `multistage` with
+// gridDim.z = P pieces of every tile's k range, each writing its own M×N slab of a workspace, and
+// multistage_reduce behind it, which sums the slabs into C.
+// Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM), P).
 // Shared memory (dynamic): STAGES·BK·(BM + BN + 2·PAD) elements.
 // Traffic model per output element: K/BN + K/BM loads.
 // Parameters: ELEM, BM, BN, BK, TM, TN, WM, WN, WNITER, STAGES (≥ 2), PAD, THREADS, MIN_BLOCKS,
@@ -247,6 +249,12 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     const WarpTile wt(threadIdx.x);
     const int slices = (K + BK - 1) / BK;
     const LoopOperands op{A, B, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path};
+    // Split-K (gridDim.z = P > 1 pieces): block z computes slices [z·S/P, (z + 1)·S/P) of its
+    // tile into slab z of the M×N slabs C then points at; multistage_reduce sums them.
+    const int P = gridDim.z, z = blockIdx.z;
+    const int t0 = static_cast<int>(static_cast<long long>(z) * slices / P);
+    const int t1 = static_cast<int>(static_cast<long long>(z + 1) * slices / P);
+    C += static_cast<size_t>(z) * M * N;
 
     ELEM acc[WarpTile::RM][WarpTile::RN];
 #pragma unroll
@@ -261,12 +269,12 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
         int vby, vbx;
         block_tile<true>(vby, vbx);
         const int vrow0 = vby * BM, vcol0 = vbx * BN;
-        multistage_spread_loop<A_PATH, B_PATH>(acc, wt, stages, op, vrow0, vcol0, 0, slices);
+        multistage_spread_loop<A_PATH, B_PATH>(acc, wt, stages, op, vrow0, vcol0, t0, t1);
         cp_async_wait<0>();
         wt.store<SCALAR_C>(C, acc, vrow0, vcol0, M, N);
         return;
     }
-    multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, 0, slices);
+    multistage_plain_loop<A_PATH, B_PATH>(acc, wt, stages, op, row0, col0, t0, t1);
     cp_async_wait<0>();
     wt.store<SCALAR_C>(C, acc, row0, col0, M, N);
 }
@@ -414,3 +422,16 @@ multistage_tail(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __
     WITH_TILE_PATHS(a_path, b_path, tail_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path, split);
 }
 #endif
+
+// Split-K's second step (cuda::split_tail, "split-K"): C[i] = the sum of the `splits` slabs of
+// `partial`, in piece order (the same sum whichever blocks computed the pieces; u32 wraps); one
+// thread an element, a grid-stride loop.
+extern "C" __global__ void __launch_bounds__(256)
+multistage_reduce(const ELEM* __restrict__ partial, ELEM* __restrict__ C, int count, int splits)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        ELEM sum = 0;
+        for (int p = 0; p < splits; ++p) sum += __ldcs(partial + static_cast<size_t>(p) * count + i);
+        C[i] = sum;
+    }
+}

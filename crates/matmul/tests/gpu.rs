@@ -438,18 +438,24 @@ fn split_tail() {
     // 2 pieces; 2100×2100×2100: pieces of one whole tile (132 slices). Under MATMUL_TEST_SMALL
     // (compute-sanitizer) the first alone, at that tiling alone, and under =tiny (racecheck) f32
     // N·N alone, once, and for `multistage` alone (the two kernels' tails are the same code).
-    // 130×70×8200: split-K, two tiles (a partial one on each side) of 513 slices (the last one
-    // partial), all of C in 8 pieces each.
+    // 130×70×8200: split-K (launch.rs, simt_split_k), two tiles (a partial one on each side) of
+    // 513 slices (the last one partial), each in pieces of its own slabs summed by
+    // multistage_reduce; 1×300×5001: one row, pieces whose k ranges end mid-slice.
     let shapes: &[(usize, usize, usize)] = if small_only() {
         &[(2100, 2100, 4100), (130, 70, 8200)]
     } else {
-        &[(2100, 2100, 4100), (2100, 2100, 2100), (130, 70, 8200)]
+        &[
+            (2100, 2100, 4100),
+            (2100, 2100, 2100),
+            (130, 70, 8200),
+            (1, 300, 5001),
+        ]
     };
     let square: matmul::Tiling = "128x128x16/4x4/w64x32n2/s3/p4".parse().unwrap();
     let mut failures = Vec::new();
     let kernels = KERNELS.iter().filter(|k| k.tail_entry_point().is_some());
     for kernel in kernels.take(if tiny_only() { 1 } else { usize::MAX }) {
-        let mut split = 0;
+        let (mut split, mut split_k) = (0, 0);
         let dtypes = if tiny_only() {
             &[DType::F32][..]
         } else {
@@ -481,6 +487,11 @@ fn split_tail() {
                             Ok(None) => {}
                             Err(e) => failures.push(format!("{label}: planning the split: {e}")),
                         }
+                        match backend.split_k_plan(kernel, &problem, opts) {
+                            Ok(1) => {}
+                            Ok(_) => split_k += 1,
+                            Err(e) => failures.push(format!("{label}: planning split-K: {e}")),
+                        }
                         for _ in 0..if tiny_only() { 1 } else { 2 } {
                             failures.extend(verify(&backend, kernel, &problem, opts));
                         }
@@ -488,10 +499,13 @@ fn split_tail() {
                 }
             }
         }
-        println!("RESULT {:<17} {split} problems split", kernel.name);
-        if split == 0 {
+        println!(
+            "RESULT {:<17} {split} problems split their tail, {split_k} split-K",
+            kernel.name
+        );
+        if split == 0 || split_k == 0 {
             failures.push(format!(
-                "{}: no shape split its tail on this device",
+                "{}: no shape split its tail ({split}) or split K ({split_k}) on this device",
                 kernel.name
             ));
         }

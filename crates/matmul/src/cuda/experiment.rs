@@ -7,7 +7,9 @@
 
 use super::launch::Launcher;
 use super::libs::Context;
-use super::split_tail::{TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
+use super::split_tail::{
+    SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES,
+};
 use super::CudaBackend;
 use crate::error::{Error, Result};
 
@@ -89,8 +91,9 @@ fn parse_options(text: &str) -> Result<Vec<String>> {
 const SPLIT_TAIL_OFF: (&str, &str) = ("SPLIT_TAIL", "0");
 
 /// The split tail's knobs among the experiment defines (the registry sets none of them):
-/// [`SPLIT_TAIL_OFF`], and `TAIL_EXTRA_EIGHTHS=n` and `TAIL_PIECE_SLICES=n`, which override
-/// [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Each is read when asked for, so a malformed
+/// [`SPLIT_TAIL_OFF`] (split-K off too), and `TAIL_EXTRA_EIGHTHS=n`, `TAIL_PIECE_SLICES=n`,
+/// `SPLIT_K_MIN_SLICES=n` and `SPLIT_K_EIGHTHS=n`, which override [`TAIL_EXTRA_EIGHTHS`],
+/// [`TAIL_PIECE_SLICES`], [`SPLIT_K_MIN_SLICES`] and [`SPLIT_K_EIGHTHS`]. Each is read when asked for, so a malformed
 /// value is an error only where it is used.
 pub(super) struct TailKnobs {
     defines: Vec<(String, String)>,
@@ -117,6 +120,16 @@ impl TailKnobs {
     /// The length of a tail piece in k slices.
     pub(super) fn piece_slices(&self) -> Result<u64> {
         self.value("TAIL_PIECE_SLICES", TAIL_PIECE_SLICES)
+    }
+
+    /// The shortest split-K piece in k slices (`SPLIT_K_MIN_SLICES=n`).
+    pub(super) fn split_k_min_slices(&self) -> Result<u64> {
+        self.value("SPLIT_K_MIN_SLICES", SPLIT_K_MIN_SLICES)
+    }
+
+    /// The blocks split-K aims at, in eighths of a wave (`SPLIT_K_EIGHTHS=n`).
+    pub(super) fn split_k_eighths(&self) -> Result<u64> {
+        self.value("SPLIT_K_EIGHTHS", SPLIT_K_EIGHTHS)
     }
 
     /// The last value given to define `name`, else `default`.

@@ -11,7 +11,7 @@ use super::buffers::DeviceBuf;
 use super::compile::Build;
 use super::experiment::TailKnobs;
 use super::libs::{self, Context};
-use super::split_tail::SplitLaunch;
+use super::split_tail::{split_k_pieces, SplitLaunch};
 use super::staging::{tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
@@ -32,16 +32,25 @@ pub(super) enum Launcher {
         split: Option<SplitLaunch>,
         /// A split-K kernel's pieces, workspace and reduction (split-K kernels only).
         split_k: Option<Box<SplitK>>,
+        /// Whether an operand whose stored rows are not 16-byte multiples is staged into padded
+        /// rows (the split-tail SIMT kernels, 13_multistage.cu: their cp.async copies read
+        /// 16-byte groups, and a row of any other length falls to 4-byte copies).
+        stage_rows: bool,
     },
     Cublas,
 }
 
-/// How a split-K wgmma kernel runs a product: `splits` k pieces per tile (1: whole tiles, no
-/// workspace), their f32 partials in `workspace` (`splits` slabs of M×N), summed into C by
-/// `reduce` (15_wgmma.cu's `wgmma_reduce`, from the kernel's module) right behind the kernel.
+/// How a split-K kernel runs a product: `splits` k pieces per tile (1: whole tiles, no
+/// workspace), their partials in `workspace` (`splits` slabs of M×N, 4-byte f32 or u32 sums),
+/// summed into C by `reduce` (epilogue.cuh's `wgmma_reduce`, or 13_multistage.cu's
+/// `multistage_reduce`, from the kernel's module) right behind the kernel.
 pub(super) struct SplitK {
     splits: u64,
-    workspace: Option<(CudaSlice<f32>, CudaFunction)>,
+    workspace: Option<(CudaSlice<u8>, CudaFunction)>,
+    /// The SIMT kernels' split-K: the pieces are the grid's z, and each writes its slab through
+    /// the kernel's C (no extra arguments). Else (wgmma) the kernel takes the pieces and the
+    /// workspace as two more arguments.
+    through_c: bool,
 }
 
 /// Threads per block of `wgmma_reduce`.
@@ -60,6 +69,19 @@ pub(super) struct Operands {
     /// for a staged operand its workspace's pitch, from which the TMA kernels tell the stored
     /// layouts apart (a stored row of one element is always staged, so a pitch is never 1).
     pub(super) strides: [usize; 4],
+}
+
+/// The stride arguments (A's row and column, B's row and column) for A and B stored at `pa`
+/// and `pb`: element (i, l) of op(A) is at a[i·row + l·col], and an operand's stored rows are
+/// `pitch` apart (op N: rows of A are M's; op T: rows of A are K's; B's op T reads
+/// op(B)[l][j] = b[j·pitch + l], row 1 and column pitch, as for A).
+fn stored_strides(problem: &Problem, pa: Pitched, pb: Pitched) -> [usize; 4] {
+    let strides = |op: Op, p: Pitched| match op {
+        Op::N => (p.pitch, 1),
+        Op::T => (1, p.pitch),
+    };
+    let ((ar, ac), (br, bc)) = (strides(problem.op_a, pa), strides(problem.op_b, pb));
+    [ar, ac, br, bc]
 }
 
 /// Grid, block and dynamic shared memory for `kernel` on `problem` on `device`: the grid and
@@ -156,26 +178,37 @@ impl CudaBackend {
                     }
                     config.grid_dim.0 = config.grid_dim.0.min(fit * t.cluster);
                 }
+                let split_k = match extra.split_tail {
+                    _ if extra.split_k => Some(Box::new(self.split_k(
+                        kernel,
+                        problem,
+                        &loaded,
+                        &mut config,
+                    )?)),
+                    Some(tiling) => {
+                        self.simt_split_k(kernel, problem, &loaded, &mut config, tiling)?
+                    }
+                    None => None,
+                };
                 let split = match extra.split_tail {
+                    // Split-K: every tile in pieces, none whole in the tail's sense.
+                    Some(_) if split_k.is_some() => Some(SplitLaunch {
+                        whole_tiles: i32::try_from(
+                            config.grid_dim.0 as u64 * config.grid_dim.1 as u64,
+                        )
+                        .expect("fewer tiles than elements of C"),
+                        tail: None,
+                    }),
                     Some(tiling) => {
                         Some(self.split_launch(kernel, problem, opts, &loaded, &config, tiling)?)
                     }
                     None => None,
                 };
-                let split_k = if extra.split_k {
-                    Some(Box::new(self.split_k(
-                        kernel,
-                        problem,
-                        &loaded,
-                        &mut config,
-                    )?))
-                } else {
-                    None
-                };
                 Ok(Launcher::Kernel {
                     loaded,
                     config,
                     tma,
+                    stage_rows: split.is_some(),
                     split,
                     split_k,
                 })
@@ -211,6 +244,14 @@ impl CudaBackend {
         let s = &self.stream;
         let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
         let (sa, sb) = (problem.a_strides(), problem.b_strides());
+        if let Launcher::Kernel {
+            tma: None,
+            stage_rows: true,
+            ..
+        } = launcher
+        {
+            return self.staged_simt_operands(problem, (a, b, c));
+        }
         let Launcher::Kernel {
             tma: Some(boxes),
             split,
@@ -251,19 +292,46 @@ impl CudaBackend {
             Boxes::Tc(t) => tma::maps(problem, t, pa, pb, c)?,
             Boxes::Simt(t) => tma::simt_maps(problem, t, pa, pb)?,
         });
-        // Element (i, l) of op(A) is at a[i·row + l·col]; a staged operand's stored rows are
-        // `pitch` apart (op N: rows of A are M's; op T: rows of A are K's).
-        let strides = |op: Op, p: Pitched| match op {
-            Op::N => (p.pitch, 1),
-            Op::T => (1, p.pitch),
-        };
-        let ((ar, ac), (br, bc)) = (strides(problem.op_a, pa), strides(problem.op_b, pb));
-        // B's op T reads op(B)[l][j] = b[j·pitch + l]: (row 1, col pitch), as for A.
         Ok(Operands {
             a,
             b,
             c,
             maps,
+            staged,
+            strides: stored_strides(problem, pa, pb),
+        })
+    }
+
+    /// The operands of a SIMT kernel that reads 16-byte rows: A and B as they are, or a copy of
+    /// one whose stored rows are not 16-byte multiples, padded ([`super::staging`]); the strides
+    /// the copy's pitch. The kernel (and its split tail) then reads the copy.
+    fn staged_simt_operands(
+        &self,
+        problem: &Problem,
+        (a, b, c): (u64, u64, u64),
+    ) -> Result<Operands> {
+        let s = &self.stream;
+        let elem = problem.dtype.input_bytes();
+        let mut staged = Vec::new();
+        let mut pitched = |ptr: u64, (rows, cols): (usize, usize)| -> Result<Pitched> {
+            if tma_reads_rows(cols, elem) {
+                return Ok(Pitched { ptr, pitch: cols });
+            }
+            let copy = Staged::new(s, ptr, (rows, cols), elem)?;
+            let at = copy.pitched(s);
+            staged.push(copy);
+            Ok(at)
+        };
+        let (pa, pb) = (
+            pitched(a, problem.a_stored())?,
+            pitched(b, problem.b_stored())?,
+        );
+        let [ar, ac, br, bc] = stored_strides(problem, pa, pb);
+        Ok(Operands {
+            a: pa.ptr,
+            b: pb.ptr,
+            c,
+            maps: None,
             staged,
             strides: [ar, ac, br, bc],
         })
@@ -300,20 +368,26 @@ impl CudaBackend {
                     copy.enqueue(&self.stream)?;
                 }
                 let whole_tiles = split.as_ref().map(|s| s.whole_tiles);
-                let pieces = split_k.as_ref().map(|s| {
-                    let partial = s
-                        .workspace
-                        .as_ref()
-                        .map_or(0, |(w, _)| w.device_ptr(&self.stream).0);
-                    (s.splits as i32, partial)
+                let slabs = split_k.as_deref().and_then(|s| {
+                    let (w, reduce) = s.workspace.as_ref()?;
+                    Some((w.device_ptr(&self.stream).0, reduce, s.splits))
                 });
-                self.launch_main(loaded, config, (a, b, c), &args, whole_tiles, pieces, ops)?;
-                if let Some(SplitK {
-                    splits,
-                    workspace: Some((partial, reduce)),
-                }) = split_k.as_deref()
-                {
-                    return self.launch_reduce(reduce, partial, c, problem, *splits);
+                let (pieces, main_c) = match split_k.as_deref() {
+                    Some(s) if s.through_c => (None, slabs.map_or(c, |(w, _, _)| w)),
+                    Some(s) => (Some((s.splits as i32, slabs.map_or(0, |(w, _, _)| w))), c),
+                    None => (None, c),
+                };
+                self.launch_main(
+                    loaded,
+                    config,
+                    (a, b, main_c),
+                    &args,
+                    whole_tiles,
+                    pieces,
+                    ops,
+                )?;
+                if let Some((partial, reduce, splits)) = slabs {
+                    return self.launch_reduce(reduce, partial, c, problem, splits);
                 }
                 let Some(SplitLaunch {
                     whole_tiles,
@@ -399,28 +473,91 @@ impl CudaBackend {
             return Ok(SplitK {
                 splits,
                 workspace: None,
+                through_c: false,
             });
         }
-        let len = splits as usize * problem.m * problem.n;
-        // SAFETY: every slab element within M×N is written by its piece before the reduction
-        // reads it (each piece stores its whole tile, bounds-checked).
-        let partial = unsafe { self.stream.alloc::<f32>(len) }
-            .ctx(|| format!("allocating {splits} split-K slabs for {problem}"))?;
-        let reduce = loaded
-            .module
-            .load_function("wgmma_reduce")
-            .ctx(|| format!("finding `wgmma_reduce` for {}", kernel.name))?;
         Ok(SplitK {
             splits,
-            workspace: Some((partial, reduce)),
+            workspace: Some(self.split_k_workspace(
+                kernel,
+                problem,
+                loaded,
+                splits,
+                "wgmma_reduce",
+            )?),
+            through_c: false,
         })
     }
 
-    /// Launches split-K's reduction: C = the sum of the `splits` slabs of `partial`.
+    /// Split-K for a SIMT split-tail kernel (13_multistage.cu) whose tiles fill less than half of
+    /// the wave ([`split_k_pieces`]; off under `SPLIT_TAIL=0`): the pieces become the grid's z,
+    /// each writing its slab of the workspace through C, and `multistage_reduce` sums them. None
+    /// where it does not split.
+    fn simt_split_k(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        loaded: &Loaded,
+        config: &mut LaunchConfig,
+        tiling: crate::registry::Tiling,
+    ) -> Result<Option<Box<SplitK>>> {
+        let knobs = TailKnobs::read()?;
+        if !knobs.enabled()? {
+            return Ok(None);
+        }
+        let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
+        let wave = self.blocks_per_sm(loaded, config)? as u64 * self.info.sm_count as u64;
+        let slices = problem.k.div_ceil(tiling.bk as usize) as u64;
+        let splits = split_k_pieces(
+            tiles,
+            slices,
+            wave.saturating_mul(knobs.split_k_eighths()?) / 8,
+            knobs.split_k_min_slices()?,
+        )
+        .min(u16::MAX as u64);
+        if splits == 1 {
+            return Ok(None);
+        }
+        config.grid_dim.2 = splits as u32;
+        Ok(Some(Box::new(SplitK {
+            splits,
+            workspace: Some(self.split_k_workspace(
+                kernel,
+                problem,
+                loaded,
+                splits,
+                "multistage_reduce",
+            )?),
+            through_c: true,
+        })))
+    }
+
+    /// `splits` slabs of M×N 4-byte sums, and `reduce` from `loaded`'s module.
+    fn split_k_workspace(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        loaded: &Loaded,
+        splits: u64,
+        reduce: &str,
+    ) -> Result<(CudaSlice<u8>, CudaFunction)> {
+        let bytes = splits as usize * problem.m * problem.n * 4;
+        // SAFETY: every slab element within M×N is written by its piece before the reduction
+        // reads it (each piece stores its whole tile, bounds-checked).
+        let partial = unsafe { self.stream.alloc::<u8>(bytes) }
+            .ctx(|| format!("allocating {splits} split-K slabs for {problem}"))?;
+        let reduce = loaded
+            .module
+            .load_function(reduce)
+            .ctx(|| format!("finding `{reduce}` for {}", kernel.name))?;
+        Ok((partial, reduce))
+    }
+
+    /// Launches split-K's reduction: C = the sum of the `splits` slabs at `partial`.
     fn launch_reduce(
         &self,
         reduce: &CudaFunction,
-        partial: &CudaSlice<f32>,
+        partial: u64,
         c: u64,
         problem: &Problem,
         splits: u64,
@@ -436,12 +573,13 @@ impl CudaBackend {
         };
         let splits = splits as i32;
         let mut builder = self.stream.launch_builder(reduce);
-        builder.arg(partial).arg(&c).arg(&count).arg(&splits);
-        // SAFETY: wgmma_reduce(const float*, OUT*, int, int): `partial` holds `splits` slabs of
-        // `count` floats, C `count` elements of the kernel's output type.
+        builder.arg(&partial).arg(&c).arg(&count).arg(&splits);
+        // SAFETY: wgmma_reduce(const float*, OUT*, int, int) and multistage_reduce(const ELEM*,
+        // ELEM*, int, int): `partial` holds `splits` slabs of `count` 4-byte sums, C `count`
+        // elements of the kernel's output type.
         unsafe { builder.launch(config) }
             .map(|_| ())
-            .ctx(|| format!("launching wgmma_reduce over {splits} slabs"))
+            .ctx(|| format!("launching the split-K reduction over {splits} slabs"))
     }
 
     /// Launches `func` with `config` as a programmatic dependent of the kernel before it on the

@@ -41,7 +41,8 @@ pub use compile::{
 };
 pub use device::{list_devices, DeviceInfo};
 pub use split_tail::{
-    split_tail_plan, TailPlan, TAIL_EXTRA_EIGHTHS, TAIL_MIN_SLICES, TAIL_PIECE_SLICES,
+    split_k_pieces, split_tail_plan, TailPlan, SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES,
+    TAIL_EXTRA_EIGHTHS, TAIL_MIN_SLICES, TAIL_PIECE_SLICES,
 };
 
 use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
@@ -238,9 +239,16 @@ impl CudaBackend {
         sets: usize,
     ) -> Result<()> {
         let elem = problem.dtype.input_bytes();
-        let tma = matches!(launcher, launch::Launcher::Kernel { tma: Some(_), .. });
+        let staging = matches!(
+            launcher,
+            launch::Launcher::Kernel { tma: Some(_), .. }
+                | launch::Launcher::Kernel {
+                    stage_rows: true,
+                    ..
+                }
+        );
         let stored = |(r, c): (usize, usize)| {
-            let staged = if tma {
+            let staged = if staging {
                 staging::staged_bytes((r, c), elem)
             } else {
                 0

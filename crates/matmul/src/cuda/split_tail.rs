@@ -59,9 +59,9 @@ pub struct TailPlan {
 }
 
 /// The split tail of `tiles` tiles of `slices` k slices each, for a device that runs `wave` blocks
-/// at once on its `sms` SMs, where it is planned, for tiles at least [`TAIL_MIN_SLICES`] long:
-/// every tile, in pieces (split-K), when there are tiles for at most half the SMs; else at least two waves of tiles
-/// whose last partial wave is at most 3/4 full. The tail is that partial wave plus
+/// at once, where it is planned, for tiles at least [`TAIL_MIN_SLICES`] long: at least two waves
+/// of tiles whose last partial wave is at most 3/4 full (fewer tiles are split-K's,
+/// [`split_k_pieces`]). The tail is that partial wave plus
 /// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
 /// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Measured on an
@@ -71,7 +71,6 @@ pub struct TailPlan {
 pub fn split_tail_plan(
     tiles: u64,
     slices: u64,
-    sms: u64,
     wave: u64,
     extra_eighths: u64,
     piece_slices: u64,
@@ -80,18 +79,6 @@ pub fn split_tail_plan(
         return None;
     }
     let pieces = (slices / piece_slices.max(1)).max(1);
-    if 2 * tiles <= sms {
-        // Split-K: tiles for half the SMs or fewer would leave most SMs idle for the whole of K,
-        // so every tile goes to the tail, in pieces: no more than about two waves of them, since a
-        // tile's pieces add up in order. (With a tile for nearly every SM, u32 1024²×32768 and
-        // 8192×64×8192 ran 16 % slower split, on the H100: one block an SM already kept its IMAD
-        // pipes busy.)
-        return Some(TailPlan {
-            first_tile: 0,
-            blocks: wave,
-            pieces: pieces.min((2 * wave).div_ceil(tiles.max(1))),
-        });
-    }
     if tiles < 2 * wave || 4 * (tiles % wave) > 3 * wave {
         return None;
     }
@@ -105,6 +92,23 @@ pub fn split_tail_plan(
         pieces,
     })
 }
+
+/// Split-K for a SIMT split-tail kernel: the pieces each of `tiles` tiles of `slices` k slices is
+/// cut into, so that the pieces fill about `target` blocks (the wave's, or
+/// [`SPLIT_K_EIGHTHS`]/8 of it) with pieces of at least `min_slices` slices; 1 (no split) where the
+/// tiles alone fill half of the target. Every piece writes its own slab of C, and
+/// 13_multistage.cu's `multistage_reduce` sums them: no piece waits for another.
+pub fn split_k_pieces(tiles: u64, slices: u64, target: u64, min_slices: u64) -> u64 {
+    if tiles == 0 {
+        return 1;
+    }
+    (target / tiles).min(slices / min_slices.max(1)).max(1)
+}
+
+/// The shortest split-K piece, in k slices (`SPLIT_K_MIN_SLICES=n` overrides it).
+pub const SPLIT_K_MIN_SLICES: u64 = 4;
+/// The blocks split-K fills, in eighths of a wave (`SPLIT_K_EIGHTHS=n` overrides it).
+pub const SPLIT_K_EIGHTHS: u64 = 8;
 
 /// The shortest tiles (in k slices) whose tail [`split_tail_plan`] splits.
 pub const TAIL_MIN_SLICES: u64 = 128;
@@ -138,7 +142,6 @@ impl CudaBackend {
         Ok(split_tail_plan(
             tiles,
             slices,
-            self.info.sm_count as u64,
             wave,
             knobs.extra_eighths()?,
             knobs.piece_slices()?,
@@ -146,7 +149,7 @@ impl CudaBackend {
     }
 
     /// How many blocks of `loaded` one SM holds at once, launched with `config`.
-    fn blocks_per_sm(&self, loaded: &Loaded, config: &LaunchConfig) -> Result<u32> {
+    pub(super) fn blocks_per_sm(&self, loaded: &Loaded, config: &LaunchConfig) -> Result<u32> {
         let (threads, shared) = (config.block_dim.0, config.shared_mem_bytes as usize);
         loaded
             .func
@@ -262,6 +265,20 @@ impl CudaBackend {
         })
     }
 
+    /// The k pieces split-K cuts each tile of `problem` into when `kernel` runs it with `opts`
+    /// (1: no split-K), as a launch plans them.
+    pub fn split_k_plan(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        opts: RunOptions,
+    ) -> Result<u64> {
+        Ok(match self.launcher(kernel, problem, &opts)? {
+            Launcher::Kernel { config, .. } => config.grid_dim.2 as u64,
+            Launcher::Cublas => 1,
+        })
+    }
+
     /// Launches the tail entry of a split launch right behind its main entry, which computed
     /// the first `whole_tiles` tiles whole; A, B and C at `(a, b, c)` and the seven ints `args` are
     /// the main entry's.
@@ -299,7 +316,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_tail_plan, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
+    use super::{split_k_pieces, split_tail_plan, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
 
     #[test]
     fn split_tail_plans() {
@@ -308,7 +325,6 @@ mod tests {
             split_tail_plan(
                 m.div_ceil(128) * n.div_ceil(256),
                 k.div_ceil(16),
-                132,
                 132,
                 TAIL_EXTRA_EIGHTHS,
                 TAIL_PIECE_SLICES,
@@ -326,46 +342,53 @@ mod tests {
         // A last wave over 3/4 full stays whole: 4096² (116 of 132), 12288² (120).
         assert_eq!(plan(4096, 4096, 4096), None);
         assert_eq!(plan(12288, 12288, 4096), None);
-        // Split-K: at most half a wave of tiles, all of them in pieces (64×64×65536: one tile of
-        // 65536/16 slices in 64 pieces; 256×8192×8192 and 2048×1024×8192: 64 tiles of 512 slices,
-        // in 5 pieces rather than 8, about two waves of pieces).
-        assert_eq!(plan(64, 64, 65536), Some((0, 132, 64)));
-        assert_eq!(plan(256, 8192, 8192), Some((0, 132, 5)));
-        assert_eq!(plan(2048, 1024, 8192), Some((0, 132, 5)));
+        // Fewer than two waves of tiles are split-K's (split_k_pieces), not the tail's.
+        assert_eq!(plan(64, 64, 65536), None);
+        assert_eq!(plan(256, 8192, 8192), None);
         // Fewer than two waves but more than half of one (2048²: 128 tiles), or tiles under
         // TAIL_MIN_SLICES (1000³, K = 1024; 64×64×1024).
         assert_eq!(plan(2048, 2048, 2048), None);
         assert_eq!(plan(1000, 1000, 1000), None);
         assert_eq!(plan(8192, 8192, 1024), None);
         assert_eq!(plan(64, 64, 1024), None);
-        // Two blocks an SM (u32's 64×128 tiles): the split-K rule counts SMs, not the wave, and
-        // caps the pieces at about two waves (1024²×32768: 128 tiles stay whole; 64 tiles of
-        // 2048 slices go in 9 pieces, not 32).
-        assert_eq!(split_tail_plan(128, 2048, 132, 264, 4, 64), None);
-        assert_eq!(
-            split_tail_plan(64, 2048, 132, 264, 4, 64).map(|p| (p.first_tile, p.pieces)),
-            Some((0, 9))
-        );
         // No wave (a device that cannot run the kernel): no split, and no division by zero.
-        assert_eq!(split_tail_plan(10, 1000, 0, 0, 4, 128), None);
+        assert_eq!(split_tail_plan(10, 1000, 0, 4, 128), None);
         // A tail as large as the problem is the whole problem.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 132, 64, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, 64, 128).map(|p| p.first_tile),
             Some(0)
         );
         // A knob too large for u64 arithmetic is all of C, not an overflow.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 132, u64::MAX, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, u64::MAX, 128).map(|p| p.first_tile),
             Some(0)
         );
         // Pieces of at least one slice, and at least one piece a tile.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 132, 4, 0).map(|p| p.pieces),
+            split_tail_plan(300, 1000, 132, 4, 0).map(|p| p.pieces),
             Some(1000)
         );
         assert_eq!(
-            split_tail_plan(300, 130, 132, 132, 4, 1000).map(|p| p.pieces),
+            split_tail_plan(300, 130, 132, 4, 1000).map(|p| p.pieces),
             Some(1)
         );
+    }
+
+    #[test]
+    fn split_k_pieces_fill_the_wave() {
+        // 64×64×65536 at 64×128×32 tiles, two blocks an SM on 132 SMs: one tile of 2048 slices
+        // in 264 pieces of 7–8 slices.
+        assert_eq!(split_k_pieces(1, 2048, 264, 4), 264);
+        // 1×4096×4096: 32 tiles of 128 slices, 8 pieces each.
+        assert_eq!(split_k_pieces(32, 128, 264, 4), 8);
+        // 512³: 32 tiles of 16 slices, held to pieces of 4 slices.
+        assert_eq!(split_k_pieces(32, 16, 264, 4), 4);
+        // Tiles for more than half the wave stay whole; so do short ones.
+        assert_eq!(split_k_pieces(133, 4096, 264, 4), 1);
+        assert_eq!(split_k_pieces(8, 7, 264, 4), 1);
+        // No tiles, no wave, a zero knob: one piece, no division by zero.
+        assert_eq!(split_k_pieces(0, 100, 264, 4), 1);
+        assert_eq!(split_k_pieces(4, 100, 0, 4), 1);
+        assert_eq!(split_k_pieces(4, 100, 264, 0), 66);
     }
 }

@@ -1,5 +1,6 @@
-//! Staged operands for the TMA kernels. TMA reads a matrix whose stored rows are a multiple of 16
-//! bytes; an operand stored otherwise (a bf16 row of odd length, an f32 row of 4093 elements) is
+//! Staged operands for the TMA kernels and the SIMT kernels that read 16-byte groups
+//! (13_multistage.cu). TMA reads a matrix whose stored rows are a multiple of 16 bytes (and
+//! `cp.async` 16 bytes at a time); an operand stored otherwise (a bf16 row of odd length, an f32 row of 4093 elements) is
 //! copied, on the stream and inside the timed region, into a workspace whose rows are padded to
 //! [`PITCH_BYTES`], and the kernel's tensor map reads the workspace. The map still spans the
 //! logical columns only, so TMA zero-fills the padding like any other out-of-bounds element and

@@ -23,6 +23,11 @@ use crate::registry::{DeviceLimits, KernelSpec, Tiling};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum ShapeClass {
+    /// m ≤ 128 rows under a wider C (LLM layers at a few tokens): tiles of few rows, or most of
+    /// each tile's FMAs fall past C's last row.
+    Short,
+    /// n ≤ 64 columns under a taller C: tiles of few columns, for the same reason.
+    Narrow,
     /// min(m, n) < 1536: too few 128×128 tiles to fill 132 SMs; smaller tiles win.
     Small,
     /// min(m, n) < 6144.
@@ -32,18 +37,33 @@ pub enum ShapeClass {
 }
 
 impl ShapeClass {
-    /// The class of `problem`, by the smaller of its output's sides.
+    /// The class of `problem`: short or narrow by its output's thin side, else by the smaller
+    /// of its sides.
     pub fn of(problem: &Problem) -> ShapeClass {
-        match problem.m.min(problem.n) {
+        let (m, n) = (problem.m, problem.n);
+        match m.min(n) {
+            _ if m <= 128 && m < n => ShapeClass::Short,
+            _ if n <= 64 && n < m => ShapeClass::Narrow,
             x if x < 1536 => ShapeClass::Small,
             x if x < 6144 => ShapeClass::Medium,
             _ => ShapeClass::Large,
         }
     }
 
-    /// "small", "medium" or "large", as the table's JSON writes it.
+    /// The classes whose entries serve `problem`, best first: its own, and for a short or
+    /// narrow problem the small class's, where a table has no entry of the thin class.
+    pub fn chain(problem: &Problem) -> impl Iterator<Item = ShapeClass> {
+        let class = ShapeClass::of(problem);
+        let fallback =
+            matches!(class, ShapeClass::Short | ShapeClass::Narrow).then_some(ShapeClass::Small);
+        std::iter::once(class).chain(fallback)
+    }
+
+    /// "short", "narrow", "small", "medium" or "large", as the table's JSON writes it.
     pub fn name(&self) -> &'static str {
         match self {
+            ShapeClass::Short => "short",
+            ShapeClass::Narrow => "narrow",
             ShapeClass::Small => "small",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
@@ -86,11 +106,12 @@ pub struct TuneTable {
 impl TuneTable {
     /// The tuned tiling of `kernel` for `problem`'s dtype and class, if any.
     pub fn lookup(&self, kernel: &str, problem: &Problem) -> Option<Tiling> {
-        let class = ShapeClass::of(problem);
-        self.entries
-            .iter()
-            .find(|e| e.kernel == kernel && e.dtype == problem.dtype && e.class == class)
-            .map(|e| e.tiling)
+        ShapeClass::chain(problem).find_map(|class| {
+            self.entries
+                .iter()
+                .find(|e| e.kernel == kernel && e.dtype == problem.dtype && e.class == class)
+                .map(|e| e.tiling)
+        })
     }
 
     /// Replaces any entry of the same kernel, dtype and class.
@@ -127,17 +148,18 @@ impl TuneTable {
         problem: &Problem,
         limits: Option<&DeviceLimits>,
     ) -> Option<(&'static KernelSpec, Tiling)> {
-        let class = ShapeClass::of(problem);
-        self.entries
-            .iter()
-            .filter(|e| e.dtype == problem.dtype && e.class == class)
-            .filter_map(|e| {
-                let kernel = crate::registry::find(&e.kernel).ok()?;
-                let runs = kernel.can_run(problem, limits, &RunOptions::tiling(e.tiling));
-                runs.is_ok().then_some((kernel, e.tiling, e.rate_gops))
-            })
-            .max_by(|a, b| a.2.total_cmp(&b.2))
-            .map(|(kernel, tiling, _)| (kernel, tiling))
+        ShapeClass::chain(problem).find_map(|class| {
+            self.entries
+                .iter()
+                .filter(|e| e.dtype == problem.dtype && e.class == class)
+                .filter_map(|e| {
+                    let kernel = crate::registry::find(&e.kernel).ok()?;
+                    let runs = kernel.can_run(problem, limits, &RunOptions::tiling(e.tiling));
+                    runs.is_ok().then_some((kernel, e.tiling, e.rate_gops))
+                })
+                .max_by(|a, b| a.2.total_cmp(&b.2))
+                .map(|(kernel, tiling, _)| (kernel, tiling))
+        })
     }
 
     /// The file for `device` and `driver` under `dir`.
@@ -355,6 +377,27 @@ mod tests {
         assert_eq!(
             ShapeClass::of(&Problem::new(8192, 8192, 64, DType::F32)),
             ShapeClass::Large
+        );
+        let class = |m, n| ShapeClass::of(&Problem::new(m, n, 4096, DType::F32));
+        assert_eq!(class(1, 4096), ShapeClass::Short);
+        assert_eq!(class(128, 14336), ShapeClass::Short);
+        assert_eq!(class(129, 14336), ShapeClass::Small);
+        assert_eq!(class(8192, 64), ShapeClass::Narrow);
+        assert_eq!(class(8192, 65), ShapeClass::Small);
+        // A small square is neither thin side's.
+        assert_eq!(class(64, 64), ShapeClass::Small);
+        assert_eq!(class(128, 128), ShapeClass::Small);
+        // A thin class without entries takes the small class's (u32 has no short entry).
+        let table = builtin("NVIDIA H100 80GB HBM3").unwrap();
+        let short = Problem::new(16, 14336, 4096, DType::U32);
+        let small = Problem::new(1024, 1024, 1024, DType::U32);
+        let best = |p: &Problem| table.best(p, None).map(|(k, t)| (k.name, t.to_string()));
+        assert!(best(&short).is_some());
+        assert_eq!(best(&short), best(&small));
+        let f32_short = Problem::new(16, 14336, 4096, DType::F32);
+        assert_eq!(
+            table.best(&f32_short, None).map(|(_, t)| t.to_string()),
+            Some("32x256x16/4x4/w32x64n1/s3/p4".into())
         );
     }
 
