@@ -435,3 +435,22 @@ multistage_reduce(const ELEM* __restrict__ partial, ELEM* __restrict__ C, int co
         C[i] = sum;
     }
 }
+
+// Staging a transposed operand (cuda::staging): dst (cols × rows, rows padded to `pitch`) =
+// srcᵀ, src rows × cols row-major; 32×32 tiles through shared memory (a padded column: no bank
+// conflicts), block 32×8, so both the reads and the writes are coalesced.
+extern "C" __global__ void __launch_bounds__(256)
+multistage_transpose(const ELEM* __restrict__ src, ELEM* __restrict__ dst, int rows, int cols, int pitch)
+{
+    __shared__ ELEM tile[32][33];
+    const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+    for (int y = threadIdx.y; y < 32; y += 8) {
+        const int r = r0 + y, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[y][threadIdx.x] = src[static_cast<size_t>(r) * cols + c];
+    }
+    __syncthreads();
+    for (int y = threadIdx.y; y < 32; y += 8) {
+        const int c = c0 + y, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) dst[static_cast<size_t>(c) * pitch + r] = tile[threadIdx.x][y];
+    }
+}

@@ -518,6 +518,48 @@ fn split_tail() {
     );
 }
 
+/// Staged operands of the SIMT kernels that read 16-byte rows (launch.rs,
+/// staged_simt_operands): rows that are not 16-byte multiples copied into padded rows, and in a
+/// product of 2^30 FLOPs or more a transposed operand copied transposed (13_multistage.cu's
+/// `multistage_transpose`), every op combination, f32 and u32, against the reference with C
+/// poisoned first. 1031×1021×517 has no stored row of a 16-byte multiple; 1028×1020×520 has all.
+/// Under MATMUL_TEST_SMALL (compute-sanitizer): 1031×1021×517 alone, f32.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn staged_operands() {
+    let Some(backend) = gpu() else { return };
+    let kernel = matmul::registry::find("multistage-raster").unwrap();
+    let shapes: &[(usize, usize, usize)] = if small_only() {
+        &[(1031, 1021, 517)]
+    } else {
+        &[(1031, 1021, 517), (1028, 1020, 520)]
+    };
+    let dtypes: &[DType] = if small_only() {
+        &[DType::F32]
+    } else {
+        &[DType::F32, DType::U32]
+    };
+    let mut failures = Vec::new();
+    for &dtype in dtypes {
+        for &(m, n, k) in shapes {
+            for &(op_a, op_b) in &OPS {
+                let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
+                assert!(problem.flops() >= (1u64 << 30) as f64, "{problem} stages no transpose");
+                failures.extend(verify(&backend, kernel, &problem, RunOptions::default()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Tiling overrides (RunOptions.tiling, what `matmul tune` searches): every SIMT-ladder kernel at
 /// a spread of its tune candidates and at every tiling of the built-in tune tables, on awkward
 /// shapes, and a refusal for a broken tiling.

@@ -53,6 +53,11 @@ pub(super) struct SplitK {
     through_c: bool,
 }
 
+/// The products (in FLOPs) from which a SIMT kernel's transposed operand is staged transposed:
+/// the copy reads and writes the operand once and costs a launch, which a small product does not
+/// win back.
+pub(super) const TRANSPOSE_STAGING_FLOPS: f64 = (1u64 << 30) as f64;
+
 /// Threads per block of `wgmma_reduce`.
 const REDUCE_THREADS: u32 = 256;
 
@@ -247,10 +252,11 @@ impl CudaBackend {
         if let Launcher::Kernel {
             tma: None,
             stage_rows: true,
+            loaded,
             ..
         } = launcher
         {
-            return self.staged_simt_operands(problem, (a, b, c));
+            return self.staged_simt_operands(problem, loaded, (a, b, c));
         }
         let Launcher::Kernel {
             tma: Some(boxes),
@@ -302,38 +308,52 @@ impl CudaBackend {
         })
     }
 
-    /// The operands of a SIMT kernel that reads 16-byte rows: A and B as they are, or a copy of
-    /// one whose stored rows are not 16-byte multiples, padded ([`super::staging`]); the strides
-    /// the copy's pitch. The kernel (and its split tail) then reads the copy.
+    /// The operands of a SIMT kernel that reads 16-byte rows (13_multistage.cu): A and B as they
+    /// are, or a copy ([`super::staging`]) of one whose stored rows are not 16-byte multiples
+    /// (padded), or, in a product of [`TRANSPOSE_STAGING_FLOPS`] or more, of a transposed one
+    /// (transposed, so that the kernel runs its N·N loop); the strides are the copy's. The kernel
+    /// (and its split tail) then reads the copy.
     fn staged_simt_operands(
         &self,
         problem: &Problem,
+        loaded: &Loaded,
         (a, b, c): (u64, u64, u64),
     ) -> Result<Operands> {
         let s = &self.stream;
         let elem = problem.dtype.input_bytes();
         let mut staged = Vec::new();
-        let mut pitched = |ptr: u64, (rows, cols): (usize, usize)| -> Result<Pitched> {
+        let transpose = if problem.flops() >= TRANSPOSE_STAGING_FLOPS {
+            let f = loaded.module.load_function("multistage_transpose");
+            Some(f.ctx(|| format!("finding `multistage_transpose` for {}", loaded.entry))?)
+        } else {
+            None
+        };
+        // An operand stored (rows, cols) under `op`: its pointer, op and pitch as the kernel reads it.
+        let mut stage = |ptr: u64, op: Op, (rows, cols): (usize, usize)| -> Result<(Op, Pitched)> {
+            if let (Op::T, Some(f)) = (op, &transpose) {
+                if let Some(copy) = Staged::transposed(s, ptr, (rows, cols), elem, f.clone())? {
+                    let at = copy.pitched(s);
+                    staged.push(copy);
+                    return Ok((Op::N, at));
+                }
+            }
             if tma_reads_rows(cols, elem) {
-                return Ok(Pitched { ptr, pitch: cols });
+                return Ok((op, Pitched { ptr, pitch: cols }));
             }
             let copy = Staged::new(s, ptr, (rows, cols), elem)?;
             let at = copy.pitched(s);
             staged.push(copy);
-            Ok(at)
+            Ok((op, at))
         };
-        let (pa, pb) = (
-            pitched(a, problem.a_stored())?,
-            pitched(b, problem.b_stored())?,
-        );
-        let [ar, ac, br, bc] = stored_strides(problem, pa, pb);
+        let (op_a, pa) = stage(a, problem.op_a, problem.a_stored())?;
+        let (op_b, pb) = stage(b, problem.op_b, problem.b_stored())?;
         Ok(Operands {
             a: pa.ptr,
             b: pb.ptr,
             c,
             maps: None,
             staged,
-            strides: [ar, ac, br, bc],
+            strides: stored_strides(&problem.with_ops(op_a, op_b), pa, pb),
         })
     }
 

@@ -247,15 +247,27 @@ impl CudaBackend {
                     ..
                 }
         );
-        let stored = |(r, c): (usize, usize)| {
-            let staged = if staging {
+        let transposing = matches!(
+            launcher,
+            launch::Launcher::Kernel {
+                stage_rows: true,
+                ..
+            }
+        ) && problem.flops() >= launch::TRANSPOSE_STAGING_FLOPS;
+        let stored = |op: crate::problem::Op, (r, c): (usize, usize)| {
+            let staged = if transposing && op == crate::problem::Op::T {
+                // The upper bound of a transposed copy: its rows padded, or a padded copy.
+                staging::staged_bytes((c, r), elem).max(c * r * elem)
+                    + staging::staged_bytes((r, c), elem)
+            } else if staging {
                 staging::staged_bytes((r, c), elem)
             } else {
                 0
             };
             (r * c * elem + staged) as u64
         };
-        let inputs = stored(problem.a_stored()) + stored(problem.b_stored());
+        let inputs =
+            stored(problem.op_a, problem.a_stored()) + stored(problem.op_b, problem.b_stored());
         let c = (problem.m as u64) * (problem.n as u64) * problem.c_dtype().input_bytes() as u64;
         const SLACK: u64 = 256 << 20;
         let needed = (sets as u64) * inputs + c + SLACK;

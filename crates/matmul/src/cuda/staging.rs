@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys as cu_sys;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::libs::Context;
 use crate::error::Result;
@@ -45,7 +45,8 @@ pub(crate) struct Pitched {
     pub(crate) pitch: usize,
 }
 
-/// A copy of a `rows`×`cols` operand into a padded workspace, enqueued before each launch.
+/// A copy of a `rows`×`cols` operand into a padded workspace, enqueued before each launch: the
+/// same rows, or with `transpose` (a kernel: src, dst, rows, cols, pitch) the operand's transpose.
 pub(super) struct Staged {
     workspace: CudaSlice<u8>,
     src: u64,
@@ -54,7 +55,11 @@ pub(super) struct Staged {
     pitch_bytes: usize,
     rows: usize,
     elem: usize,
+    transpose: Option<CudaFunction>,
 }
+
+/// The rows a transposing copy takes: its grid has a block per 32 of them in y.
+const TRANSPOSE_MAX_ROWS: usize = 32 * 65535;
 
 impl Staged {
     /// A workspace for a `rows`×`cols` operand of `elem`-byte elements at `src`.
@@ -78,7 +83,26 @@ impl Staged {
             pitch_bytes,
             rows,
             elem,
+            transpose: None,
         })
+    }
+
+    /// A workspace for the transpose (`cols` rows of `rows`, padded) of a `rows`×`cols` operand
+    /// at `src`, written by `transpose` (13_multistage.cu's `multistage_transpose`); None where
+    /// its grid would be too tall.
+    pub(super) fn transposed(
+        stream: &Arc<CudaStream>,
+        src: u64,
+        (rows, cols): (usize, usize),
+        elem: usize,
+        transpose: CudaFunction,
+    ) -> Result<Option<Staged>> {
+        if rows > TRANSPOSE_MAX_ROWS {
+            return Ok(None);
+        }
+        let mut staged = Staged::new(stream, src, (cols, rows), elem)?;
+        staged.transpose = Some(transpose);
+        Ok(Some(staged))
     }
 
     /// The workspace as the tensor map reads it.
@@ -90,7 +114,31 @@ impl Staged {
     }
 
     /// Enqueues the copy of the operand into the workspace on `stream`.
-    pub(super) fn enqueue(&self, stream: &CudaStream) -> Result<()> {
+    pub(super) fn enqueue(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        if let Some(func) = &self.transpose {
+            // The workspace's rows are the source's columns, and its row the source's column.
+            let (src_rows, src_cols) = (self.row_bytes / self.elem, self.rows);
+            let dst = self.workspace.device_ptr(stream).0;
+            let [r, c, pitch] =
+                [src_rows, src_cols, self.pitch_bytes / self.elem].map(|v| v as i32);
+            let config = LaunchConfig {
+                grid_dim: (
+                    src_cols.div_ceil(32) as u32,
+                    src_rows.div_ceil(32) as u32,
+                    1,
+                ),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut builder = stream.launch_builder(func);
+            builder.arg(&self.src).arg(&dst).arg(&r).arg(&c).arg(&pitch);
+            // SAFETY: multistage_transpose(const ELEM*, ELEM*, int, int, int): the source holds
+            // src_rows × src_cols elements, the workspace src_cols rows of `pitch` elements; both
+            // indexed within those bounds (can_run keeps every count below 2^31).
+            return unsafe { builder.launch(config) }
+                .map(|_| ())
+                .ctx(|| format!("staging the transpose of a {src_rows}x{src_cols} operand"));
+        }
         let device = cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
         let copy = cu_sys::CUDA_MEMCPY2D {
             srcXInBytes: 0,
