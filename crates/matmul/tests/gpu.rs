@@ -547,7 +547,10 @@ fn staged_operands() {
         for &(m, n, k) in shapes {
             for &(op_a, op_b) in &OPS {
                 let problem = Problem::new(m, n, k, dtype).with_ops(op_a, op_b);
-                assert!(problem.flops() >= (1u64 << 30) as f64, "{problem} stages no transpose");
+                assert!(
+                    problem.flops() >= (1u64 << 30) as f64,
+                    "{problem} stages no transpose"
+                );
                 failures.extend(verify(&backend, kernel, &problem, RunOptions::default()));
             }
         }

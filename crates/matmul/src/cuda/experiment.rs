@@ -8,7 +8,7 @@
 use super::launch::Launcher;
 use super::libs::Context;
 use super::split_tail::{
-    SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES,
+    SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES, TAIL_EXTRA_EIGHTHS, TAIL_MIN_WAVES, TAIL_PIECE_SLICES,
 };
 use super::CudaBackend;
 use crate::error::{Error, Result};
@@ -120,6 +120,11 @@ impl TailKnobs {
     /// The length of a tail piece in k slices.
     pub(super) fn piece_slices(&self) -> Result<u64> {
         self.value("TAIL_PIECE_SLICES", TAIL_PIECE_SLICES)
+    }
+
+    /// The fewest waves of tiles whose tail is split (`TAIL_MIN_WAVES=n`).
+    pub(super) fn min_waves(&self) -> Result<u64> {
+        self.value("TAIL_MIN_WAVES", TAIL_MIN_WAVES)
     }
 
     /// The shortest split-K piece in k slices (`SPLIT_K_MIN_SLICES=n`).

@@ -53,10 +53,26 @@ pub(super) struct SplitK {
     through_c: bool,
 }
 
-/// The products (in FLOPs) from which a SIMT kernel's transposed operand is staged transposed:
-/// the copy reads and writes the operand once and costs a launch, which a small product does not
-/// win back.
-pub(super) const TRANSPOSE_STAGING_FLOPS: f64 = (1u64 << 30) as f64;
+/// A SIMT kernel's operand is staged (copied padded, or transposed) only where the copy is cheap
+/// next to the product: a copy reads and writes the operand once, 8 bytes an element of A (m×k)
+/// against 2·m·n·k FLOPs, so at an H100's 3 TB/s and 50 TFLOP/s it costs about 67/n of the
+/// kernel's time (67/m for B). From n (m for B) = 512 on, under 1/8; below it the kernel reads the
+/// operand as stored (4-byte copies), which measured faster on small-M shapes (127×4099×8191 f32:
+/// 364 µs unstaged, 440 µs with B staged; cuBLAS 199 µs).
+pub(super) const STAGE_MIN_OTHER_SIDE: usize = 512;
+
+/// Whether a SIMT kernel stages `problem`'s A (`a`) or B: the other operand's free side is at
+/// least [`STAGE_MIN_OTHER_SIDE`], and the operand is transposed or its stored rows are not
+/// 16-byte multiples.
+pub(super) fn simt_stages(problem: &Problem, a: bool) -> bool {
+    let (op, (_, cols), other) = if a {
+        (problem.op_a, problem.a_stored(), problem.n)
+    } else {
+        (problem.op_b, problem.b_stored(), problem.m)
+    };
+    other >= STAGE_MIN_OTHER_SIDE
+        && (op == Op::T || !tma_reads_rows(cols, problem.dtype.input_bytes()))
+}
 
 /// Threads per block of `wgmma_reduce`.
 const REDUCE_THREADS: u32 = 256;
@@ -309,10 +325,10 @@ impl CudaBackend {
     }
 
     /// The operands of a SIMT kernel that reads 16-byte rows (13_multistage.cu): A and B as they
-    /// are, or a copy ([`super::staging`]) of one whose stored rows are not 16-byte multiples
-    /// (padded), or, in a product of [`TRANSPOSE_STAGING_FLOPS`] or more, of a transposed one
-    /// (transposed, so that the kernel runs its N·N loop); the strides are the copy's. The kernel
-    /// (and its split tail) then reads the copy.
+    /// are, or where [`simt_stages`] says so a copy ([`super::staging`]): a transposed operand
+    /// transposed (so that the kernel runs its N·N loop), another padded. The kernel (and its split
+    /// tail) then reads the copy, with its strides. The copy's padding is zero: the kernel's
+    /// 16-byte groups read past a row's last element into it.
     fn staged_simt_operands(
         &self,
         problem: &Problem,
@@ -322,31 +338,34 @@ impl CudaBackend {
         let s = &self.stream;
         let elem = problem.dtype.input_bytes();
         let mut staged = Vec::new();
-        let transpose = if problem.flops() >= TRANSPOSE_STAGING_FLOPS {
-            let f = loaded.module.load_function("multistage_transpose");
-            Some(f.ctx(|| format!("finding `multistage_transpose` for {}", loaded.entry))?)
-        } else {
-            None
-        };
-        // An operand stored (rows, cols) under `op`: its pointer, op and pitch as the kernel reads it.
-        let mut stage = |ptr: u64, op: Op, (rows, cols): (usize, usize)| -> Result<(Op, Pitched)> {
-            if let (Op::T, Some(f)) = (op, &transpose) {
-                if let Some(copy) = Staged::transposed(s, ptr, (rows, cols), elem, f.clone())? {
+        let mut stage = |ptr: u64, a_side: bool| -> Result<(Op, Pitched)> {
+            let (op, (rows, cols)) = if a_side {
+                (problem.op_a, problem.a_stored())
+            } else {
+                (problem.op_b, problem.b_stored())
+            };
+            if !simt_stages(problem, a_side) {
+                return Ok((op, Pitched { ptr, pitch: cols }));
+            }
+            if op == Op::T {
+                let f = loaded.module.load_function("multistage_transpose");
+                let f = f.ctx(|| format!("finding `multistage_transpose` for {}", loaded.entry))?;
+                if let Some(copy) = Staged::transposed(s, ptr, (rows, cols), elem, f)? {
                     let at = copy.pitched(s);
                     staged.push(copy);
                     return Ok((Op::N, at));
                 }
-            }
-            if tma_reads_rows(cols, elem) {
-                return Ok((op, Pitched { ptr, pitch: cols }));
+                if tma_reads_rows(cols, elem) {
+                    return Ok((op, Pitched { ptr, pitch: cols }));
+                }
             }
             let copy = Staged::new(s, ptr, (rows, cols), elem)?;
             let at = copy.pitched(s);
             staged.push(copy);
             Ok((op, at))
         };
-        let (op_a, pa) = stage(a, problem.op_a, problem.a_stored())?;
-        let (op_b, pb) = stage(b, problem.op_b, problem.b_stored())?;
+        let (op_a, pa) = stage(a, true)?;
+        let (op_b, pb) = stage(b, false)?;
         Ok(Operands {
             a: pa.ptr,
             b: pb.ptr,

@@ -239,35 +239,33 @@ impl CudaBackend {
         sets: usize,
     ) -> Result<()> {
         let elem = problem.dtype.input_bytes();
-        let staging = matches!(
-            launcher,
-            launch::Launcher::Kernel { tma: Some(_), .. }
-                | launch::Launcher::Kernel {
-                    stage_rows: true,
-                    ..
-                }
-        );
-        let transposing = matches!(
+        let tma = matches!(launcher, launch::Launcher::Kernel { tma: Some(_), .. });
+        let simt = matches!(
             launcher,
             launch::Launcher::Kernel {
+                tma: None,
                 stage_rows: true,
                 ..
             }
-        ) && problem.flops() >= launch::TRANSPOSE_STAGING_FLOPS;
-        let stored = |op: crate::problem::Op, (r, c): (usize, usize)| {
-            let staged = if transposing && op == crate::problem::Op::T {
-                // The upper bound of a transposed copy: its rows padded, or a padded copy.
-                staging::staged_bytes((c, r), elem).max(c * r * elem)
-                    + staging::staged_bytes((r, c), elem)
-            } else if staging {
+        );
+        let stored = |a_side: bool, (r, c): (usize, usize)| {
+            let staged = if simt {
+                // The larger of a transposed and a padded copy.
+                if launch::simt_stages(problem, a_side) {
+                    staging::staged_bytes((c, r), elem)
+                        .max(staging::staged_bytes((r, c), elem))
+                        .max(r * c * elem)
+                } else {
+                    0
+                }
+            } else if tma {
                 staging::staged_bytes((r, c), elem)
             } else {
                 0
             };
             (r * c * elem + staged) as u64
         };
-        let inputs =
-            stored(problem.op_a, problem.a_stored()) + stored(problem.op_b, problem.b_stored());
+        let inputs = stored(true, problem.a_stored()) + stored(false, problem.b_stored());
         let c = (problem.m as u64) * (problem.n as u64) * problem.c_dtype().input_bytes() as u64;
         const SLACK: u64 = 256 << 20;
         let needed = (sets as u64) * inputs + c + SLACK;

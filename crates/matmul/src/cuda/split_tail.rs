@@ -59,8 +59,8 @@ pub struct TailPlan {
 }
 
 /// The split tail of `tiles` tiles of `slices` k slices each, for a device that runs `wave` blocks
-/// at once, where it is planned, for tiles at least [`TAIL_MIN_SLICES`] long: at least two waves
-/// of tiles whose last partial wave is at most 3/4 full (fewer tiles are split-K's,
+/// at once, where it is planned, for tiles at least [`TAIL_MIN_SLICES`] long: at least `min_waves`
+/// ([`TAIL_MIN_WAVES`]) waves of tiles whose last partial wave is at most 3/4 full (fewer tiles are split-K's,
 /// [`split_k_pieces`]). The tail is that partial wave plus
 /// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
@@ -74,12 +74,13 @@ pub fn split_tail_plan(
     wave: u64,
     extra_eighths: u64,
     piece_slices: u64,
+    min_waves: u64,
 ) -> Option<TailPlan> {
     if wave == 0 || slices < TAIL_MIN_SLICES {
         return None;
     }
     let pieces = (slices / piece_slices.max(1)).max(1);
-    if tiles < 2 * wave || 4 * (tiles % wave) > 3 * wave {
+    if tiles < min_waves.max(1) * wave || 4 * (tiles % wave) > 3 * wave {
         return None;
     }
     // Saturating: the knobs come from the kernel defines, and a huge one means "all of C".
@@ -115,6 +116,8 @@ pub const TAIL_MIN_SLICES: u64 = 128;
 /// The tail beyond the last partial wave, in eighths of a wave (`TAIL_EXTRA_EIGHTHS=n` among the
 /// kernel defines overrides it, for A/B runs).
 pub const TAIL_EXTRA_EIGHTHS: u64 = 4;
+/// The fewest waves of tiles whose tail is split (`TAIL_MIN_WAVES=n` overrides it).
+pub const TAIL_MIN_WAVES: u64 = 2;
 /// The length of a tail piece in k slices (`TAIL_PIECE_SLICES=n` overrides it): 64 ran 0.75 %
 /// faster than 128 at 8192³ and as fast at 16384³.
 pub const TAIL_PIECE_SLICES: u64 = 64;
@@ -145,6 +148,7 @@ impl CudaBackend {
             wave,
             knobs.extra_eighths()?,
             knobs.piece_slices()?,
+            knobs.min_waves()?,
         ))
     }
 
@@ -316,7 +320,9 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_k_pieces, split_tail_plan, TAIL_EXTRA_EIGHTHS, TAIL_PIECE_SLICES};
+    use super::{
+        split_k_pieces, split_tail_plan, TAIL_EXTRA_EIGHTHS, TAIL_MIN_WAVES, TAIL_PIECE_SLICES,
+    };
 
     #[test]
     fn split_tail_plans() {
@@ -328,6 +334,7 @@ mod tests {
                 132,
                 TAIL_EXTRA_EIGHTHS,
                 TAIL_PIECE_SLICES,
+                TAIL_MIN_WAVES,
             )
             .map(|p| (p.first_tile, p.blocks, p.pieces))
         };
@@ -352,24 +359,24 @@ mod tests {
         assert_eq!(plan(8192, 8192, 1024), None);
         assert_eq!(plan(64, 64, 1024), None);
         // No wave (a device that cannot run the kernel): no split, and no division by zero.
-        assert_eq!(split_tail_plan(10, 1000, 0, 4, 128), None);
+        assert_eq!(split_tail_plan(10, 1000, 0, 4, 128, 2), None);
         // A tail as large as the problem is the whole problem.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 64, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, 64, 128, 2).map(|p| p.first_tile),
             Some(0)
         );
         // A knob too large for u64 arithmetic is all of C, not an overflow.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, u64::MAX, 128).map(|p| p.first_tile),
+            split_tail_plan(300, 1000, 132, u64::MAX, 128, 2).map(|p| p.first_tile),
             Some(0)
         );
         // Pieces of at least one slice, and at least one piece a tile.
         assert_eq!(
-            split_tail_plan(300, 1000, 132, 4, 0).map(|p| p.pieces),
+            split_tail_plan(300, 1000, 132, 4, 0, 2).map(|p| p.pieces),
             Some(1000)
         );
         assert_eq!(
-            split_tail_plan(300, 130, 132, 4, 1000).map(|p| p.pieces),
+            split_tail_plan(300, 130, 132, 4, 1000, 2).map(|p| p.pieces),
             Some(1)
         );
     }

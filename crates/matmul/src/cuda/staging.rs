@@ -71,11 +71,13 @@ impl Staged {
     ) -> Result<Staged> {
         let row_bytes = cols * elem;
         let pitch_bytes = row_bytes.next_multiple_of(PITCH_BYTES);
-        // SAFETY: every byte a kernel reads is written by `enqueue` first (the padding is never
-        // read: the tensor map spans the columns only).
-        let workspace = unsafe { stream.alloc::<u8>((rows * pitch_bytes).max(1)) }.ctx(|| {
-            format!("allocating a {rows}x{cols} staging workspace with {pitch_bytes}-byte rows")
-        })?;
+        // Zeroed once: the copies write the rows' elements and never the padding, which a TMA
+        // map never reads and a SIMT kernel's 16-byte groups read as zeros.
+        let workspace = stream
+            .alloc_zeros::<u8>((rows * pitch_bytes).max(1))
+            .ctx(|| {
+                format!("allocating a {rows}x{cols} staging workspace with {pitch_bytes}-byte rows")
+            })?;
         Ok(Staged {
             workspace,
             src,
