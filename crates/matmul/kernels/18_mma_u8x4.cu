@@ -18,7 +18,7 @@
 // 10·KP/BK slices of all groups (slice t: pair t / (KP/BK), k slice t % (KP/BK)).
 // Geometry: THREADS = 256, 8 warps as 2 (M) × 4 (N), warp tile WM×WN = (BM/2)×(BN/4):
 // (WM/16)×(WN/8) m16n8 tiles; grid = (⌈N/BN⌉, ⌈M/BM⌉).
-// Shared memory (dynamic): STAGES·(BM + BN)·BK bytes, stage = [A plane tile (BM, BK),
+// Shared memory (dynamic): STAGES·(BM + BN)·BK bytes (+ 1 KB the host adds for wgmma-u8x4's alignment, unused here), stage = [A plane tile (BM, BK),
 // B plane tile (BN, BK)], 16-byte chunks XOR-swizzled by row (BK = 128: chunk c ^ row % 8), so
 // cp.async writes and ldmatrix reads are conflict-free.
 // Traffic model per output element: the planes' 10·2·KP/BM-ish bytes per tile pass (each slice

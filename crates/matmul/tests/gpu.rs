@@ -347,6 +347,7 @@ kernel_tests! {
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_wgmma_tf32_cluster => "wgmma-tf32-cluster",
     sweep_mma_u8x4 => "mma-u8x4",
+    sweep_wgmma_u8x4 => "wgmma-u8x4",
     sweep_cublas => "cublas",
 }
 

@@ -1,8 +1,8 @@
 //! Exact u32 on the int8 tensor cores by the byte split (18_mma_u8x4.cu, `Geometry::ByteSplit`):
 //! before each launch a pre-pass (`u8x4_split`, u8x4_split.cuh) writes A and B^T as 4 byte planes
 //! each, K padded to [`BYTE_PLANE_K_PAD`], into a workspace; the main kernel computes a BM×BN tile
-//! of C per block of `tile.threads` from the planes, with STAGES·(BM + BN)·BK bytes of dynamic
-//! shared memory; grid = (⌈n / BN⌉, ⌈m / BM⌉). Its extra arguments are the planes' address and KP.
+//! of C per block of `tile.threads` from the planes, with STAGES·(BM + BN)·BK + 1024 bytes of
+//! dynamic shared memory; grid = (⌈n / BN⌉, ⌈m / BM⌉). Its extra arguments are the planes' address and KP.
 
 use super::mma::tile;
 use super::{blocks, ExtraArgs, Family, LaunchDims};
@@ -34,7 +34,8 @@ impl Family for U8x4 {
         "u8x4"
     }
 
-    /// STAGES·(BM + BN)·BK bytes: the tiles hold bytes, whatever the dtype's element size.
+    /// STAGES·(BM + BN)·BK bytes (the tiles hold bytes, whatever the dtype's element size) and
+    /// 1 KB to align the buffers to the 128-byte swizzle's 1024-byte period (wgmma reads them).
     fn tile_shared_bytes(
         &self,
         kernel: &KernelSpec,
@@ -42,7 +43,7 @@ impl Family for U8x4 {
         _opts: &RunOptions,
     ) -> Option<(String, usize)> {
         let t = kernel.tc_tile()?;
-        let bytes = (t.stages * (t.bm + t.bn) * t.bk) as usize;
+        let bytes = (t.stages * (t.bm + t.bn) * t.bk) as usize + 1024;
         Some((format!("tile {t}"), bytes))
     }
 
