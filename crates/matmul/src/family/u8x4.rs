@@ -132,12 +132,16 @@ mod tests {
 
     /// The identity the kernels rest on: the 10 byte GEMMs with wrapping i32 accumulators,
     /// shifted and summed, are the wrapping u32 product — on random inputs and on all-0xFF bytes,
-    /// at K = 70,000, past the 66,051 where a u8·u8 sum first overflows 32 bits (the wrap must
-    /// cancel out).
+    /// at K = 70,000, past the 66,051 products of 255·255 that still fit 32 bits (every
+    /// accumulator wraps, and the wraps must cancel out).
     #[test]
     fn byte_split_is_the_wrapping_product() {
         let k = 70_000;
-        assert!(255u64 * 255 * 66_051 > u32::MAX as u64 && 255u64 * 255 * 66_050 < u32::MAX as u64);
+        // 66,051 products of 255·255 still fit 32 unsigned bits, 66,052 do not; the s32
+        // accumulators pass 2^31 − 1 already at 33,026.
+        let max = 255u64 * 255;
+        assert!(max * 66_051 <= u32::MAX as u64 && max * 66_052 > u32::MAX as u64);
+        assert!(max * 33_025 <= i32::MAX as u64 && max * 33_026 > i32::MAX as u64);
         for (a, b, m, n) in [
             (random(3 * k, 1), random(k * 2, 2), 3, 2),
             (vec![u32::MAX; 2 * k], vec![u32::MAX; k * 2], 2, 2),
