@@ -5,10 +5,10 @@
 #   1. test-gpu: the u8x4 sweeps (every awkward shape × op(A)/op(B), u32 bit for bit, C
 #      poisoned), K = 70,000 (the s32 wrap: all-0xFFFFFFFF and random inputs) and the 104 public
 #      judge vectors;
-#   2. test-compile is not needed here (the kernels compile at first use in step 1);
-#   3. compute-sanitizer memcheck over the same tests on small shapes (MATMUL_TEST_SMALL=1);
-#   4. `matmul signature` and `matmul judge` through each u8x4 kernel on the public vectors;
-#   5. `matmul bench` of the u8x4 kernels against multistage-raster (IMAD) and cuBLAS (which has
+#   2. compute-sanitizer memcheck over the same tests on small shapes (MATMUL_TEST_SMALL=1), and
+#      racecheck over the sweeps on the tiny set (the kernels compile at first use: NVRTC on the host);
+#   3. `matmul signature` and `matmul judge` through each u8x4 kernel on the public vectors;
+#   4. `matmul bench` of the u8x4 kernels against multistage-raster (IMAD) and cuBLAS (which has
 #      no u32 GEMM: bench reports it as not applicable) at 1024, 4096, 8192.
 # Prints a PASS/FAIL table last and exits non-zero if any step failed.
 # Environment: OUT (log directory; default dist/gpu/logs/int8), INT8_KERNELS (default: every
