@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The byte-split (u8x4) kernels' GPU check, run on the GPU host from the repo root over a bundle
 # made by scripts/gpu-bundle.sh (dist/gpu/), in about 3–4 minutes of an H100. Steps, each logged
-# to $OUT/<step>.log:
+# to $OUT/int8/<step>.log:
 #   1. test-gpu: the u8x4 sweeps (every awkward shape × op(A)/op(B), u32 bit for bit, C
 #      poisoned), K = 70,000 (the s32 wrap: all-0xFFFFFFFF and random inputs) and the 104 public
 #      judge vectors;
@@ -9,7 +9,7 @@
 #      racecheck over the sweeps on the tiny set (the kernels compile at first use: NVRTC on the host);
 #   3. `matmul signature` and `matmul judge` through each u8x4 kernel on the public vectors;
 #   4. `matmul bench` of the u8x4 kernels against multistage-raster (IMAD) and cuBLAS (which has
-#      no u32 GEMM: bench reports it as not applicable) at 1024, 4096, 8192.
+#      no u32 GEMM: bench leaves it out of u32 cases) at 1024, 4096, 8192.
 # Prints a PASS/FAIL table last and exits non-zero if any step failed.
 # Environment: OUT (log directory; default dist/gpu/logs/int8), INT8_KERNELS (default: every
 # u8x4 kernel of the bundled registry), INT8_SIZES (default 1024,4096,8192).
