@@ -66,7 +66,7 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh "$out/"
 # The Vulkan loader for the wgpu backend (it needs only libc and libm).
 loader=$(ldconfig -p 2>/dev/null | awk '/libvulkan\.so\.1 .*x86-64/ {print $NF; exit}')
 if [[ -n $loader ]]; then

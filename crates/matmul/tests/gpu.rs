@@ -346,7 +346,139 @@ kernel_tests! {
     sweep_wgmma_cluster => "wgmma-cluster",
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_wgmma_tf32_cluster => "wgmma-tf32-cluster",
+    sweep_mma_u8x4 => "mma-u8x4",
+    sweep_wgmma_u8x4 => "wgmma-u8x4",
     sweep_cublas => "cublas",
+}
+
+/// The byte-split kernels (family u8x4: exact u32 on the int8 tensor cores).
+fn u8x4_kernels() -> impl Iterator<Item = &'static KernelSpec> {
+    KERNELS
+        .iter()
+        .filter(|k| k.family().is_some_and(|f| f.name() == "u8x4"))
+}
+
+/// The byte-split kernels at K = 70,000, past the 66,051 where a sum of u8·u8 products first
+/// overflows 32 bits: their s32 accumulators must wrap (mma without .satfinite), and the shifted
+/// total must still be the wrapping u32 product, bit for bit. All-0xFFFFFFFF inputs (every byte
+/// 255, every accumulator wrapping; C = k mod 2^32 everywhere) and random ones, every op(A)/op(B),
+/// a single output and a block with partial tiles on both sides, C poisoned first (`run`).
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn u8x4_wraps_exactly_past_k_66051() {
+    let Some(backend) = gpu() else { return };
+    let k = 70_000;
+    let shapes: &[(usize, usize)] = if small_only() {
+        &[(3, 5)]
+    } else {
+        &[(1, 1), (3, 5), (130, 70)]
+    };
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for kernel in u8x4_kernels() {
+        for &(m, n) in shapes {
+            for &(op_a, op_b) in &OPS {
+                let problem = Problem::new(m, n, k, DType::U32).with_ops(op_a, op_b);
+                if let Err(e) = backend.check(kernel, &problem, RunOptions::default()) {
+                    // Only the Hopper kernels may be refused, and only off Hopper.
+                    assert!(
+                        kernel.constraints.contains(&Constraint::Sm90a)
+                            && !backend.limits().unwrap().sm90a,
+                        "{}: {e}",
+                        kernel.name
+                    );
+                    continue;
+                }
+                let (ar, ac) = problem.a_stored();
+                let (br, bc) = problem.b_stored();
+                let ones = |r, c| AnyMatrix::U32(matmul::Matrix::filled(r, c, u32::MAX).unwrap());
+                let seed =
+                    (m * 31 + n) as u64 * 4 + (op_a == Op::T) as u64 * 2 + (op_b == Op::T) as u64;
+                let random = |r, c, s| {
+                    AnyMatrix::generate(DType::U32, r, c, Init::Random { seed: s }).unwrap()
+                };
+                for (what, a, b) in [
+                    ("all 0xFFFFFFFF", ones(ar, ac), ones(br, bc)),
+                    ("random", random(ar, ac, seed), random(br, bc, seed ^ 0x77)),
+                    (
+                        "0xFFFFFFFF · random",
+                        ones(ar, ac),
+                        random(br, bc, seed ^ 0x99),
+                    ),
+                ] {
+                    let want = reference::matmul(&problem, &a, &b).unwrap();
+                    if what == "all 0xFFFFFFFF" {
+                        // k·(2^32 − 1)^2 ≡ k (mod 2^32): the reference agrees with the arithmetic.
+                        let w = want.as_u32().unwrap();
+                        assert!(w.data.iter().all(|&v| v == k as u32), "reference");
+                    }
+                    ran += 1;
+                    match backend.run(kernel, &problem, &a, &b, RunOptions::default()) {
+                        Ok(got) if got == want => {}
+                        Ok(got) => {
+                            let (g, w) = (got.as_u32().unwrap(), want.as_u32().unwrap());
+                            let bad = g.data.iter().zip(&w.data).filter(|(x, y)| x != y).count();
+                            let first = g.data.iter().zip(&w.data).position(|(x, y)| x != y);
+                            failures.push(format!(
+                                "{} {problem} {what}: {bad} of {} elements differ (first at {first:?}: got {:#x}, want {:#x})",
+                                kernel.name,
+                                w.data.len(),
+                                first.map_or(0, |i| g.data[i]),
+                                first.map_or(0, |i| w.data[i]),
+                            ));
+                        }
+                        Err(e) => failures.push(format!("{} {problem} {what}: {e}", kernel.name)),
+                    }
+                }
+            }
+        }
+    }
+    println!("RESULT u8x4-wrap {ran} runs");
+    assert!(ran > 0, "no byte-split kernel ran");
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The byte-split kernels through the judge: every one of the 104 public Judge Girl cases'
+/// signatures matches tests/data/public.out (`matmul signature --kernel <it>`'s path), and the
+/// judge's kernel name selects it.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn u8x4_judge_vectors() {
+    use matmul::compat::judge;
+    let Some(backend) = gpu() else { return };
+    let input = include_str!("../../../tests/data/public.in");
+    let expected: Vec<u32> = include_str!("../../../tests/data/public.out")
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    for kernel in u8x4_kernels() {
+        if kernel.constraints.contains(&Constraint::Sm90a) && !backend.limits().unwrap().sm90a {
+            continue;
+        }
+        let sel = judge::select(&kernel.name.to_uppercase(), BackendChoice::Cuda).unwrap();
+        assert_eq!(sel.kernel.name, kernel.name);
+        let mut n = 0;
+        for (case, want) in judge::parse_cases(input).zip(&expected) {
+            let case = case.unwrap();
+            let got = judge::case_signature(&backend, kernel, &case, judge::Generator::Judge)
+                .unwrap_or_else(|e| panic!("{} case {n}: {e}", kernel.name));
+            assert_eq!(got, *want, "{} case {n}: {case:?}", kernel.name);
+            n += 1;
+        }
+        assert_eq!(n, expected.len());
+        println!("RESULT judge {n} cases on {}", kernel.name);
+    }
 }
 
 /// Tile overrides (RunOptions.tile): every 2-D tile kernel at several TILEs, single-block at

@@ -16,6 +16,7 @@ use super::staging::{tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
+use crate::family::u8x4;
 use crate::family::wgmma::Wgmma;
 use crate::family::Boxes;
 use crate::problem::{Op, Problem};
@@ -36,6 +37,8 @@ pub(super) enum Launcher {
         /// rows (the split-tail SIMT kernels, 13_multistage.cu: their cp.async copies read
         /// 16-byte groups, and a row of any other length falls to 4-byte copies).
         stage_rows: bool,
+        /// A byte-split kernel's planes and pre-pass (u8x4 kernels only).
+        planes: Option<Box<BytePlanes>>,
     },
     Cublas,
 }
@@ -73,6 +76,21 @@ pub(super) fn simt_stages(problem: &Problem, a: bool) -> bool {
     other >= STAGE_MIN_OTHER_SIDE
         && (op == Op::T || !tma_reads_rows(cols, problem.dtype.input_bytes()))
 }
+
+/// How a byte-split kernel ([`crate::family::u8x4`]) runs a product: `split` (`u8x4_split`, from
+/// the kernel's module) writes A and B^T as byte planes of `kp` columns into `workspace` (A's 4
+/// planes of m×kp, then B's 4 of n×kp) before every launch of the main entry, on the stream and
+/// so inside any timed region.
+pub(super) struct BytePlanes {
+    workspace: CudaSlice<u8>,
+    split: CudaFunction,
+    kp: usize,
+}
+
+/// Threads per block of `u8x4_split`, and the rows and k of its tile.
+const SPLIT_THREADS: u32 = 256;
+const SPLIT_ROWS: usize = 32;
+const SPLIT_K: usize = 64;
 
 /// Threads per block of `wgmma_reduce`.
 const REDUCE_THREADS: u32 = 256;
@@ -225,6 +243,11 @@ impl CudaBackend {
                     }
                     None => None,
                 };
+                let planes = if extra.byte_planes {
+                    Some(Box::new(self.byte_planes(kernel, problem, &loaded)?))
+                } else {
+                    None
+                };
                 Ok(Launcher::Kernel {
                     loaded,
                     config,
@@ -232,6 +255,7 @@ impl CudaBackend {
                     stage_rows: split.is_some(),
                     split,
                     split_k,
+                    planes,
                 })
             }
             Implementation::Cublas => {
@@ -390,6 +414,7 @@ impl CudaBackend {
                 config,
                 split,
                 split_k,
+                planes,
                 ..
             } => {
                 let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
@@ -416,6 +441,10 @@ impl CudaBackend {
                     Some(s) => (Some((s.splits as i32, slabs.map_or(0, |(w, _, _)| w))), c),
                     None => (None, c),
                 };
+                let planes = match planes.as_deref() {
+                    Some(p) => Some(self.launch_split(p, problem, (a, b), ops.strides)?),
+                    None => None,
+                };
                 self.launch_main(
                     loaded,
                     config,
@@ -423,6 +452,7 @@ impl CudaBackend {
                     &args,
                     whole_tiles,
                     pieces,
+                    planes,
                     ops,
                 )?;
                 if let Some((partial, reduce, splits)) = slabs {
@@ -460,6 +490,7 @@ impl CudaBackend {
         args: &[i32; 7],
         whole_tiles: Option<i32>,
         pieces: Option<(i32, u64)>,
+        planes: Option<(u64, i32)>,
         ops: &Operands,
     ) -> Result<()> {
         let (a, b, c) = ptrs;
@@ -477,9 +508,13 @@ impl CudaBackend {
         if let Some((splits, partial)) = &pieces {
             builder.arg(splits).arg(partial);
         }
+        if let Some((workspace, kp)) = &planes {
+            builder.arg(workspace).arg(kp);
+        }
         // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
         // for a split-tail kernel the tiles it computes, for a TMA kernel three tensor maps,
-        // for a split-K kernel its pieces and a workspace of that many M×N f32 slabs); the
+        // for a split-K kernel its pieces and a workspace of that many M×N f32 slabs, for a
+        // byte-split kernel its planes (4·KP·(M + N) bytes) and KP); the
         // buffers are sized for `problem`, which the kernels index within (TMA bounds its own
         // reads).
         unsafe { builder.launch(*config) }
@@ -590,6 +625,83 @@ impl CudaBackend {
             .load_function(reduce)
             .ctx(|| format!("finding `{reduce}` for {}", kernel.name))?;
         Ok((partial, reduce))
+    }
+
+    /// The byte planes of a byte-split kernel for `problem`: the workspace (4 planes of A, m×KP,
+    /// then 4 of B^T, n×KP, KP = K rounded up to 128) and the pre-pass from `loaded`'s module.
+    fn byte_planes(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        loaded: &Loaded,
+    ) -> Result<BytePlanes> {
+        let kp = u8x4::padded_k(problem.k);
+        if i32::try_from(kp).is_err() {
+            return Err(Unsupported {
+                kernel: kernel.name.to_string(),
+                problem: problem.to_string(),
+                rule: format!("K rounded up to {} must fit an int", u8x4::BYTE_PLANE_K_PAD),
+            }
+            .into());
+        }
+        let bytes = u8x4::plane_bytes(problem);
+        // SAFETY: the pre-pass writes every byte of the planes (k past K as zeros) before the
+        // main entry reads them, on the same stream.
+        let workspace = unsafe { self.stream.alloc::<u8>(bytes) }
+            .ctx(|| format!("allocating {bytes} bytes of byte planes for {problem}"))?;
+        let split = loaded
+            .module
+            .load_function("u8x4_split")
+            .ctx(|| format!("finding `u8x4_split` for {}", kernel.name))?;
+        Ok(BytePlanes {
+            workspace,
+            split,
+            kp,
+        })
+    }
+
+    /// Enqueues the byte-split pre-pass for A (rows m, element (r, l) at a[r·ar + l·ac]) and
+    /// B^T (rows n, element (r, l) at b[l·br + r·bc]); returns the planes' address and KP for
+    /// the main entry.
+    fn launch_split(
+        &self,
+        planes: &BytePlanes,
+        problem: &Problem,
+        (a, b): (u64, u64),
+        [ar, ac, br, bc]: [usize; 4],
+    ) -> Result<(u64, i32)> {
+        let base = planes.workspace.device_ptr(&self.stream).0;
+        let kp = planes.kp as i32; // checked by byte_planes
+        let k = problem.k as i32;
+        let b_planes = base + (4 * problem.m * planes.kp) as u64;
+        let k_tiles = (planes.kp / SPLIT_K).min(65_535) as u32;
+        for (src, dst, rows, rs, cs) in [
+            (a, base, problem.m, ar, ac),
+            (b, b_planes, problem.n, bc, br),
+        ] {
+            let config = LaunchConfig {
+                grid_dim: (rows.div_ceil(SPLIT_ROWS) as u32, k_tiles, 1),
+                block_dim: (SPLIT_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let (rows, rs, cs) = (rows as i32, rs as i32, cs as i32);
+            let mut builder = self.stream.launch_builder(&planes.split);
+            builder
+                .arg(&src)
+                .arg(&dst)
+                .arg(&rows)
+                .arg(&k)
+                .arg(&kp)
+                .arg(&rs)
+                .arg(&cs);
+            // SAFETY: u8x4_split(const u32*, u32*, int rows, int K, int KP, int rs, int cs): it
+            // reads the operand within rows×K through the strides and writes 4 planes of
+            // rows×KP bytes at `dst`, inside the workspace sized by byte_planes.
+            unsafe { builder.launch(config) }
+                .map(|_| ())
+                .ctx(|| format!("launching u8x4_split over {rows} rows"))?;
+        }
+        Ok((base, kp))
     }
 
     /// Launches split-K's reduction: C = the sum of the `splits` slabs at `partial`.

@@ -11,6 +11,8 @@
 //! - [`simt_tma::SimtTma`]: the SIMT ladder's tiles brought in by TMA (`BlockTile` with
 //!   `tma_tiles`: simt-tma);
 //! - [`mma::Mma`]: tensor cores through mma.sync (`Mma`: mma-sync, mma-sync-wide);
+//! - [`u8x4::U8x4`]: exact u32 on the int8 tensor cores by the byte split, a pre-pass writing
+//!   byte planes into a workspace (`ByteSplit`: mma-u8x4);
 //! - [`wgmma::Wgmma`]: Hopper's TMA and wgmma on a persistent grid (`Wgmma`, `WgmmaTf32`: wgmma …,
 //!   wgmma-tf32 …).
 //!
@@ -21,6 +23,7 @@ pub mod mma;
 pub mod seed;
 pub mod simt;
 pub mod simt_tma;
+pub mod u8x4;
 pub mod wgmma;
 
 use crate::backend::RunOptions;
@@ -62,6 +65,9 @@ pub struct ExtraArgs {
     /// A split-K wgmma kernel ([`CudaSource::split_k`]): after the maps, the number of k pieces
     /// and the partials' workspace.
     pub split_k: bool,
+    /// A byte-split kernel ([`u8x4::U8x4`]): after the usual arguments, the byte planes'
+    /// address and KP, the planes written by the `u8x4_split` pre-pass before each launch.
+    pub byte_planes: bool,
 }
 
 /// What the host does for the kernels of one family. Errors are the rule broken, in words; the
@@ -124,6 +130,7 @@ pub fn of(src: &CudaSource) -> &'static dyn Family {
         Geometry::BlockTile { .. } => &simt::Simt,
         Geometry::Mma { .. } => &mma::Mma,
         Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => &wgmma::Wgmma,
+        Geometry::ByteSplit { .. } => &u8x4::U8x4,
     }
 }
 
@@ -175,6 +182,7 @@ pub(crate) mod tests {
             let f = src.family();
             let expected = match (k.origin, k.name) {
                 (_, "simt-tma") => "simt-tma",
+                (_, name) if name.ends_with("-u8x4") => "u8x4",
                 (origin, _) if origin.starts_with("SIMT ladder") => "simt",
                 (_, name) if name.starts_with("mma-sync") => "mma",
                 (_, name) if name.starts_with("wgmma") => "wgmma",

@@ -54,6 +54,7 @@ impl Family for SimtTma {
 
     fn extra_args(&self, kernel: &KernelSpec, opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
+            byte_planes: false,
             split_tail: None,
             split_k: false,
             tensor_maps: kernel.tiling(opts).map(Boxes::Simt),

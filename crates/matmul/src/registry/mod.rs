@@ -22,8 +22,8 @@ pub use types::{
 use crate::dtype::DType;
 use crate::error::Error;
 use sources::{
-    tc_ladder_kernel, with_split_tail, HOPPER, SIMT_TILE, SM80, TF32, TILE_ORDER, WGMMA_INCLUDES,
-    WGMMA_TF32_INCLUDES,
+    tc_ladder_kernel, with_split_tail, HOPPER, MMA_U8X4_INCLUDES, SIMT_TILE, SM80, TF32,
+    TILE_ORDER, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES,
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
@@ -332,6 +332,36 @@ pub static KERNELS: &[KernelSpec] = &[
         "wgmma-tf32-cluster",
         "wgmma-tf32 with clusters of 2 blocks sharing the shared-memory operand by TMA multicast (cuBLAS's tf32 kernel runs clusters of 2)",
         WGMMA_TF32.with_cluster(2)
+    ),
+    tc_ladder_kernel(
+        "mma-u8x4",
+        "exact wrapping u32 on the int8 tensor cores (sm_80+): a pre-pass splits A and B into byte planes, 10 u8 mma.sync GEMMs (m16n8k32, s32 wrapping) shifted and summed; any M, N, K",
+        &[DType::U32],
+        &[],
+        CudaSource {
+            includes: MMA_U8X4_INCLUDES,
+            ..cu_source!(
+                "18_mma_u8x4.cu",
+                Geometry::ByteSplit {
+                    tile: TcTile::new(128, 128, 128, 4, 256)
+                }
+            )
+        },
+    ),
+    tc_ladder_kernel(
+        "wgmma-u8x4",
+        "exact wrapping u32 on Hopper's int8 tensor cores: mma-u8x4's byte planes through wgmma m64n128k32 s32.u8.u8 (cp.async tiles in the 128-byte swizzle, no TMA producer yet); any M, N, K",
+        &[DType::U32],
+        &[Constraint::Sm90a],
+        CudaSource {
+            includes: WGMMA_U8X4_INCLUDES,
+            ..cu_source!(
+                "19_wgmma_u8x4.cu",
+                Geometry::ByteSplit {
+                    tile: TcTile::new(128, 128, 128, 4, 256)
+                }
+            )
+        },
     ),
     KernelSpec {
         name: "cublas",

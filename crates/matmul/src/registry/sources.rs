@@ -58,6 +58,15 @@ pub(super) const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGU
 /// The includes of 16_wgmma_tf32.cu, which loads its register operand with sm80.cuh's ldmatrix
 /// and has no probe.
 pub(super) const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE];
+/// The byte-split pre-pass of the u8x4 kernels (`u8x4_split`: u32 → 4 K-major byte planes).
+pub(super) const U8X4_SPLIT: (&str, &str) = (
+    "u8x4_split.cuh",
+    include_str!("../../kernels/u8x4_split.cuh"),
+);
+/// The includes of 18_mma_u8x4.cu: sm80.cuh's cp.async and ldmatrix, the split pre-pass.
+pub(super) const MMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, U8X4_SPLIT];
+/// The includes of 19_wgmma_u8x4.cu: sm80.cuh's cp.async, hopper.cuh's wgmma wrappers, the split.
+pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPLIT];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 

@@ -92,6 +92,15 @@ pub enum Geometry {
         /// columns.
         tile: TcTile,
     },
+    /// Exact u32 on the int8 tensor cores by the byte split (18_mma_u8x4.cu): a pre-pass
+    /// (`u8x4_split`, ⌈rows / 32⌉ × KP/64 blocks of 256 per operand) writes A and B^T as 4 byte
+    /// planes each into a workspace, then a BM×BN tile of C per block of `tile.threads`, dynamic
+    /// shared memory of STAGES·(BM + BN)·BK bytes; grid = (⌈n / BN⌉, ⌈m / BM⌉). The planes'
+    /// address and KP (K rounded up to 128) follow the usual arguments.
+    ByteSplit {
+        /// The compile-time tile (BK in bytes of k).
+        tile: TcTile,
+    },
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -347,9 +356,10 @@ impl KernelSpec {
     /// The tile of a tensor-core kernel (None for other kernels).
     pub fn tc_tile(&self) -> Option<TcTile> {
         match self.cuda_source()?.geometry {
-            Geometry::Mma { tile } | Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
-                Some(tile)
-            }
+            Geometry::Mma { tile }
+            | Geometry::Wgmma { tile }
+            | Geometry::WgmmaTf32 { tile }
+            | Geometry::ByteSplit { tile } => Some(tile),
             _ => None,
         }
     }
