@@ -19,7 +19,8 @@ pub fn tunable_kernels() -> Vec<&'static KernelSpec> {
 
 /// The candidate tilings of `kernel` for `dtype` that pass [`KernelSpec::check_tiling`] and fit
 /// in `max_shared` bytes of shared memory, the registry default first. The space: block tiles
-/// 64–256 on each side, BK 8/16/32 (12/20/28 for a TMA SIMT kernel), thread tiles 4×4 to 8×8,
+/// 32–256 on each side (32: the short and narrow classes' thin tiles), BK 8/16/32 (12/20/28 for
+/// a TMA SIMT kernel), thread tiles 4×4 to 8×8,
 /// warp tiles that give 32 lanes whole sub-tiles, 2–4 stages where the kernel pipelines, the
 /// kernel's own padding, 1 or 2 blocks per SM.
 pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<Tiling> {
@@ -52,8 +53,8 @@ pub fn candidates(kernel: &KernelSpec, dtype: DType, max_shared: usize) -> Vec<T
         vec![(0, 0, 1)]
     };
     let mut out = vec![base];
-    for bm in [64, 128, 256] {
-        for bn in [64, 128, 256] {
+    for bm in [32, 64, 128, 256] {
+        for bn in [32, 64, 128, 256] {
             for &bk in bks {
                 for (tm, tn) in [(4, 4), (8, 4), (4, 8), (8, 8)] {
                     for &(wm, wn, wniter) in &warps {
