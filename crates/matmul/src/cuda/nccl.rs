@@ -143,6 +143,12 @@ fn resolve(lib: &libloading::Library) -> std::result::Result<Api, libloading::Er
     }
 }
 
+impl std::fmt::Debug for Nccl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nccl").field("found", &self.found).finish()
+    }
+}
+
 impl Nccl {
     /// The library's version as (major, minor, patch), e.g. (2, 28, 3).
     pub fn version(&self) -> Result<(u32, u32, u32)> {
