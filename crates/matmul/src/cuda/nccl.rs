@@ -441,3 +441,28 @@ impl Drop for Comm {
         unsafe { (self.nccl.api.comm_abort)(self.raw) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where NCCL is found (MATMUL_NCCL_LIB, or libnccl.so.2 on the loader path), every entry
+    /// point resolves and it reports a 2.x version and a unique id; elsewhere the error names
+    /// the soname and what was tried.
+    #[test]
+    fn opens_by_soname_or_refuses_clearly() {
+        match library() {
+            Ok(nccl) => {
+                let (major, minor, _) = nccl.version().unwrap();
+                println!("NCCL {major}.{minor} from {}", nccl.found);
+                assert_eq!(major, 2);
+                let id = nccl.unique_id().unwrap();
+                assert!(id.0.internal.iter().any(|&b| b != 0));
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("libnccl.so.2") && e.contains("MATMUL_NCCL_LIB"), "{e}");
+            }
+        }
+    }
+}
