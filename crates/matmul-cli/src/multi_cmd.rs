@@ -82,11 +82,29 @@ pub fn multi(args: MultiArgs) -> CliResult {
     let shapes: Vec<Shape> = if !args.shapes.is_empty() {
         args.shapes.clone()
     } else if !args.sizes.is_empty() {
-        args.sizes.iter().map(|&n| Shape { m: n, n, k: n }).collect()
+        args.sizes
+            .iter()
+            .map(|&n| Shape { m: n, n, k: n })
+            .collect()
     } else if args.check {
-        vec![Shape { m: 257, n: 130, k: 301 }, Shape { m: 1024, n: 1024, k: 1024 }]
+        vec![
+            Shape {
+                m: 257,
+                n: 130,
+                k: 301,
+            },
+            Shape {
+                m: 1024,
+                n: 1024,
+                k: 1024,
+            },
+        ]
     } else {
-        vec![Shape { m: 8192, n: 8192, k: 8192 }]
+        vec![Shape {
+            m: 8192,
+            n: 8192,
+            k: 8192,
+        }]
     };
     if let Some(bad) = args.sizes.iter().find(|&&n| n == 0) {
         return Err(CliError::input(format!("size {bad} must be positive")));
@@ -125,9 +143,14 @@ pub fn multi(args: MultiArgs) -> CliResult {
         let same = inputs.as_ref().is_some_and(|(p, ..)| p == problem);
         if !same {
             let seed = (problem.m * 1_000_003 + problem.n * 1009 + problem.k) as u64;
-            let a = AnyMatrix::generate(problem.dtype, problem.m, problem.k, Init::Random { seed })?;
-            let b =
-                AnyMatrix::generate(problem.dtype, problem.k, problem.n, Init::Random { seed: seed + 1 })?;
+            let a =
+                AnyMatrix::generate(problem.dtype, problem.m, problem.k, Init::Random { seed })?;
+            let b = AnyMatrix::generate(
+                problem.dtype,
+                problem.k,
+                problem.n,
+                Init::Random { seed: seed + 1 },
+            )?;
             let base = if args.check || args.no_baseline {
                 None
             } else {
@@ -171,7 +194,10 @@ pub fn multi(args: MultiArgs) -> CliResult {
         };
         let exposed = full - compute;
         let hidden = if comm > 0.0 {
-            format!("{:.0}%", (100.0 * (compute + comm - full) / comm).clamp(0.0, 100.0))
+            format!(
+                "{:.0}%",
+                (100.0 * (compute + comm - full) / comm).clamp(0.0, 100.0)
+            )
         } else {
             "-".into()
         };

@@ -128,7 +128,10 @@ fn gemm_rs_matches_the_reference() {
     ignore = "needs 2 CUDA GPUs and NCCL: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
 )]
 fn gemm_rs_in_pieces_matches_the_reference() {
-    let dtypes = &[(DType::F32, COut::Accumulator), (DType::U32, COut::Accumulator)];
+    let dtypes = &[
+        (DType::F32, COut::Accumulator),
+        (DType::U32, COut::Accumulator),
+    ];
     check_layout(Layout::GemmRs, dtypes, "auto", Some(3));
 }
 
@@ -139,7 +142,10 @@ fn gemm_rs_in_pieces_matches_the_reference() {
     ignore = "needs 2 CUDA GPUs and NCCL: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
 )]
 fn layouts_with_cublas_match_the_reference() {
-    let dtypes = &[(DType::F32, COut::Accumulator), (DType::Bf16, COut::Accumulator)];
+    let dtypes = &[
+        (DType::F32, COut::Accumulator),
+        (DType::Bf16, COut::Accumulator),
+    ];
     for layout in Layout::ALL {
         check_layout(layout, dtypes, "cublas", None);
     }
@@ -158,8 +164,15 @@ fn timing_reports_every_mode() {
     let a = AnyMatrix::generate(DType::Bf16, 2048, 2048, Init::Random { seed: 1 }).unwrap();
     let b = AnyMatrix::generate(DType::Bf16, 2048, 2048, Init::Random { seed: 2 }).unwrap();
     for layout in Layout::ALL {
-        let t = multi::multi_time(&problem, &a, &b, &MultiOptions::new(counts[0], layout), 1, 3)
-            .unwrap();
+        let t = multi::multi_time(
+            &problem,
+            &a,
+            &b,
+            &MultiOptions::new(counts[0], layout),
+            1,
+            3,
+        )
+        .unwrap();
         assert_eq!(t.overlapped.len(), 3);
         assert!(t.overlapped.iter().chain(&t.compute).all(|&s| s > 0.0));
         if layout != Layout::RowSplit {

@@ -47,8 +47,15 @@ struct Api {
         CUstream,
     ) -> Res,
     #[allow(clippy::type_complexity)]
-    all_reduce:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> Res,
+    all_reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        ncclComm_t,
+        CUstream,
+    ) -> Res,
 }
 
 /// An opened NCCL: the library (kept open for the process), where it was found, its entry points.
@@ -164,9 +171,7 @@ impl Nccl {
 
     /// A fresh unique id: made once, handed to every rank.
     pub fn unique_id(&self) -> Result<UniqueId> {
-        let mut id = ncclUniqueId {
-            internal: [0; 128],
-        };
+        let mut id = ncclUniqueId { internal: [0; 128] };
         // SAFETY: writes one ncclUniqueId.
         self.check(unsafe { (self.api.get_unique_id)(&mut id) }, None, || {
             "ncclGetUniqueId".into()
@@ -185,7 +190,12 @@ impl Nccl {
         }
     }
 
-    fn check(&self, code: Res, comm: Option<ncclComm_t>, what: impl FnOnce() -> String) -> Result<()> {
+    fn check(
+        &self,
+        code: Res,
+        comm: Option<ncclComm_t>,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
         if code == 0 {
             return Ok(());
         }
@@ -309,7 +319,9 @@ impl Comm {
     /// Ends a group.
     pub fn group_end(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check(unsafe { (self.nccl.api.group_end)() }, || "ncclGroupEnd".into())
+        self.check(unsafe { (self.nccl.api.group_end)() }, || {
+            "ncclGroupEnd".into()
+        })
     }
 
     /// Enqueues sending `count` elements at `buf` to `peer` on `stream`.
@@ -335,7 +347,9 @@ impl Comm {
                 stream,
             )
         };
-        self.check(code, || format!("ncclSend of {count} elements to rank {peer}"))
+        self.check(code, || {
+            format!("ncclSend of {count} elements to rank {peer}")
+        })
     }
 
     /// Enqueues receiving `count` elements from `peer` into `buf` on `stream`.
@@ -461,7 +475,10 @@ mod tests {
             }
             Err(e) => {
                 let e = e.to_string();
-                assert!(e.contains("libnccl.so.2") && e.contains("MATMUL_NCCL_LIB"), "{e}");
+                assert!(
+                    e.contains("libnccl.so.2") && e.contains("MATMUL_NCCL_LIB"),
+                    "{e}"
+                );
             }
         }
     }
