@@ -533,11 +533,10 @@ struct Rank {
     backend: CudaBackend,
     comm_stream: Arc<CudaStream>,
     kernel: &'static KernelSpec,
-    /// The local products accumulate into C (zeroed before each run).
-    zero: bool,
     /// `gemm-rs`: row pieces per shard of C.
     pieces: usize,
-    launchers: Vec<(Problem, Launcher)>,
+    /// One launcher per distinct local problem, and whether its kernel accumulates into C.
+    launchers: Vec<(Problem, Launcher, bool)>,
     /// `row-split`: [A_r]; `ag-gemm`: A's row shards (own uploaded, the others received);
     /// `gemm-rs`: the row pieces of A[:, K_r], shard-major.
     a: Vec<CudaSlice<u8>>,
@@ -597,7 +596,6 @@ impl Rank {
             ..Default::default()
         };
         let kernel = choice.kernel;
-        let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
         let (m, n, k) = (problem.m, problem.n, problem.k);
         let a_elem = problem.dtype.input_bytes();
         let c_elem = problem.c_dtype().input_bytes();
@@ -686,14 +684,29 @@ impl Rank {
                 b_buf = upload(host_rows(hb, n, a_elem, ks))?;
             }
         }
-        let mut launchers: Vec<(Problem, Launcher)> = Vec::new();
+        let mut launchers: Vec<(Problem, Launcher, bool)> = Vec::new();
         let mut steps = Vec::new();
         for (i, p) in problems.into_iter().enumerate() {
-            let launcher = match launchers.iter().position(|(q, _)| *q == p) {
+            let launcher = match launchers.iter().position(|(q, ..)| *q == p) {
                 Some(at) => at,
                 None => {
-                    backend.check(kernel, &p, run_opts)?;
-                    launchers.push((p, backend.launcher(kernel, &p, &run_opts)?));
+                    // The kernel chosen for the whole problem; under `auto`, where it refuses
+                    // a local product (a tiny shard), `auto`'s choice for that product.
+                    let (spec, opts) = match backend.check(kernel, &p, run_opts) {
+                        Ok(()) => (kernel, run_opts),
+                        Err(_) if opts.kernel.eq_ignore_ascii_case("auto") => {
+                            let c = dispatch::choose("auto", &backend, p.dtype, Some(&p))?;
+                            let o = RunOptions {
+                                tiling: c.tiling,
+                                ..Default::default()
+                            };
+                            backend.check(c.kernel, &p, o)?;
+                            (c.kernel, o)
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let zero = spec.cuda_source().is_some_and(|s| s.zero_output);
+                    launchers.push((p, backend.launcher(spec, &p, &opts)?, zero));
                     launchers.len() - 1
                 }
             };
@@ -718,7 +731,6 @@ impl Rank {
             backend,
             comm_stream,
             kernel,
-            zero,
             pieces,
             launchers,
             a: a_bufs,
@@ -789,9 +801,12 @@ impl Rank {
         let (start, join) = (&self.events[n_steps], &self.events[n_steps + 1]);
         let rec = |e: &CudaEvent, s: &CudaStream| e.record(s).ctx(|| "recording an event".into());
         let wait = |s: &CudaStream, e: &CudaEvent| s.wait(e).ctx(|| "waiting on an event".into());
-        if self.zero && mode != Mode::CommOnly {
-            for buf in &self.c {
-                self.memset(buf, 0)?;
+        if mode != Mode::CommOnly {
+            // Outputs of kernels that accumulate into C start from zero.
+            for (buf, step) in self.c.iter().zip(&self.steps) {
+                if self.launchers[step.launcher].2 {
+                    self.memset(buf, 0)?;
+                }
             }
         }
         // After the zeroing, as the 1-GPU timing leaves C's fill outside its timed region.
