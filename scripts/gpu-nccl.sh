@@ -51,6 +51,11 @@ echo "== diagnostics ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
     cat "$here/MANIFEST" 2>/dev/null | head -n 3
 } 2>&1 | tee "$out/diagnostics.log"
 gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')}
+if [[ -z ${GPUS:-} && -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+    visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+    ((visible < gpus)) && gpus=$visible
+    echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+fi
 echo "GPUs: $gpus"
 
 echo "== locating libnccl.so.2"

@@ -123,7 +123,8 @@ pub fn multi(args: MultiArgs) -> CliResult {
             }
         }
     }
-    if let Ok(nccl) = matmul::cuda::nccl::library() {
+    let nccl = multi::check_environment(args.gpus)?;
+    {
         let version = nccl
             .version()
             .map(|(a, b, c)| format!("{a}.{b}.{c}"))
@@ -132,13 +133,7 @@ pub fn multi(args: MultiArgs) -> CliResult {
     }
     let mut failed = 0;
     let mut inputs: Option<(Problem, AnyMatrix, AnyMatrix, Option<f64>)> = None;
-    if !args.check {
-        println!(
-            "{:<10} {:<5} {:<17} {:<22} {:>9} {:>8} | {:>9} {:>8} {:>8} {:>6} | {:>9} {:>8} {:>8} {:>7}",
-            "layout", "dtype", "shape", "kernel", "1-GPU ms", "TFLOP/s", "N-GPU ms", "TFLOP/s",
-            "per-GPU", "eff", "compute", "comm", "exposed", "hidden"
-        );
-    }
+    let mut header = !args.check;
     for (problem, opts) in &cases {
         let same = inputs.as_ref().is_some_and(|(p, ..)| p == problem);
         if !same {
@@ -163,7 +158,14 @@ pub fn multi(args: MultiArgs) -> CliResult {
         let (_, a, b, base) = inputs.as_ref().expect("set above");
         let layout = opts.layout.name();
         if args.check {
-            let got = multi::multi_gemm(problem, a, b, opts)?;
+            let got = match multi::multi_gemm(problem, a, b, opts) {
+                Ok(got) => got,
+                Err(e) => {
+                    eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
+                    failed += 1;
+                    continue;
+                }
+            };
             let want = reference::matmul(problem, a, b)?;
             let v = verify::compare_inputs(problem, a, b, &got.c, &want);
             println!(
@@ -179,7 +181,14 @@ pub fn multi(args: MultiArgs) -> CliResult {
             failed += usize::from(!v.passed);
             continue;
         }
-        let t = multi::multi_time(problem, a, b, opts, args.warmup, args.iters)?;
+        let t = match multi::multi_time(problem, a, b, opts, args.warmup, args.iters) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
+                failed += 1;
+                continue;
+            }
+        };
         let (full, compute, comm) = (median(&t.overlapped), median(&t.compute), median(&t.comm));
         let flops = problem.flops();
         let rate = |s: f64| flops / s / 1e12;
@@ -202,6 +211,14 @@ pub fn multi(args: MultiArgs) -> CliResult {
             "-".into()
         };
         let shape = format!("{}x{}x{}", problem.m, problem.n, problem.k);
+        if header {
+            println!(
+                "{:<10} {:<5} {:<17} {:<22} {:>9} {:>8} | {:>9} {:>8} {:>8} {:>6} | {:>9} {:>8} {:>8} {:>7}",
+                "layout", "dtype", "shape", "kernel", "1-GPU ms", "TFLOP/s", "N-GPU ms", "TFLOP/s",
+                "per-GPU", "eff", "compute", "comm", "exposed", "hidden"
+            );
+            header = false;
+        }
         println!(
             "{layout:<10} {:<5} {shape:<17} {:<22} {one_ms:>9} {one_rate:>8} | {:>9.3} {:>8.1} {:>8.1} {eff:>6} | {:>9.3} {:>8.3} {:>8.3} {hidden:>7}",
             problem.dtype.to_string(),
@@ -226,8 +243,14 @@ pub fn multi(args: MultiArgs) -> CliResult {
         );
     }
     if failed > 0 {
+        let what = if args.check {
+            "failed or differ from the reference"
+        } else {
+            "failed"
+        };
         return Err(CliError::failure(format!(
-            "{failed} multi-GPU product(s) differ from the reference"
+            "{failed} of {} multi-GPU case(s) {what}",
+            cases.len()
         )));
     }
     Ok(())

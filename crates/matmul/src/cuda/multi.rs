@@ -164,8 +164,9 @@ pub fn check(problem: &Problem, opts: &MultiOptions) -> Result<()> {
     Ok(())
 }
 
-/// Devices present, NCCL loadable: the environment a multi-GPU product needs.
-fn check_environment(gpus: usize) -> Result<&'static nccl::Nccl> {
+/// Devices present, NCCL loadable: the environment a multi-GPU product needs (`Error::NoGpu`
+/// with too few devices, `Error::Cuda` without NCCL).
+pub fn check_environment(gpus: usize) -> Result<&'static nccl::Nccl> {
     let count = device::init_and_count()?;
     if count < gpus {
         return Err(Error::NoGpu(format!(
@@ -451,7 +452,15 @@ fn with_ranks<T: Send>(
             .map(|r| {
                 let (shared, body) = (&shared, &body);
                 scope.spawn(move || {
-                    let out = rank_main(r, problem, a, b, opts, &id, shared, body);
+                    // A panic is caught here, so that the other ranks hear of it at once.
+                    let run = || rank_main(r, problem, a, b, opts, &id, shared, body);
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+                        .unwrap_or_else(|_| {
+                            Err(Error::Cuda {
+                                context: format!("rank {r}"),
+                                message: "the rank's thread panicked".into(),
+                            })
+                        });
                     if let Err(e) = &out {
                         shared.fail(r, e.to_string());
                     }
