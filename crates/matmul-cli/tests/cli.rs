@@ -914,9 +914,16 @@ fn multi_refuses_bad_input_and_a_missing_environment() {
     ] {
         bad_input(args, "", needle);
     }
-    let out = matmul_env(&["multi", "--sizes", "64"], "", &[("CUDA_VISIBLE_DEVICES", "")]);
+    let out = matmul_env(
+        &["multi", "--sizes", "64"],
+        "",
+        &[("CUDA_VISIBLE_DEVICES", "")],
+    );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.lines().last().unwrap_or("").starts_with("matmul: "), "{err}");
+    assert!(
+        err.lines().last().unwrap_or("").starts_with("matmul: "),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
