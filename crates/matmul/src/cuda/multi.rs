@@ -519,7 +519,8 @@ fn rank_main<T>(
         .bind_to_thread()
         .ctx(|| "binding the context".into())?;
     let comm = Comm::from_rank(id, r, opts.gpus)?;
-    match body(&mut rank, &comm, shared) {
+    // The last barrier: a communicator is destroyed cleanly only when every rank got through.
+    match body(&mut rank, &comm, shared).and_then(|v| shared.gate(r).map(|()| v)) {
         // Everything enqueued has completed (body waits): a clean destroy.
         Ok(v) => comm.finish().map(|()| v),
         // `comm` is dropped here: aborted, which ends any NCCL kernel still waiting for a peer.
