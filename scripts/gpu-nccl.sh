@@ -56,6 +56,10 @@ if [[ -z ${GPUS:-} && -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
     ((visible < gpus)) && gpus=$visible
     echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
 fi
+if ((gpus < 2)); then
+    echo "only $gpus GPU(s) seen; running with 2 so that the library says what is missing"
+    gpus=2
+fi
 echo "GPUs: $gpus"
 
 echo "== locating libnccl.so.2"
