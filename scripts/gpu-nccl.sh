@@ -12,7 +12,7 @@
 #      and on 2).
 # Every step is time-boxed and logged to $OUT/<step>.log; the script goes on past a failure and
 # ends with a PASS/FAIL table (exit 1 if any failed). The whole run stays under GPU_NCCL_BUDGET
-# seconds (default 540): a step gets at most what is left.
+# seconds (default 560): a step gets at most what is left.
 #
 # Environment: OUT (default dist/gpu/logs), GPU_NCCL_BUDGET, GPUS (default: every GPU),
 # NCCL_DEBUG (default WARN), MATMUL_NCCL_LIB (skips the search).
@@ -20,7 +20,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/logs}
 mkdir -p "$out"
-budget=${GPU_NCCL_BUDGET:-540}
+budget=${GPU_NCCL_BUDGET:-560}
 t0=$(date +%s)
 source "$here/gpu-steps.sh"
 export RUST_BACKTRACE=1 MATMUL_REQUIRE_MULTI_GPU=1 MATMUL_NCCL_TIMEOUT_S=${MATMUL_NCCL_TIMEOUT_S:-120}
@@ -122,7 +122,7 @@ fi
 
 if [[ -x $here/bin/test-multi_gpu ]]; then
     for t in row_split_matches ag_gemm_matches gemm_rs_matches_the gemm_rs_in_pieces layouts_with_cublas timing_reports refuses_cleanly; do
-        bstep "multi-$t" 90 "$here/bin/test-multi_gpu" --include-ignored --test-threads 1 --nocapture "$t"
+        bstep "multi-$t" 120 "$here/bin/test-multi_gpu" --include-ignored --test-threads 1 --nocapture "$t"
         grep -h "MISMATCH\|panicked\|test result" "$out/multi-$t.log" | head -n 5
     done
 else
