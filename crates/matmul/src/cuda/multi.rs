@@ -932,16 +932,10 @@ impl Rank {
                 }
                 cu_sys::CUresult::CUDA_ERROR_NOT_READY => {}
                 e => {
-                    return Err(e.result().err().map_or_else(
-                        || Error::Cuda {
-                            context: format!("rank {}", self.rank),
-                            message: "cuStreamQuery".into(),
-                        },
-                        |err| Error::Cuda {
-                            context: format!("rank {} waiting for its streams", self.rank),
-                            message: format!("{err:?}"),
-                        },
-                    ))
+                    return Err(Error::Cuda {
+                        context: format!("rank {} waiting for its streams", self.rank),
+                        message: format!("{e:?}"),
+                    })
                 }
             }
             comm.async_error()?;
