@@ -111,6 +111,12 @@ if [[ -x $here/bin/matmul ]]; then
     NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep cli-check 120 "$here/bin/matmul" multi --check \
         --gpus "$gpus" --dtypes f32,u32,bf16
     grep -v "NCCL INFO" "$out/cli-check.log" | tail -n 20
+    if [[ ${results[-1]} == FAIL* ]]; then
+        # Diagnosis for one attempt: the same check without NCCL's direct access to user buffers.
+        NCCL_P2P_DIRECT_DISABLE=1 bstep cli-check-nodirect 90 "$here/bin/matmul" multi --check \
+            --gpus "$gpus" --dtypes f32,u32,bf16
+        tail -n 12 "$out/cli-check-nodirect.log"
+    fi
     grep -h "NCCL INFO.*\(NCCL version\|via P2P\|via SHM\|via NET\|Channel 00\)" "$out/cli-check.log" | head -n 8
     bstep bench-f32 180 "$here/bin/matmul" multi --gpus "$gpus" --dtypes f32 --sizes 8192,16384 --warmup 1 --iters 3
     grep -v "^RESULT" "$out/bench-f32.log"

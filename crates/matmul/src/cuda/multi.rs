@@ -528,6 +528,45 @@ fn rank_main<T>(
     }
 }
 
+/// Lets the other GPUs of the run read and write the memory pool this device's buffers come
+/// from (cudarc allocates stream-ordered, from the device's current pool, which only the device
+/// itself may access by default). NCCL reads and writes the user buffers of ranks in the same
+/// process directly over P2P (what `NCCL_P2P_DIRECT_DISABLE=1` turns off), which faults on pool
+/// memory without this. Peers that cannot access this device are skipped (NCCL does not use P2P
+/// for them).
+fn share_pool_with_peers(rank: usize, world: usize) -> Result<()> {
+    use cudarc::driver::result::device;
+    let dev = device::get(rank as i32).ctx(|| format!("cuDeviceGet({rank})"))?;
+    let mut pool: cu_sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: writes one pool handle.
+    unsafe { cu_sys::cuDeviceGetMemPool(&mut pool, dev) }
+        .result()
+        .ctx(|| format!("cuDeviceGetMemPool({rank})"))?;
+    for peer in (0..world).filter(|&p| p != rank) {
+        let peer_dev = device::get(peer as i32).ctx(|| format!("cuDeviceGet({peer})"))?;
+        let mut can = 0;
+        // SAFETY: writes one int.
+        unsafe { cu_sys::cuDeviceCanAccessPeer(&mut can, peer_dev, dev) }
+            .result()
+            .ctx(|| format!("cuDeviceCanAccessPeer({peer}, {rank})"))?;
+        if can == 0 {
+            continue;
+        }
+        let desc = cu_sys::CUmemAccessDesc {
+            location: cu_sys::CUmemLocation {
+                type_: cu_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: peer as i32,
+            },
+            flags: cu_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: `pool` is this device's pool; one descriptor.
+        unsafe { cu_sys::cuMemPoolSetAccess(pool, &desc, 1) }
+            .result()
+            .ctx(|| format!("letting device {peer} access device {rank}'s memory pool"))?;
+    }
+    Ok(())
+}
+
 /// One local product: its problem, launcher (index) and operands.
 struct Step {
     problem: Problem,
@@ -596,6 +635,11 @@ impl Rank {
     ) -> Result<Rank> {
         let world = opts.gpus;
         let backend = CudaBackend::new(rank)?;
+        backend
+            .context()
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        share_pool_with_peers(rank, world)?;
         let comm_stream = backend
             .context()
             .new_stream()
