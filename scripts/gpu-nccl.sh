@@ -111,7 +111,7 @@ if [[ -x $here/bin/matmul ]]; then
     NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep cli-check 120 "$here/bin/matmul" multi --check \
         --gpus "$gpus" --dtypes f32,u32,bf16
     grep -v "NCCL INFO" "$out/cli-check.log" | tail -n 20
-    if [[ ${results[-1]} == FAIL* ]]; then
+    if ((${#results[@]})) && [[ ${results[-1]} == FAIL* ]]; then
         # Diagnosis for one attempt: the same check without NCCL's direct access to user buffers.
         NCCL_P2P_DIRECT_DISABLE=1 bstep cli-check-nodirect 90 "$here/bin/matmul" multi --check \
             --gpus "$gpus" --dtypes f32,u32,bf16
