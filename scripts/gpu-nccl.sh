@@ -8,7 +8,8 @@
 #   3. `matmul multi --check` (every layout, f32/u32/bf16, vs the CPU reference; NCCL_DEBUG=INFO
 #      for the init and transport lines);
 #   4. the bench: `matmul multi` f32 at 8192 and 16384, bf16 at 16384 (1-GPU run beside it);
-#   5. test-multi_gpu, one test per step (every layout × dtype on awkward shapes, on all GPUs
+#   5. the one-process-per-GPU form: one `matmul multi --check --rank R` process per GPU;
+#   6. test-multi_gpu, one test per step (every layout × dtype on awkward shapes, on all GPUs
 #      and on 2).
 # Every step is time-boxed and logged to $OUT/<step>.log; the script goes on past a failure and
 # ends with a PASS/FAIL table (exit 1 if any failed). The whole run stays under GPU_NCCL_BUDGET
@@ -122,6 +123,20 @@ if [[ -x $here/bin/matmul ]]; then
     grep -v "^RESULT" "$out/bench-f32.log"
     bstep bench-bf16 90 "$here/bin/matmul" multi --gpus "$gpus" --dtypes bf16 --sizes 16384 --warmup 2 --iters 5
     grep -v "^RESULT" "$out/bench-bf16.log"
+    # The one-process-per-GPU form (as across hosts): one process per rank, the NCCL unique id
+    # through a file; each rank checks its blocks of C.
+    ids=$(mktemp -d)
+    MP_BIN=$here/bin/matmul MP_WORLD=$gpus MP_IDS=$ids MP_OUT=$out bstep multiproc 90 bash -c '
+        for ((r = 0; r < MP_WORLD; r++)); do
+            "$MP_BIN" multi --check --rank $r --world "$MP_WORLD" --device $r --id-file "$MP_IDS/id" \
+                --dtypes f32,u32,bf16 >"$MP_OUT/multiproc-rank$r.log" 2>&1 &
+        done
+        rc=0
+        for job in $(jobs -p); do wait "$job" || rc=1; done
+        cat "$MP_OUT"/multiproc-rank*.log
+        exit $rc'
+    grep -h "^rank\|matmul:" "$out"/multiproc-rank*.log 2>/dev/null | head -n 24
+    rm -rf "$ids"
 else
     results+=("FAIL  no bin/matmul in the bundle")
 fi

@@ -50,6 +50,21 @@ pub struct MultiArgs {
     /// Skip the 1-GPU run (no scaling efficiency then).
     #[arg(long)]
     no_baseline: bool,
+    /// One process per GPU: this process's rank (with --world and --id-file; --check only).
+    /// Start one process per rank, on this host or others; `--gpus` is then ignored.
+    #[arg(long, requires_all = ["world", "id_file"])]
+    rank: Option<usize>,
+    /// One process per GPU: the number of processes.
+    #[arg(long, requires = "rank")]
+    world: Option<usize>,
+    /// One process per GPU: where rank 0 writes the NCCL unique id for the others (a path every
+    /// rank sees, absent before the run; each case uses PATH.<case number>).
+    #[arg(long, requires = "rank")]
+    id_file: Option<std::path::PathBuf>,
+    /// One process per GPU: this process's CUDA device (default: LOCAL_RANK, else the rank
+    /// modulo the devices of this host).
+    #[arg(long, requires = "rank")]
+    device: Option<usize>,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -65,6 +80,9 @@ fn median(v: &[f64]) -> f64 {
 
 /// Runs `matmul multi`.
 pub fn multi(args: MultiArgs) -> CliResult {
+    if let Some(rank) = args.rank {
+        return process(&args, rank);
+    }
     if args.gpus < 2 {
         return Err(CliError::input(format!(
             "--gpus {}: a multi-GPU product needs at least 2",
@@ -254,4 +272,187 @@ pub fn multi(args: MultiArgs) -> CliResult {
         )));
     }
     Ok(())
+}
+
+/// The cases of a run: dtype × shape × layout, each checked for splitting over `gpus`.
+fn cases(args: &MultiArgs, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
+    let layouts = if args.layout.eq_ignore_ascii_case("all") {
+        Layout::ALL.to_vec()
+    } else {
+        args.layout
+            .split(',')
+            .map(|s| Layout::parse(s.trim()))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let shapes: Vec<Shape> = if !args.shapes.is_empty() {
+        args.shapes.clone()
+    } else if !args.sizes.is_empty() {
+        args.sizes
+            .iter()
+            .map(|&n| Shape { m: n, n, k: n })
+            .collect()
+    } else {
+        vec![Shape {
+            m: 257,
+            n: 130,
+            k: 301,
+        }]
+    };
+    if let Some(bad) = args.sizes.iter().find(|&&n| n == 0) {
+        return Err(CliError::input(format!("size {bad} must be positive")));
+    }
+    let mut cases = Vec::new();
+    for &dtype in &args.dtypes {
+        for shape in &shapes {
+            let problem = Problem::new(shape.m, shape.n, shape.k, dtype).with_c(args.c_dtype);
+            for &layout in &layouts {
+                let mut opts = MultiOptions::new(gpus, layout);
+                opts.kernel = args.kernel.clone();
+                opts.pieces = args.pieces;
+                multi::check(&problem, &opts)?;
+                cases.push((problem, opts));
+            }
+        }
+    }
+    Ok(cases)
+}
+
+/// One rank of a one-process-per-GPU run: every case checked on this rank's blocks of C (the
+/// rest of C is taken from the reference, so only this rank's blocks can differ). A watchdog
+/// ends the process (status 1, naming the rank) when a case outlives the timeout, as a peer
+/// that never joins would leave NCCL's initialization waiting.
+fn process(args: &MultiArgs, rank: usize) -> CliResult {
+    let world = args.world.expect("clap requires --world with --rank");
+    let id_file = args
+        .id_file
+        .clone()
+        .expect("clap requires --id-file with --rank");
+    if !args.check {
+        return Err(CliError::input(
+            "the one-process-per-GPU form (--rank) checks only: add --check",
+        ));
+    }
+    if world < 2 || rank >= world {
+        return Err(CliError::input(format!(
+            "--rank {rank} --world {world}: the world must be at least 2 and the rank below it"
+        )));
+    }
+    let cases = cases(args, world)?;
+    let devices = matmul::cuda::list_devices()?.len();
+    if devices == 0 {
+        return Err(CliError::failure("no CUDA device on this host"));
+    }
+    let device = args
+        .device
+        .or_else(|| {
+            std::env::var("LOCAL_RANK")
+                .ok()
+                .and_then(|s| s.parse().ok())
+        })
+        .unwrap_or(rank % devices);
+    let nccl = matmul::cuda::nccl::library()?;
+    eprintln!(
+        "rank {rank}/{world}: device {device}, NCCL from {}",
+        nccl.found
+    );
+    let mut failed = 0;
+    for (i, (problem, opts)) in cases.iter().enumerate() {
+        let seed = (problem.m * 1_000_003 + problem.n * 1009 + problem.k) as u64;
+        let a = AnyMatrix::generate(problem.dtype, problem.m, problem.k, Init::Random { seed })?;
+        let b = AnyMatrix::generate(
+            problem.dtype,
+            problem.k,
+            problem.n,
+            Init::Random { seed: seed + 1 },
+        )?;
+        let pr = multi::ProcessRank {
+            rank,
+            world,
+            device,
+            id_file: std::path::PathBuf::from(format!("{}.{i}", id_file.display())),
+        };
+        let layout = opts.layout.name();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let limit = opts.timeout + std::time::Duration::from_secs(30);
+        let watchdog = std::thread::spawn(move || {
+            if done_rx.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                eprintln!(
+                    "matmul: rank {rank} of {world}: {layout} did not finish within {limit:?} \
+                     (a peer that failed or never started?); exiting"
+                );
+                std::process::exit(1);
+            }
+        });
+        let result = multi::multi_gemm_process(problem, &a, &b, opts, &pr);
+        let _ = done_tx.send(());
+        let _ = watchdog.join();
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!(
+                    "matmul: rank {rank}: {layout} {} {problem}: {e}",
+                    problem.dtype
+                );
+                failed += 1;
+                continue;
+            }
+        };
+        let want = reference::matmul(problem, &a, &b)?;
+        let mut got = want.clone();
+        for (rows, cols, block) in &out.blocks {
+            let (bw, n) = (cols.len(), problem.n);
+            let src = block.to_f64_vec();
+            place(&mut got, &src, rows.clone(), cols.start, bw, n);
+        }
+        let v = verify::compare_inputs(problem, &a, &b, &got, &want);
+        println!(
+            "rank {rank}/{world} {layout:<10} {} kernel={} {problem}: {} ({} block(s), max |err| {:.3e}, {} mismatches)",
+            problem.dtype,
+            out.kernel.name,
+            if v.passed { "ok" } else { "MISMATCH" },
+            out.blocks.len(),
+            v.max_abs_err,
+            v.mismatches
+        );
+        failed += usize::from(!v.passed);
+    }
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "rank {rank}: {failed} of {} case(s) failed or differ from the reference",
+            cases.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a rows × `width` block (values as f64, exact for every element type) into `c` at
+/// (rows.start, col), `c` having `n` columns.
+fn place(
+    c: &mut AnyMatrix,
+    src: &[f64],
+    rows: std::ops::Range<usize>,
+    col: usize,
+    width: usize,
+    n: usize,
+) {
+    fn put<T: matmul::Element>(
+        d: &mut [T],
+        src: &[f64],
+        rows: std::ops::Range<usize>,
+        col: usize,
+        width: usize,
+        n: usize,
+    ) {
+        for (i, row) in rows.enumerate() {
+            for j in 0..width {
+                d[row * n + col + j] = T::from_f64(src[i * width + j]);
+            }
+        }
+    }
+    match c {
+        AnyMatrix::F32(m) => put(&mut m.data, src, rows, col, width, n),
+        AnyMatrix::U32(m) => put(&mut m.data, src, rows, col, width, n),
+        AnyMatrix::F16(m) => put(&mut m.data, src, rows, col, width, n),
+        AnyMatrix::Bf16(m) => put(&mut m.data, src, rows, col, width, n),
+    }
 }

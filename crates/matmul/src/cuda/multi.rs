@@ -226,6 +226,141 @@ pub fn multi_gemm(
     })
 }
 
+/// One rank of a run with one process per GPU (the form that also runs across hosts): its rank,
+/// the number of ranks, its device (an ordinal of this host), and the file through which rank 0
+/// hands the NCCL unique id to the others (on a file system every rank sees; it must not exist
+/// before the run).
+#[derive(Debug, Clone)]
+pub struct ProcessRank {
+    /// This process's rank, 0..world.
+    pub rank: usize,
+    /// The number of processes (GPUs).
+    pub world: usize,
+    /// The CUDA device of this process.
+    pub device: usize,
+    /// Where rank 0 writes the unique id and the others read it.
+    pub id_file: std::path::PathBuf,
+}
+
+/// The unique id of one communicator, from rank 0 to every rank through `pr.id_file`: rank 0
+/// writes it (to a temporary file, then renamed, so a reader never sees half of it), the others
+/// wait for it up to `timeout`.
+pub fn exchange_id(pr: &ProcessRank, timeout: Duration) -> Result<UniqueId> {
+    let nccl = nccl::library()?;
+    let path = &pr.id_file;
+    let io = |what: &str, e: std::io::Error| Error::Cuda {
+        context: format!("rank {}: {what} {}", pr.rank, path.display()),
+        message: e.to_string(),
+    };
+    if pr.rank == 0 {
+        if path.exists() {
+            return Err(Error::Invalid(format!(
+                "the id file {} exists already: remove it (each run needs a fresh one)",
+                path.display()
+            )));
+        }
+        let id = nccl.unique_id()?;
+        let bytes: Vec<u8> = id.0.internal.iter().map(|&c| c as u8).collect();
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        std::fs::write(&tmp, &bytes).map_err(|e| io("writing", e))?;
+        std::fs::rename(&tmp, path).map_err(|e| io("renaming onto", e))?;
+        return Ok(id);
+    }
+    let start = Instant::now();
+    loop {
+        if let Ok(bytes) = std::fs::read(path) {
+            if bytes.len() == 128 {
+                let mut id = cudarc::nccl::sys::ncclUniqueId { internal: [0; 128] };
+                for (d, b) in id.internal.iter_mut().zip(bytes) {
+                    *d = b as std::ffi::c_char;
+                }
+                return Ok(UniqueId(id));
+            }
+        }
+        if start.elapsed() > timeout {
+            return Err(Error::Cuda {
+                context: format!("rank {} of {}", pr.rank, pr.world),
+                message: format!(
+                    "rank 0 did not write the unique id to {} within {timeout:?}",
+                    path.display()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What [`multi_gemm_process`] returns: this rank's part of C.
+#[derive(Debug, Clone)]
+pub struct ProcessOutput {
+    /// The local kernel.
+    pub kernel: &'static KernelSpec,
+    /// This rank's device.
+    pub device: String,
+    /// This rank's blocks of C: rows, columns, and the block row-major in C's type.
+    pub blocks: Vec<(Range<usize>, Range<usize>, AnyMatrix)>,
+}
+
+/// This process's rank of C = A·B run with one process per GPU (`opts.gpus` is ignored:
+/// `pr.world` ranks): every process passes the same A and B; the id comes through
+/// [`exchange_id`]. A rank that fails ends its communicator; the others see NCCL's error or
+/// time out after `opts.timeout` with an error naming them.
+pub fn multi_gemm_process(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    opts: &MultiOptions,
+    pr: &ProcessRank,
+) -> Result<ProcessOutput> {
+    crate::backend::check_inputs(problem, a, b)?;
+    let opts = MultiOptions {
+        gpus: pr.world,
+        ..opts.clone()
+    };
+    check(problem, &opts)?;
+    if pr.rank >= pr.world {
+        return Err(Error::Invalid(format!(
+            "rank {} is not below the world size {}",
+            pr.rank, pr.world
+        )));
+    }
+    let id = exchange_id(pr, opts.timeout)?;
+    let shared = Shared::new(1, opts.timeout);
+    let rank = Rank::new(pr.rank, pr.device, false, problem, a, b, &opts)?;
+    let comm = Comm::from_rank(&id, pr.rank, pr.world)?;
+    rank.poison()?;
+    rank.enqueue(&comm, Mode::Full, None)?;
+    rank.wait(&comm, &shared)?;
+    let blocks = rank.download()?;
+    // Every rank through before the communicator goes: a sum of one u32 over all of them.
+    let flag = rank
+        .backend
+        .stream()
+        .clone_htod(&[1u32])
+        .ctx(|| "allocating the barrier's flag".into())?;
+    let cs = rank.backend.stream();
+    let ptr = flag.device_ptr(cs).0;
+    // SAFETY: one live u32 of this device, summed in place.
+    unsafe { comm.all_reduce(ptr, ptr, 1, NcclType::U32, cs.cu_stream()) }?;
+    rank.wait(&comm, &shared)?;
+    comm.finish()?;
+    let dtype = problem.c_dtype();
+    let elem = dtype.input_bytes();
+    let blocks = blocks
+        .into_iter()
+        .map(|(rows, cols, data)| {
+            let mut m = alloc_any(dtype, rows.len(), cols.len())?;
+            bytes_mut(&mut m).copy_from_slice(&data[..rows.len() * cols.len() * elem]);
+            Ok((rows, cols, m))
+        })
+        .collect::<Result<_>>()?;
+    Ok(ProcessOutput {
+        kernel: rank.kernel,
+        device: rank.backend.describe(),
+        blocks,
+    })
+}
+
 /// Per-iteration times (seconds) of one multi-GPU product, each the slowest rank's: the product
 /// as it runs (communication overlapped), its local products alone and its communication alone.
 #[derive(Debug, Clone)]
@@ -508,7 +643,7 @@ fn rank_main<T>(
     shared: &Shared,
     body: &(impl Fn(&mut Rank, &Comm, &Shared) -> Result<T> + Sync),
 ) -> Result<T> {
-    let prepared = Rank::new(r, problem, a, b, opts);
+    let prepared = Rank::new(r, r, true, problem, a, b, opts);
     if let Err(e) = &prepared {
         shared.fail(r, e.to_string());
     }
@@ -626,20 +761,26 @@ fn host_block(
 }
 
 impl Rank {
+    /// Rank `rank` of `opts.gpus` on device `device`; `peers_in_process`: the other ranks are
+    /// threads of this process, on devices 0..gpus (their access to this device's pool is opened).
     fn new(
         rank: usize,
+        device: usize,
+        peers_in_process: bool,
         problem: &Problem,
         a: &AnyMatrix,
         b: &AnyMatrix,
         opts: &MultiOptions,
     ) -> Result<Rank> {
         let world = opts.gpus;
-        let backend = CudaBackend::new(rank)?;
+        let backend = CudaBackend::new(device)?;
         backend
             .context()
             .bind_to_thread()
             .ctx(|| "binding the context".into())?;
-        share_pool_with_peers(rank, world)?;
+        if peers_in_process {
+            share_pool_with_peers(rank, world)?;
+        }
         let comm_stream = backend
             .context()
             .new_stream()
@@ -1092,6 +1233,35 @@ mod tests {
         let o = MultiOptions::new(4, Layout::GemmRs);
         assert!(check(&p, &o).unwrap_err().to_string().contains("K = 3"));
         assert!(check(&p, &MultiOptions::new(4, Layout::AgGemm)).is_ok());
+    }
+
+    /// Where NCCL loads: rank 0's id reaches rank 1 through the file, byte for byte, and a
+    /// second rank 0 refuses the file left behind.
+    #[test]
+    fn the_unique_id_goes_through_the_file() {
+        if nccl::library().is_err() {
+            println!("SKIP: no NCCL");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("matmul-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("id");
+        let _ = std::fs::remove_file(&path);
+        let pr = |rank| ProcessRank {
+            rank,
+            world: 2,
+            device: 0,
+            id_file: path.clone(),
+        };
+        let reader = std::thread::spawn({
+            let p1 = pr(1);
+            move || exchange_id(&p1, Duration::from_secs(10)).map(|id| id.0)
+        });
+        let sent = exchange_id(&pr(0), Duration::from_secs(10)).unwrap();
+        let got = reader.join().unwrap().unwrap();
+        assert_eq!(sent.0.internal, got.internal);
+        assert!(exchange_id(&pr(0), Duration::from_secs(1)).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
