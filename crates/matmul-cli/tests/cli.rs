@@ -911,6 +911,31 @@ fn multi_refuses_bad_input_and_a_missing_environment() {
             &["multi", "--layout", "gemm-rs", "--shapes", "8x8x1"][..],
             "K = 1 cannot be split over 2 GPUs",
         ),
+        (
+            &[
+                "multi",
+                "--rank",
+                "0",
+                "--world",
+                "2",
+                "--id-file",
+                "/nonexistent/id",
+            ][..],
+            "checks only: add --check",
+        ),
+        (
+            &[
+                "multi",
+                "--check",
+                "--rank",
+                "2",
+                "--world",
+                "2",
+                "--id-file",
+                "/x/id",
+            ][..],
+            "the rank below it",
+        ),
     ] {
         bad_input(args, "", needle);
     }
