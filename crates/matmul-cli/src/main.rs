@@ -4,6 +4,7 @@ mod bench_cmd;
 mod cli_error;
 mod judge_cmd;
 mod list_cmd;
+mod multi_cmd;
 mod puzzle_cmd;
 mod run_cmd;
 mod tune_cmd;
@@ -52,6 +53,10 @@ enum Command {
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
+    /// One GEMM across several GPUs over NCCL (row-split, ag-gemm, gemm-rs): timed beside the
+    /// 1-GPU run (scaling efficiency, exposed communication), or checked with --check.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
+    Multi(multi_cmd::MultiArgs),
 }
 
 /// A reader that closes the pipe early (`matmul list | head`) ends the process quietly, by
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::Devices => list_cmd::devices(),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Tune(args) => tune_cmd::tune(args),
+        Command::Multi(args) => multi_cmd::multi(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -899,3 +899,56 @@ fn an_interrupted_bench_writes_a_partial_report() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// `matmul multi`: bad input is status 2 before any device is looked for; no GPUs (or too few,
+/// or no NCCL) is status 1 with the reason, never a panic.
+#[test]
+fn multi_refuses_bad_input_and_a_missing_environment() {
+    for (args, needle) in [
+        (&["multi", "--gpus", "1"][..], "needs at least 2"),
+        (&["multi", "--layout", "ring"][..], "unknown layout `ring`"),
+        (
+            &["multi", "--layout", "gemm-rs", "--shapes", "8x8x1"][..],
+            "K = 1 cannot be split over 2 GPUs",
+        ),
+        (
+            &[
+                "multi",
+                "--rank",
+                "0",
+                "--world",
+                "2",
+                "--id-file",
+                "/nonexistent/id",
+            ][..],
+            "checks only: add --check",
+        ),
+        (
+            &[
+                "multi",
+                "--check",
+                "--rank",
+                "2",
+                "--world",
+                "2",
+                "--id-file",
+                "/x/id",
+            ][..],
+            "the rank below it",
+        ),
+    ] {
+        bad_input(args, "", needle);
+    }
+    let out = matmul_env(
+        &["multi", "--sizes", "64"],
+        "",
+        &[("CUDA_VISIBLE_DEVICES", "")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().last().unwrap_or("").starts_with("matmul: "),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

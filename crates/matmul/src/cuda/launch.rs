@@ -287,7 +287,21 @@ impl CudaBackend {
         c: &DeviceBuf,
     ) -> Result<Operands> {
         let s = &self.stream;
-        let (a, b, c) = (a.ptr(s), b.ptr(s), c.ptr(s));
+        self.operands_at(launcher, problem, a.ptr(s), b.ptr(s), c.ptr(s))
+    }
+
+    /// [`CudaBackend::operands`] for device addresses: `a`, `b` and `c` must be allocations of
+    /// this device (each at an allocation's start, as TMA wants 16-byte aligned bases) holding A
+    /// and B stored as `problem` says and room for its C.
+    pub(super) fn operands_at(
+        &self,
+        launcher: &Launcher,
+        problem: &Problem,
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<Operands> {
+        let s = &self.stream;
         let (sa, sb) = (problem.a_strides(), problem.b_strides());
         if let Launcher::Kernel {
             tma: None,

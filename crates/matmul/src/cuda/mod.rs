@@ -23,6 +23,8 @@ pub mod device;
 pub mod experiment;
 mod launch;
 pub mod libs;
+pub mod multi;
+pub mod nccl;
 mod split_tail;
 mod staging;
 mod tma;
