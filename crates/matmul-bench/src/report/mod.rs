@@ -1,7 +1,7 @@
 //! The report model: one [`Record`] per kernel × dtype × shape, the machine, the settings and
 //! the ceilings, with the ratios and roofline bounds computed from them, and its JSON form
 //! (schema: docs/results-schema.md). The renderers live beside it: `csv` (results.csv),
-//! `markdown` (the text table for stdout and report.md), `html` (report.html), with the rows they
+//! `markdown` (the text table for stdout and report.md), `html` (report.html, its charts' data from `page`), with the rows they
 //! share in `rows`; `ladder` (each dtype's kernels in ladder order: tables and ladder.svg);
 //! `write` holds [`write_reports`], which writes every file.
 
@@ -21,11 +21,13 @@ mod csv;
 mod html;
 mod ladder;
 mod markdown;
+mod page;
 mod rows;
 mod summary;
 mod write;
 
 pub use csv::csv_field;
+pub use html::{script_json, CHART_JS, CHART_JS_VERSION};
 pub use ladder::{Ladder, Rung};
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
 pub use write::{prepare_report_dir, write_reports, ReportFiles};
