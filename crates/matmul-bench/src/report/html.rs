@@ -226,7 +226,7 @@ impl Report {
             );
             out.push_str("<div class=\"grid\">\n");
             for (i, l) in data.ladders.iter().enumerate() {
-                chart_box(&mut out, "ladder", i, &l.title, 70 + 24 * l.bars.len());
+                chart_box(&mut out, "ladder", i, &l.title, 80 + 28 * l.bars.len());
             }
             out.push_str("</div>\n");
         }

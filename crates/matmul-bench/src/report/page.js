@@ -45,6 +45,16 @@
     }
   };
 
+  // A long label as lines of at most 30 characters, broken at spaces.
+  function lines(label) {
+    if (label.length <= 30) return label;
+    var out = [], line = "";
+    label.split(" ").forEach(function (w) {
+      if (line && (line + " " + w).length > 30) { out.push(line); line = w; } else { line = line ? line + " " + w : w; }
+    });
+    if (line) out.push(line);
+    return out;
+  }
   // Whole decades around the values.
   function decades(values) {
     var v = values.filter(function (x) { return x > 0; });
@@ -58,7 +68,7 @@
     return new Chart(canvas, {
       type: "bar",
       data: {
-        labels: l.bars.map(function (b) { return b.label; }),
+        labels: l.bars.map(function (b) { return lines(b.label); }),
         datasets: [{
           label: l.dtype,
           data: l.bars.map(function (b) { return b.rate; }),
@@ -109,7 +119,7 @@
         parsing: false,
         scales: {
           x: { type: "logarithmic", min: r.x_min, max: r.x_max, title: { display: true, text: "intensity, FLOP (OP) per byte" },
-               ticks: { callback: function (v) { var l = Math.log10(v); return Math.abs(l - Math.round(l)) < 1e-9 ? String(v) : ""; } } },
+               ticks: { maxRotation: 0, callback: function (v) { var l = Math.log10(v); return Math.abs(l - Math.round(l)) < 1e-9 ? String(v) : ""; } } },
           y: { type: "logarithmic", title: { display: true, text: "rate, FLOP/s (OP/s for int32)" }, ticks: { callback: decadeTicks("") } }
         },
         plugins: {
@@ -145,6 +155,35 @@
     });
   }
 
+  // Two runs compared: A/B per case, 1 (parity) as a dashed line.
+  function compareChart(canvas, bars) {
+    var range = decades(bars.map(function (b) { return b.ratio; }).concat([1]));
+    return new Chart(canvas, {
+      type: "bar",
+      data: {
+        labels: bars.map(function (b) { return b.label; }),
+        datasets: [{
+          label: "A/B",
+          data: bars.map(function (b) { return b.ratio; }),
+          backgroundColor: bars.map(function (b) { return b.ratio >= 1 ? "#2ca02c" : "#d62728"; })
+        }]
+      },
+      options: Object.assign({}, common, {
+        indexAxis: "y",
+        scales: {
+          x: { type: "logarithmic", min: range.min, max: range.max, title: { display: true, text: "B's median time / A's" } },
+          y: { ticks: { autoSkip: false, font: { size: 10 } } }
+        },
+        plugins: {
+          legend: { display: false },
+          vendorLine: { value: 1 },
+          tooltip: tooltip(function (ctx) { return bars[ctx.dataIndex].tip; })
+        }
+      }),
+      plugins: [vendorLine]
+    });
+  }
+
   // Non-transparent pixels of a canvas (0 for a blank one).
   function pixels(canvas) {
     var c = canvas.getContext("2d"), w = canvas.width, h = canvas.height;
@@ -162,6 +201,7 @@
       if (kind === "ladder") charts.push(ladderChart(canvas, data.ladders[at]));
       else if (kind === "roofline") charts.push(rooflineChart(canvas, data.roofline));
       else if (kind === "shapes") charts.push(shapesChart(canvas, data.shapes[at]));
+      else if (kind === "compare") charts.push(compareChart(canvas, data.compare));
       else throw new Error("unknown chart " + kind);
     } catch (e) {
       window.__noteError && window.__noteError("chart " + kind + " " + at + ": " + e);
