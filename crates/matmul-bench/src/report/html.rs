@@ -410,7 +410,11 @@ impl Report {
             ("note", false),
         ];
         out.push_str("<div class=\"table-wrap\"><table id=\"results-table\" class=\"sortable\">\n<thead><tr>");
+        let has_vendor = self.baselines.vendor.is_some();
         for (name, numeric) in columns {
+            if name == "% of VENDOR" && !has_vendor {
+                continue;
+            }
             let name = name.replace("VENDOR", &vendor).replace("NAIVE", naive);
             let _ = write!(
                 out,
@@ -444,10 +448,12 @@ impl Report {
                 median.map_or("-".into(), |t| fmt::sig(t * 1e3, 4)),
             ));
             out.push_str(&num(r.rate_gops, r.rate_text()));
-            out.push_str(&num(
-                r.vs_cublas.map(|v| v * 100.0),
-                r.vs_cublas.map_or("-".into(), |v| fmt::sig(v * 100.0, 3)),
-            ));
+            if has_vendor {
+                out.push_str(&num(
+                    r.vs_cublas.map(|v| v * 100.0),
+                    r.vs_cublas.map_or("-".into(), |v| fmt::sig(v * 100.0, 3)),
+                ));
+            }
             out.push_str(&num(
                 r.vs_naive,
                 r.vs_naive.map_or("-".into(), |v| fmt::sig(v, 3)),

@@ -120,7 +120,7 @@
         scales: {
           x: { type: "logarithmic", min: r.x_min, max: r.x_max, title: { display: true, text: "intensity, FLOP (OP) per byte" },
                ticks: { maxRotation: 0, callback: function (v) { var l = Math.log10(v); return Math.abs(l - Math.round(l)) < 1e-9 ? String(v) : ""; } } },
-          y: { type: "logarithmic", title: { display: true, text: "rate, FLOP/s (OP/s for int32)" }, ticks: { callback: decadeTicks("") } }
+          y: { type: "logarithmic", min: r.y_min, max: r.y_max, title: { display: true, text: "rate, FLOP/s (OP/s for int32)" }, ticks: { callback: decadeTicks("") } }
         },
         plugins: {
           legend: { position: "right" },

@@ -84,6 +84,9 @@ pub(super) struct RooflineChart {
     pub series: Vec<RoofSeries>,
     pub x_min: f64,
     pub x_max: f64,
+    /// The y range: whole decades around the points and the roofs' heights.
+    pub y_min: f64,
+    pub y_max: f64,
 }
 
 /// One kernel's rate on every case of a suite.
@@ -314,11 +317,30 @@ impl Report {
                 }),
             }
         }
+        let ys = points
+            .iter()
+            .map(|p| p.rate_gops)
+            .chain(roofs.compute.iter().map(|c| c.value))
+            .chain(bw.map(|b| b * x_min))
+            .filter(|y| y.is_finite() && *y > 0.0);
+        let (y_lo, y_hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
+            (lo.min(y), hi.max(y))
+        });
+        let (y_lo, y_hi) = if y_lo.is_finite() {
+            (y_lo, y_hi)
+        } else {
+            (1.0, 1e3)
+        };
+        // A marker at the top or the bottom of the range keeps its whole shape in view.
+        let y_min = 10f64.powf((y_lo / 1.3).log10().floor());
+        let y_max = 10f64.powf((y_hi * 1.3).log10().ceil());
         Some(RooflineChart {
             roofs: lines,
             series,
             x_min,
             x_max,
+            y_min,
+            y_max,
         })
     }
 
