@@ -168,9 +168,10 @@ impl Report {
         out.push_str(&self.summary_html());
         if let Some(summary) = self.suite.as_ref().and(self.summary()) {
             let (header, rows) = summary.rows();
-            out.push_str("<h2>Suite summary</h2>\n");
+            out.push_str("<h2>Suite summary</h2>\n<div class=\"table-wrap\">");
             let numeric: Vec<usize> = (2..header.len()).filter(|&i| i != 5).collect();
             out.push_str(&html_table(&header, &rows, &numeric));
+            out.push_str("</div>\n");
             let _ = writeln!(
                 out,
                 "<p class=\"caption\">{}</p>",

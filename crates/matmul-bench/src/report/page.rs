@@ -332,8 +332,8 @@ impl Report {
             (1.0, 1e3)
         };
         // A marker at the top or the bottom of the range keeps its whole shape in view.
-        let y_min = 10f64.powf((y_lo / 1.3).log10().floor());
-        let y_max = 10f64.powf((y_hi * 1.3).log10().ceil());
+        let y_min = 10f64.powf((y_lo / 1.1).log10().floor());
+        let y_max = 10f64.powf((y_hi * 1.1).log10().ceil());
         Some(RooflineChart {
             roofs: lines,
             series,
