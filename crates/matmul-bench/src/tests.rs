@@ -405,7 +405,7 @@ fn assert_under_roofs_and_drawn_cleanly(report: &Report, what: &str) {
     canvas
         .check_layout(w, h)
         .unwrap_or_else(|e| panic!("{what}: roofline: {e}"));
-    let (canvas, w, h) = report.draw_ladder();
+    let (canvas, w, h) = crate::report::ladder_layout(&report.ladder_svg());
     canvas
         .check_layout(w, h)
         .unwrap_or_else(|e| panic!("{what}: ladder: {e}"));

@@ -21,6 +21,7 @@ mod compare;
 mod csv;
 mod html;
 mod ladder;
+mod ladder_plot;
 mod markdown;
 mod page;
 mod rows;
@@ -31,6 +32,8 @@ pub use compare::{CaseComparison, CompareRow, Comparison};
 pub use csv::csv_field;
 pub use html::{script_json, CHART_JS, CHART_JS_VERSION};
 pub use ladder::{Ladder, Rung};
+#[cfg(test)]
+pub(crate) use ladder_plot::layout_of as ladder_layout;
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
 pub use write::{prepare_report_dir, write_comparison, write_reports, write_views, ReportFiles};
 
