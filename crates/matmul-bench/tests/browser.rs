@@ -380,6 +380,65 @@ fn the_table_sorts_and_filters() {
 }
 
 #[test]
+fn hovering_shows_kernel_shape_rate_ratio_and_verification() {
+    let Some(browser) = chromium() else { return };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench/baselines/h100-80gb-hbm3/suite/results.json");
+    let report = matmul_bench::record::load(&path).unwrap();
+    let dir = out_dir().join("hover");
+    let files = write_reports(&report, &dir).unwrap();
+    // After the page's script: activate the first point of every dataset that has points (the
+    // roofs of the roofline have none) in every chart, as a hover does, and record the tooltip.
+    let probe = r#"<script>
+(function () {
+  var tips = [];
+  window.__charts.forEach(function (chart) {
+    chart.data.datasets.forEach(function (ds, d) {
+      var meta = chart.getDatasetMeta(d);
+      var i = ds.data.findIndex(function (v) { return v !== null && (typeof v !== "object" || v.tip); });
+      if (i < 0 || !meta.data[i] || ds.type === "line") return;
+      var el = meta.data[i];
+      chart.tooltip.setActiveElements([{ datasetIndex: d, index: i }], { x: el.x, y: el.y });
+      chart.update();
+      var lines = [];
+      chart.tooltip.body.forEach(function (b) { lines = lines.concat(b.lines); });
+      tips.push(lines.join(" | "));
+    });
+  });
+  document.documentElement.setAttribute("data-tips", JSON.stringify(tips));
+})();
+</script>
+</body>"#;
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    std::fs::write(&files.html, html.replacen("</body>", probe, 1)).unwrap();
+    let (dom, log) = headless(&browser, &files.html, &["--dump-dom"], "hover");
+    let root = &dom[dom.find("<html").unwrap()..];
+    let root = &root[..root.find('>').unwrap()];
+    assert_eq!(attr(root, "data-errors"), Some("[]"), "{log}");
+    let tips: Vec<String> = serde_json::from_str(
+        &attr(root, "data-tips")
+            .expect("the probe ran")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">"),
+    )
+    .unwrap();
+    // Ladders (a dataset each), the roofline (a dataset per dtype), rate per case (two each).
+    assert!(tips.len() >= 10, "{tips:?}");
+    for t in &tips {
+        assert!(t.contains("verification: ok"), "{t}");
+        assert!(t.contains("FLOP/s") || t.contains("OP/s"), "a rate: {t}");
+        assert!(t.contains("auto") || t.contains("cublas"), "a kernel: {t}");
+        assert!(t.contains('x'), "a shape: {t}");
+    }
+    assert!(
+        tips.iter().any(|t| t.contains("% of cuBLAS")),
+        "a ratio: {tips:?}"
+    );
+}
+
+#[test]
 fn hundreds_of_results() {
     let Some(browser) = chromium() else { return };
     let config = cpu_config(&["cpu"], vec![DType::F32], vec![Shape { m: 8, n: 8, k: 8 }]);

@@ -257,6 +257,7 @@
     var n = pixels(canvases[j]);
     canvases[j].setAttribute("data-pixels", String(n));
   }
+  window.__charts = charts; // for tests/browser.rs's hover check
   root.setAttribute("data-charts", String(charts.length));
   root.setAttribute("data-ready", "1");
 })();
