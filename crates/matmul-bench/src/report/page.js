@@ -157,7 +157,9 @@
 
   // Two runs compared: A/B per case, 1 (parity) as a dashed line.
   function compareChart(canvas, bars) {
-    var range = decades(bars.map(function (b) { return b.ratio; }).concat([1]));
+    // A range a little wider than the ratios and 1 (ratios mostly sit near 1).
+    var rs = bars.map(function (b) { return b.ratio; }).concat([1]);
+    var range = { min: Math.min.apply(null, rs) / 1.15, max: Math.max.apply(null, rs) * 1.15 };
     return new Chart(canvas, {
       type: "bar",
       data: {
