@@ -36,8 +36,8 @@ mod tests;
 pub use ceilings::{datasheet, measure_cpu, measure_gpu, Ceilings, CpuCeilingOptions};
 pub use check::{Verification, VerifyMethod};
 pub use report::{
-    prepare_report_dir, write_reports, Baselines, CeilingsInfo, Record, Report, ReportFiles,
-    Settings, Status, Timing, SCHEMA_VERSION,
+    prepare_report_dir, write_comparison, write_reports, write_views, Baselines, CeilingsInfo,
+    Comparison, Record, Report, ReportFiles, Settings, Status, Timing, SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 pub use runner::{

@@ -355,11 +355,13 @@ fn cpu_end_to_end_writes_every_report() {
     );
     assert!(md.contains("![ladder](ladder.svg)"));
     let html = std::fs::read_to_string(&files.html).unwrap();
-    assert!(html.contains("<svg") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains("<canvas") && html.trim_end().ends_with("</html>"));
     assert_eq!(
-        html.matches("<table>").count(),
+        html.matches("<table").count(),
         html.matches("</table>").count()
     );
+    let tbody = &html[html.find("<tbody>").unwrap()..html.find("</tbody>").unwrap()];
+    assert_eq!(tbody.matches("<tr ").count(), report.records.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -403,7 +405,7 @@ fn assert_under_roofs_and_drawn_cleanly(report: &Report, what: &str) {
     canvas
         .check_layout(w, h)
         .unwrap_or_else(|e| panic!("{what}: roofline: {e}"));
-    let (canvas, w, h) = report.draw_ladder();
+    let (canvas, w, h) = crate::report::ladder_layout(&report.ladder_svg());
     canvas
         .check_layout(w, h)
         .unwrap_or_else(|e| panic!("{what}: ladder: {e}"));

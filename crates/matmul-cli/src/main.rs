@@ -6,6 +6,7 @@ mod judge_cmd;
 mod list_cmd;
 mod multi_cmd;
 mod puzzle_cmd;
+mod report_cmd;
 mod run_cmd;
 mod tune_cmd;
 
@@ -50,6 +51,9 @@ enum Command {
     /// Time every kernel against cuBLAS and the measured ceilings; write JSON, CSV, SVG, Markdown, HTML.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Bench(bench_cmd::BenchArgs),
+    /// Render the report files again from a saved results.json; --compare sets two runs side by side.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
+    Report(report_cmd::ReportArgs),
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Command::List(args) => list_cmd::list(args),
         Command::Devices => list_cmd::devices(),
         Command::Bench(args) => bench_cmd::bench(args),
+        Command::Report(args) => report_cmd::report(args),
         Command::Tune(args) => tune_cmd::tune(args),
         Command::Multi(args) => multi_cmd::multi(args),
     };

@@ -1,14 +1,13 @@
 //! The ladder view: for each dtype, the kernels in the registry's ladder order (the order of
 //! `matmul list`, from the seeds to the tensor cores), their rate and their ratio to cuBLAS; as
-//! tables (report.md, report.html) and as a small bar chart (ladder.svg).
+//! tables (report.md, report.html); `ladder_plot` draws them as ladder.svg.
 
 use std::fmt::Write as _;
 
 use matmul::{DType, Problem};
 
 use crate::fmt;
-use crate::roofline::canvas::{text_box, text_width, wrap, Anchor, Canvas, Rect};
-use crate::roofline::{dtype_color, short_shape};
+use crate::roofline::short_shape;
 
 use super::{Record, Report, Status};
 
@@ -208,193 +207,6 @@ impl Report {
              draws each dtype at the shape the most kernels ran."
         )
     }
-
-    /// ladder.svg: one panel per dtype, its kernels in ladder order as bars of their rate on a
-    /// log scale, cuBLAS's rate as a dashed line, each bar ending in its rate and ratio.
-    pub fn ladder_svg(&self) -> String {
-        let (canvas, w, h) = self.draw_ladder();
-        canvas.finish(w, h)
-    }
-
-    /// The drawing behind [`Report::ladder_svg`], with its canvas and size.
-    pub(crate) fn draw_ladder(&self) -> (Canvas, f64, f64) {
-        let ladders = self.ladders();
-        let vendor = self.vendor_header().trim_start_matches("vs ").to_string();
-        let value_text = |r: &Rung, unit: &str| {
-            let mut t = fmt::rate(r.rate_gops, unit);
-            if let Some(v) = r.vs_vendor.filter(|_| !r.vendor) {
-                let _ = write!(t, " · {}% of {vendor}", fmt::sig(v * 100.0, 3));
-            }
-            t
-        };
-        let (row_h, axis_w) = (20.0, 360.0);
-        let label_w = ladders
-            .iter()
-            .flat_map(|l| l.rungs.iter())
-            .map(|r| text_width(&r.label, 11.0, false))
-            .fold(60.0, f64::max);
-        let x0 = (16.0 + label_w + 10.0).ceil();
-        let x1 = x0 + axis_w;
-
-        // Each panel's log axis: whole decades around its rates.
-        let axes: Vec<(f64, f64)> = ladders
-            .iter()
-            .map(|l| {
-                let (lo, hi) = l.rungs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
-                    (lo.min(r.rate_gops), hi.max(r.rate_gops))
-                });
-                let l0 = lo.max(1e-9).log10().floor();
-                let l1 = hi.max(1e-9).log10().ceil().max(l0 + 1.0);
-                (l0, l1)
-            })
-            .collect();
-        let sx =
-            |v: f64, (l0, l1): (f64, f64)| x0 + (v.max(1e-9).log10() - l0) / (l1 - l0) * axis_w;
-        let right = ladders
-            .iter()
-            .zip(&axes)
-            .flat_map(|(l, &ax)| {
-                let unit = l.dtype.rate_unit();
-                l.rungs.iter().map(move |r| {
-                    sx(r.rate_gops, ax) + 6.0 + text_width(&value_text(r, unit), 10.0, false)
-                })
-            })
-            .fold(x1 + 20.0, f64::max);
-        let width = (right + 16.0).max(480.0).ceil();
-
-        let mut c = Canvas::default();
-        let device = self.system.device.split(" (").next().unwrap_or("");
-        let date = self.system.date.get(..10).unwrap_or(&self.system.date);
-        let mut y = 28.0;
-        for line in wrap(
-            &format!("Ladder: {device}, {date}"),
-            width - 32.0,
-            17.0,
-            true,
-        ) {
-            c.text(16.0, y, 17.0, true, Anchor::Start, "", &line);
-            y += 21.0;
-        }
-        y -= 2.0;
-        let subtitle = format!(
-            "Each dtype's kernels in the registry's ladder order at the shape the most of them \
-             ran; bars: the rate from the median time, on a log scale; dashed line: {vendor}."
-        );
-        for line in wrap(&subtitle, width - 32.0, 11.0, false) {
-            c.text(
-                16.0,
-                y,
-                11.0,
-                false,
-                Anchor::Start,
-                r##"fill="#444""##,
-                &line,
-            );
-            y += 14.0;
-        }
-        if ladders.is_empty() {
-            y += 8.0;
-            c.text(
-                16.0,
-                y,
-                11.0,
-                false,
-                Anchor::Start,
-                r##"fill="#666""##,
-                "no timed results",
-            );
-            y += 14.0;
-        }
-        for (l, &ax) in ladders.iter().zip(&axes) {
-            let unit = l.dtype.rate_unit();
-            y += 16.0;
-            let mut heading = format!("{} at {}", l.dtype, short_shape(&l.shape));
-            if let Some(v) = l.vendor_gops {
-                let _ = write!(heading, " (dashed: {vendor}, {})", fmt::rate(v, unit));
-            }
-            for line in wrap(&heading, width - 32.0, 12.0, true) {
-                c.text(16.0, y, 12.0, true, Anchor::Start, "", &line);
-                y += 15.0;
-            }
-            y += 4.0;
-            let top = y;
-            let color = dtype_color(l.dtype);
-            // The grid and cuBLAS's line first, under the values.
-            let bottom = top + row_h * l.rungs.len() as f64;
-            for d in (ax.0 as i32)..=(ax.1 as i32) {
-                let x = sx(10f64.powi(d), ax);
-                let _ = writeln!(
-                    c.body,
-                    r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#ddd"/>"##
-                );
-            }
-            if let Some(v) = l.vendor_gops {
-                let x = sx(v, ax);
-                let _ = writeln!(
-                    c.body,
-                    r##"<line class="vendor" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#222" stroke-width="1.2" stroke-dasharray="4 3"/>"##,
-                    top - 2.0
-                );
-            }
-            for r in &l.rungs {
-                let mid = y + row_h / 2.0;
-                c.text(x0 - 10.0, mid + 4.0, 11.0, false, Anchor::End, "", &r.label);
-                let end = sx(r.rate_gops, ax).max(x0 + 1.0);
-                let fill = if r.vendor { "#999999" } else { color };
-                let _ = writeln!(
-                    c.body,
-                    r#"<rect class="rung" x="{x0:.1}" y="{:.1}" width="{:.1}" height="12" fill="{fill}"><title>{}</title></rect>"#,
-                    mid - 6.0,
-                    end - x0,
-                    crate::fmt::xml_escape(&format!("{}: {}", r.label, value_text(r, unit)))
-                );
-                c.markers.push(Rect {
-                    x0,
-                    y0: mid - 6.0,
-                    x1: end,
-                    y1: mid + 6.0,
-                });
-                // On a white ground, legible where the grid or the dashed line runs behind it.
-                let value = value_text(r, unit);
-                let b = text_box(end + 6.0, mid + 3.5, 10.0, false, Anchor::Start, &value);
-                let _ = writeln!(
-                    c.body,
-                    r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="white"/>"#,
-                    b.x0 - 1.0,
-                    b.y0,
-                    b.x1 - b.x0 + 2.0,
-                    b.y1 - b.y0
-                );
-                c.text(end + 6.0, mid + 3.5, 10.0, false, Anchor::Start, "", &value);
-                y += row_h;
-            }
-            // The axis: a line, decade ticks and their labels.
-            let _ = writeln!(
-                c.body,
-                r##"<line x1="{x0:.1}" y1="{top:.1}" x2="{x0:.1}" y2="{y:.1}" stroke="#333"/>"##
-            );
-            let _ = writeln!(
-                c.body,
-                r##"<line x1="{x0:.1}" y1="{y:.1}" x2="{x1:.1}" y2="{y:.1}" stroke="#333"/>"##
-            );
-            let (l0, l1) = ax;
-            for d in (l0 as i32)..=(l1 as i32) {
-                let v = 10f64.powi(d);
-                let x = sx(v, ax);
-                let _ = writeln!(
-                    c.body,
-                    r##"<line x1="{x:.1}" y1="{y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/>"##,
-                    y + 5.0
-                );
-                let (scale, prefix) = fmt::si_prefix(v * 1e9);
-                let tick = format!("{}{prefix}", (v * 1e9 / scale).round());
-                c.text(x, y + 17.0, 10.0, false, Anchor::Middle, "", &tick);
-            }
-            y += 24.0;
-        }
-        let height = (y + 8.0).ceil();
-        (c, width, height)
-    }
 }
 
 #[cfg(test)]
@@ -417,11 +229,13 @@ mod tests {
         assert!(f32.shape.starts_with("4096"), "the largest shape on ties");
         assert!(f32.rungs.last().unwrap().vendor);
         assert_eq!(f32.vendor_gops, Some(f32.rungs.last().unwrap().rate_gops));
-        let (canvas, w, h) = report.draw_ladder();
-        canvas.check_layout(w, h).unwrap();
         let svg = report.ladder_svg();
         check_xml(&svg).unwrap();
-        assert_eq!(svg.matches(r#"class="rung""#).count(), 24);
+        let (canvas, w, h) = super::super::ladder_plot::layout_of(&svg);
+        canvas.check_layout(w, h).unwrap();
+        // A bar per rung: 4 dtypes × 6 kernels.
+        assert_eq!(canvas.markers.len(), 24);
+        assert!(canvas.texts.len() > 24 * 2, "a label and a value per bar");
         let tables = report.ladder_tables();
         assert_eq!(tables.len(), 4);
         let (heading, header, rows) = &tables[0];

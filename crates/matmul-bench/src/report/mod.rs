@@ -1,9 +1,9 @@
 //! The report model: one [`Record`] per kernel × dtype × shape, the machine, the settings and
 //! the ceilings, with the ratios and roofline bounds computed from them, and its JSON form
 //! (schema: docs/results-schema.md). The renderers live beside it: `csv` (results.csv),
-//! `markdown` (the text table for stdout and report.md), `html` (report.html), with the rows they
+//! `markdown` (the text table for stdout and report.md), `html` (report.html, its charts' data from `page`), with the rows they
 //! share in `rows`; `ladder` (each dtype's kernels in ladder order: tables and ladder.svg);
-//! `write` holds [`write_reports`], which writes every file.
+//! `write` holds [`write_reports`], which writes every file; `compare` sets two runs side by side.
 
 use std::io;
 
@@ -17,18 +17,25 @@ use crate::roofline::{Bytes, Placement, PlotPoint, RoofBound, Roofs};
 use crate::stats::Stats;
 use crate::system::SystemInfo;
 
+mod compare;
 mod csv;
 mod html;
 mod ladder;
+mod ladder_plot;
 mod markdown;
+mod page;
 mod rows;
 mod summary;
 mod write;
 
+pub use compare::{CaseComparison, CompareRow, Comparison};
 pub use csv::csv_field;
+pub use html::{script_json, CHART_JS, CHART_JS_VERSION};
 pub use ladder::{Ladder, Rung};
+#[cfg(test)]
+pub(crate) use ladder_plot::layout_of as ladder_layout;
 pub use summary::{ratio_text, Aggregate, Summary, SummaryRow};
-pub use write::{prepare_report_dir, write_reports, ReportFiles};
+pub use write::{prepare_report_dir, write_comparison, write_reports, write_views, ReportFiles};
 
 /// Bumped whenever a field of results.json changes meaning or disappears. 2: `roof` places every
 /// record by its compulsory traffic (or measured DRAM bytes), no longer by its kernel's traffic

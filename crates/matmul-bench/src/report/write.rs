@@ -75,8 +75,15 @@ pub fn prepare_report_dir(dir: &Path) -> io::Result<()> {
 /// half a file.
 pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     std::fs::create_dir_all(dir)?;
+    write_atomically(&ReportFiles::in_dir(dir).json, report.to_json()?.as_bytes())?;
+    write_views(report, dir)
+}
+
+/// Writes every file of [`write_reports`] but results.json: what `matmul report` re-renders
+/// beside the results.json it reads.
+pub fn write_views(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
+    std::fs::create_dir_all(dir)?;
     let files = ReportFiles::in_dir(dir);
-    write_atomically(&files.json, report.to_json()?.as_bytes())?;
     write_atomically(&files.csv, report.to_csv().as_bytes())?;
     write_atomically(&files.svg, report.roofline_svg().as_bytes())?;
     write_atomically(&files.ladder, report.ladder_svg().as_bytes())?;
@@ -86,6 +93,19 @@ pub fn write_reports(report: &Report, dir: &Path) -> io::Result<ReportFiles> {
     )?;
     write_atomically(&files.html, report.to_html().as_bytes())?;
     Ok(files)
+}
+
+/// Writes compare.md and compare.html of `comparison` into `dir` (created if missing); returns
+/// their paths.
+pub fn write_comparison(
+    comparison: &super::Comparison,
+    dir: &Path,
+) -> io::Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let (md, html) = (dir.join("compare.md"), dir.join("compare.html"));
+    write_atomically(&md, comparison.to_markdown().as_bytes())?;
+    write_atomically(&html, comparison.to_html().as_bytes())?;
+    Ok((md, html))
 }
 
 /// `bytes` into `path` through a temporary file beside it and a rename.

@@ -17,4 +17,4 @@ pub use model::{Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs}
 #[cfg(test)]
 pub(crate) use svg::draw;
 pub use svg::render_svg;
-pub(crate) use svg::{dtype_color, short_shape};
+pub(crate) use svg::{dtype_color, roof_color, short_shape};

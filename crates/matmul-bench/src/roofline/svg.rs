@@ -29,7 +29,7 @@ const ROOF_COLORS: &[(&str, &str)] = &[
     ("f16", "#8c564b"),
 ];
 
-fn roof_color(name: &str) -> &'static str {
+pub(crate) fn roof_color(name: &str) -> &'static str {
     ROOF_COLORS
         .iter()
         .find(|(n, _)| *n == name)
