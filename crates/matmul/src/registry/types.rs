@@ -353,6 +353,14 @@ impl KernelSpec {
         !self.constraints.contains(&Constraint::Sm90a) || arch == "sm_90a"
     }
 
+    /// Whether this kernel computes u32 on the int8 tensor cores by the byte split
+    /// (`Geometry::ByteSplit`): 10 u8 products per u32 multiply-add, so its compute roof is the
+    /// int8 peak ÷ 10, not the int32 (IMAD) peak.
+    pub fn is_byte_split(&self) -> bool {
+        self.cuda_source()
+            .is_some_and(|c| matches!(c.geometry, Geometry::ByteSplit { .. }))
+    }
+
     /// The tile of a tensor-core kernel (None for other kernels).
     pub fn tc_tile(&self) -> Option<TcTile> {
         match self.cuda_source()?.geometry {
