@@ -246,7 +246,10 @@ mod tests {
         assert_eq!(sorted, all);
         assert!(pairs.windows(2).all(|w| w[0].0 + w[0].1 >= w[1].0 + w[1].1));
         for p in 0..9u32 {
-            let (s, next) = (pairs[p as usize].0 + pairs[p as usize].1, pairs[p as usize + 1]);
+            let (s, next) = (
+                pairs[p as usize].0 + pairs[p as usize].1,
+                pairs[p as usize + 1],
+            );
             assert_eq!((SHIFT_AFTER >> p) & 1 == 1, next.0 + next.1 < s, "pair {p}");
         }
         let horner = |a: &[u32], b: &[u32], m: usize, n: usize, k: usize| {
@@ -257,8 +260,7 @@ mod tests {
                     let mut acc = 0i32;
                     for (p, &(i, j)) in pairs.iter().enumerate() {
                         for l in 0..k {
-                            acc = acc
-                                .wrapping_add(byte(a[r * k + l], i) * byte(b[l * n + col], j));
+                            acc = acc.wrapping_add(byte(a[r * k + l], i) * byte(b[l * n + col], j));
                         }
                         if (SHIFT_AFTER >> p) & 1 == 1 {
                             acc = ((acc as u32) << 8) as i32;
