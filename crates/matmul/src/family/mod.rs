@@ -225,6 +225,26 @@ pub(crate) mod tests {
         k.family().unwrap().launch_dims(k, p, opts, &h100())
     }
 
+    /// wgmma-u8x4-tma: a persistent grid of min(128×256 tiles, SMs) blocks of 384, 4 stages of
+    /// (128 + 256)·128 bytes + 1 KB; its rows of planes (4·max(M, N)) must fit an int.
+    #[test]
+    fn u8x4_tma_is_persistent() {
+        let none = RunOptions::default();
+        let u32p = |m, n, k| Problem::new(m, n, k, DType::U32);
+        let d = |m, n| dims("wgmma-u8x4-tma", &u32p(m, n, 64), &none).unwrap();
+        assert_eq!(d(4096, 4096), ((132, 1, 1), (384, 1, 1))); // 512 tiles
+        assert_eq!(d(1024, 1024), ((32, 1, 1), (384, 1, 1)));
+        assert_eq!(d(1, 1), ((1, 1, 1), (384, 1, 1)));
+        assert_eq!(d(129, 257), ((4, 1, 1), (384, 1, 1)));
+        let k = find("wgmma-u8x4-tma").unwrap();
+        assert_eq!(
+            k.tile_shared_bytes(DType::U32, &none).map(|(_, b)| b),
+            Some(4 * (128 + 256) * 128 + 1024)
+        );
+        let e = dims("wgmma-u8x4-tma", &u32p(1 << 29, 1, 1), &none).unwrap_err();
+        assert!(e.contains("must fit an int"), "{e}");
+    }
+
     /// Grids and blocks worked out by hand from each family's rule.
     #[test]
     fn launch_dims_follow_each_familys_rule() {
