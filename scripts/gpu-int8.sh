@@ -3,7 +3,8 @@
 # made by scripts/gpu-bundle.sh (dist/gpu/), in about 3–4 minutes of an H100. Steps, each logged
 # to $OUT/int8/<step>.log:
 #   1. test-gpu: the u8x4 sweeps (every awkward shape × op(A)/op(B), u32 bit for bit, C
-#      poisoned), K = 70,000 (the s32 wrap: all-0xFFFFFFFF and random inputs) and the 104 public
+#      poisoned), K = 70,000 (the s32 wrap: all-0xFFFFFFFF and random inputs), 17921×257 (more
+#      tiles than SMs: the persistent wgmma-u8x4-tma walks several per block) and the 104 public
 #      judge vectors;
 #   2. compute-sanitizer memcheck over the same tests on small shapes (MATMUL_TEST_SMALL=1), and
 #      racecheck over the sweeps on the tiny set (the kernels compile at first use: NVRTC on the host);
@@ -26,19 +27,20 @@ trap 'rm -rf "$cache"' EXIT
 export MATMUL_CACHE_DIR=$cache
 source "$here/gpu-steps.sh"
 
-# The u8x4 kernels of this build (`matmul list` rows whose name ends in -u8x4).
-kernels=${INT8_KERNELS:-$("$bin" list 2>/dev/null | awk '$1 ~ /-u8x4$/ {print $1}' | paste -sd, -)}
+# The u8x4 kernels of this build (`matmul list` rows whose name ends in -u8x4 or -u8x4-tma).
+kernels=${INT8_KERNELS:-$("$bin" list 2>/dev/null | awk '$1 ~ /-u8x4(-tma)?$/ {print $1}' | paste -sd, -)}
 [[ -n $kernels ]] || kernels=mma-u8x4
 echo "u8x4 kernels: $kernels"
 
-tests=(u8x4 sweep_mma_u8x4 sweep_wgmma_u8x4 every_cuda_kernel_has_a_sweep)
+# (libtest filters are substrings: `u8x4` takes every u8x4 test, the wgmma-u8x4-tma sweep included.)
+tests=(u8x4 every_cuda_kernel_has_a_sweep)
 step test-gpu-u8x4 300 "$here/bin/test-gpu" --include-ignored --nocapture "${tests[@]}"
 grep -h "^RESULT\|^test .*\(ok\|FAILED\)$" "$out/test-gpu-u8x4.log"
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1)
 if [[ -n $sanitizer ]]; then
     MATMUL_TEST_SMALL=1 step sanitizer-memcheck-u8x4 300 "$sanitizer" --tool memcheck --error-exitcode 99 \
-        "$here/bin/test-gpu" --include-ignored --test-threads 4 sweep_mma_u8x4 sweep_wgmma_u8x4 u8x4_wraps
+        "$here/bin/test-gpu" --include-ignored --test-threads 4 sweep_mma_u8x4 sweep_wgmma_u8x4 u8x4_wraps u8x4_many
     grep -h "ERROR SUMMARY" "$out/sanitizer-memcheck-u8x4.log" | sort | uniq -c
     MATMUL_TEST_SMALL=tiny step sanitizer-racecheck-u8x4 300 "$sanitizer" --tool racecheck --error-exitcode 99 \
         "$here/bin/test-gpu" --include-ignored --test-threads 4 sweep_mma_u8x4 sweep_wgmma_u8x4

@@ -23,7 +23,7 @@ pub struct Ceilings {
     pub fp32_gflops: Option<f64>,
     /// INT32 multiply-add peak, GOP/s.
     pub int32_gops: Option<f64>,
-    /// Tensor-core peaks by dtype name ("tf32", "bf16", "f16"), dense, GFLOP/s.
+    /// Tensor-core peaks by dtype name ("tf32", "bf16", "f16"; "int8" in GOP/s), dense, GFLOP/s.
     pub tensor: Vec<(String, f64)>,
     /// Where the numbers come from: "datasheet: ..." or "measured: ...".
     pub source: String,
@@ -53,7 +53,8 @@ impl Ceilings {
             .map(|(_, v)| *v)
     }
 
-    /// Every roof with a value, as (name, value): "memory" in GB/s, the rest in GFLOP/s (GOP/s).
+    /// Every roof with a value, as (name, value): "memory" in GB/s, the rest in GFLOP/s (GOP/s);
+    /// with an int8 tensor peak also [`BYTE_SPLIT_ROOF`], that peak ÷ 10.
     pub fn roofs(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         if let Some(v) = self.memory_bandwidth_gbs {
@@ -66,6 +67,9 @@ impl Ceilings {
             out.push(("int32".to_string(), v));
         }
         out.extend(self.tensor.iter().cloned());
+        if let Some(v) = self.tensor_peak("int8") {
+            out.push((BYTE_SPLIT_ROOF.to_string(), v / BYTE_SPLIT_PRODUCTS));
+        }
         out
     }
 }
@@ -86,14 +90,28 @@ pub struct DatasheetRow {
     pub fp32_gflops: f64,
     /// INT32 (IMAD) peak, GOP/s, where the datasheet gives one.
     pub int32_gops: Option<f64>,
-    /// Dense tensor-core peaks by roof name (tf32, bf16, f16), GFLOP/s.
+    /// Dense tensor-core peaks by roof name (tf32, bf16, f16; int8 in GOP/s), GFLOP/s.
     pub tensor: &'static [(&'static str, f64)],
 }
 
-const HOPPER_TENSOR: &[(&str, f64)] =
-    &[("tf32", 494_700.0), ("bf16", 989_400.0), ("f16", 989_400.0)];
-const AMPERE_TENSOR: &[(&str, f64)] =
-    &[("tf32", 156_000.0), ("bf16", 312_000.0), ("f16", 312_000.0)];
+const HOPPER_TENSOR: &[(&str, f64)] = &[
+    ("tf32", 494_700.0),
+    ("bf16", 989_400.0),
+    ("f16", 989_400.0),
+    ("int8", 1_978_900.0),
+];
+const AMPERE_TENSOR: &[(&str, f64)] = &[
+    ("tf32", 156_000.0),
+    ("bf16", 312_000.0),
+    ("f16", 312_000.0),
+    ("int8", 624_000.0),
+];
+
+/// The roof of u32 by the byte split (`KernelSpec::is_byte_split`): the int8 tensor peak ÷ 10,
+/// one u32 multiply-add being 10 u8·u8 products (the byte pairs i + j ≤ 3).
+pub const BYTE_SPLIT_ROOF: &str = "int8/10";
+/// The u8 products per u32 multiply-add of the byte split.
+pub const BYTE_SPLIT_PRODUCTS: f64 = 10.0;
 
 /// NVIDIA datasheet figures (dense, no sparsity), most specific rows first.
 pub static DATASHEET: &[DatasheetRow] = &[

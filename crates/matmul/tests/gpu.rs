@@ -348,14 +348,77 @@ kernel_tests! {
     sweep_wgmma_tf32_cluster => "wgmma-tf32-cluster",
     sweep_mma_u8x4 => "mma-u8x4",
     sweep_wgmma_u8x4 => "wgmma-u8x4",
+    sweep_wgmma_u8x4_tma => "wgmma-u8x4-tma",
     sweep_cublas => "cublas",
 }
 
-/// The byte-split kernels (family u8x4: exact u32 on the int8 tensor cores).
+/// The byte-split kernels (families u8x4 and u8x4-tma: exact u32 on the int8 tensor cores).
 fn u8x4_kernels() -> impl Iterator<Item = &'static KernelSpec> {
-    KERNELS
-        .iter()
-        .filter(|k| k.family().is_some_and(|f| f.name() == "u8x4"))
+    KERNELS.iter().filter(|k| k.is_byte_split())
+}
+
+/// The byte-split kernels on problems of more tiles than an H100 has SMs (17921×257: 141 × 2
+/// tiles of 128×256, 282 of 128×128), so that a persistent block walks several tiles and its
+/// producer runs into the next tile while its consumers store the last; edges on both sides,
+/// N·N and T·T, C poisoned, bit for bit against the CPU reference.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn u8x4_many_tiles_per_block() {
+    let Some(backend) = gpu() else { return };
+    let (m, n, k) = if small_only() {
+        (17_921, 257, 33)
+    } else {
+        (17_921, 257, 130)
+    };
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for kernel in u8x4_kernels() {
+        for (op_a, op_b) in [(Op::N, Op::N), (Op::T, Op::T)] {
+            let problem = Problem::new(m, n, k, DType::U32).with_ops(op_a, op_b);
+            if backend
+                .check(kernel, &problem, RunOptions::default())
+                .is_err()
+            {
+                assert!(
+                    kernel.constraints.contains(&Constraint::Sm90a),
+                    "{}",
+                    kernel.name
+                );
+                continue;
+            }
+            let (ar, ac) = problem.a_stored();
+            let (br, bc) = problem.b_stored();
+            let a = AnyMatrix::generate(DType::U32, ar, ac, Init::Random { seed: 11 }).unwrap();
+            let b = AnyMatrix::generate(DType::U32, br, bc, Init::Random { seed: 12 }).unwrap();
+            let want = reference::matmul(&problem, &a, &b).unwrap();
+            ran += 1;
+            match backend.run(kernel, &problem, &a, &b, RunOptions::default()) {
+                Ok(got) if got == want => {}
+                Ok(got) => {
+                    let (g, w) = (got.as_u32().unwrap(), want.as_u32().unwrap());
+                    let bad = g.data.iter().zip(&w.data).filter(|(x, y)| x != y).count();
+                    let first = g.data.iter().zip(&w.data).position(|(x, y)| x != y);
+                    failures.push(format!(
+                        "{} {problem}: {bad} of {} elements differ (first at {first:?})",
+                        kernel.name,
+                        w.data.len()
+                    ));
+                }
+                Err(e) => failures.push(format!("{} {problem}: {e}", kernel.name)),
+            }
+        }
+    }
+    println!("RESULT u8x4-many-tiles {ran} runs");
+    assert!(ran > 0, "no byte-split kernel ran");
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The byte-split kernels at K = 70,000, past the 66,051 where a sum of u8·u8 products first

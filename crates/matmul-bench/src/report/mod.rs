@@ -385,7 +385,7 @@ impl Report {
             r.roof = if r.status == Status::Skipped {
                 None
             } else {
-                roofs.bound(r.dtype, r.placement(cache_bytes), r.rate_gops)
+                roofs.bound_for_kernel(&r.kernel, r.dtype, r.placement(cache_bytes), r.rate_gops)
             };
         }
     }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use matmul::DType;
 
-use crate::ceilings::Ceilings;
+use crate::ceilings::{Ceilings, BYTE_SPLIT_ROOF};
 
 /// Where a roof's value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +195,22 @@ impl Roofs {
         by(own).or_else(|| if dtype.is_integer() { None } else { by("fp32") })
     }
 
+    /// The compute roof for `kernel` (a registry name) on `dtype`: the byte-split roof (int8 ÷ 10,
+    /// [`BYTE_SPLIT_ROOF`]) for u32 on the int8 tensor cores where the ceilings have an int8 peak,
+    /// else [`Roofs::compute_for`].
+    pub fn compute_for_kernel(&self, kernel: &str, dtype: DType) -> Option<&Roof> {
+        let byte_split =
+            dtype == DType::U32 && matmul::registry::find(kernel).is_ok_and(|k| k.is_byte_split());
+        byte_split
+            .then(|| {
+                self.compute
+                    .iter()
+                    .find(|r| r.name.eq_ignore_ascii_case(BYTE_SPLIT_ROOF))
+            })
+            .flatten()
+            .or_else(|| self.compute_for(dtype))
+    }
+
     /// The bound for `dtype` at `at` (the memory roof left out when the operands may have been
     /// in a cache), and the percentage `achieved_gops` reaches.
     pub fn bound(
@@ -203,7 +219,27 @@ impl Roofs {
         at: Placement,
         achieved_gops: Option<f64>,
     ) -> Option<RoofBound> {
-        let compute = self.compute_for(dtype);
+        self.bound_with(self.compute_for(dtype), at, achieved_gops)
+    }
+
+    /// [`Roofs::bound`] for the result of `kernel` (a registry name), under its own compute roof
+    /// ([`Roofs::compute_for_kernel`]).
+    pub fn bound_for_kernel(
+        &self,
+        kernel: &str,
+        dtype: DType,
+        at: Placement,
+        achieved_gops: Option<f64>,
+    ) -> Option<RoofBound> {
+        self.bound_with(self.compute_for_kernel(kernel, dtype), at, achieved_gops)
+    }
+
+    fn bound_with(
+        &self,
+        compute: Option<&Roof>,
+        at: Placement,
+        achieved_gops: Option<f64>,
+    ) -> Option<RoofBound> {
         let memory = self
             .memory
             .as_ref()
@@ -336,6 +372,45 @@ mod tests {
         assert_eq!(
             Roofs::effective(None, None).bound(DType::F32, Placement::compulsory(1.0), None),
             None
+        );
+    }
+
+    /// A byte-split u32 kernel (wgmma-u8x4, mma-u8x4) sits under the int8 tensor peak ÷ 10, not
+    /// under the int32 (IMAD) roof it runs twice as fast as; the IMAD kernels stay under int32,
+    /// and without an int8 peak (the CPU) the byte-split kernels fall back to int32.
+    #[test]
+    fn byte_split_kernels_have_their_own_roof() {
+        let ds = datasheet("NVIDIA H100 80GB HBM3").unwrap();
+        let roofs = Roofs::effective(None, Some(&ds));
+        let at = Placement::compulsory(1e4);
+        for kernel in ["wgmma-u8x4", "mma-u8x4"] {
+            let b = roofs
+                .bound_for_kernel(kernel, DType::U32, at, Some(68_900.0))
+                .unwrap();
+            assert_eq!(b.compute_roof.as_deref(), Some(BYTE_SPLIT_ROOF), "{kernel}");
+            assert_eq!(b.roof, BYTE_SPLIT_ROOF);
+            assert!((b.bound_gops - 197_890.0).abs() < 1e-6, "{}", b.bound_gops);
+            assert!(!b.above_roof(), "{kernel}: {:?}", b.percent);
+        }
+        // The same rate under int32 is "above the roof" (the report's old flag).
+        let imad = roofs
+            .bound_for_kernel("multistage-raster", DType::U32, at, Some(68_900.0))
+            .unwrap();
+        assert_eq!(imad.compute_roof.as_deref(), Some("int32"));
+        assert!(imad.above_roof());
+        // The byte-split roof only for u32.
+        assert_eq!(
+            roofs
+                .compute_for_kernel("wgmma-u8x4", DType::F32)
+                .map(|r| r.name.as_str()),
+            Some("fp32")
+        );
+        let cpu_roofs = Roofs::effective(Some(&cpu()), None);
+        assert_eq!(
+            cpu_roofs
+                .compute_for_kernel("wgmma-u8x4", DType::U32)
+                .map(|r| r.name.as_str()),
+            Some("int32")
         );
     }
 }

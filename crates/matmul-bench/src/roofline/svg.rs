@@ -27,6 +27,8 @@ const ROOF_COLORS: &[(&str, &str)] = &[
     ("tf32", "#2ca02c"),
     ("bf16", "#ff7f0e"),
     ("f16", "#8c564b"),
+    ("int8", "#e377c2"),
+    ("int8/10", "#e377c2"),
 ];
 
 pub(crate) fn roof_color(name: &str) -> &'static str {
@@ -241,7 +243,7 @@ pub(crate) fn draw(
         drawn.extend(roofs.compute.iter());
     } else {
         for p in points {
-            if let Some(r) = roofs.compute_for(p.dtype) {
+            if let Some(r) = roofs.compute_for_kernel(&p.kernel, p.dtype) {
                 if !drawn.iter().any(|d| d.name == r.name) {
                     drawn.push(r);
                 }

@@ -85,6 +85,9 @@ pub(super) struct BytePlanes {
     workspace: CudaSlice<u8>,
     split: CudaFunction,
     kp: usize,
+    /// A byte-split TMA kernel's tensor maps over the planes (A's, B^T's), encoded once here:
+    /// the workspace lives as long as the launcher.
+    maps: Option<[tma::TensorMap; 2]>,
 }
 
 /// Threads per block of `u8x4_split`, and the rows and k of its tile.
@@ -244,7 +247,11 @@ impl CudaBackend {
                     None => None,
                 };
                 let planes = if extra.byte_planes {
-                    Some(Box::new(self.byte_planes(kernel, problem, &loaded)?))
+                    let boxes = kernel
+                        .tc_tile()
+                        .filter(|_| extra.plane_maps)
+                        .map(|t| (t.bm, t.bn));
+                    Some(Box::new(self.byte_planes(kernel, problem, &loaded, boxes)?))
                 } else {
                     None
                 };
@@ -455,6 +462,7 @@ impl CudaBackend {
                     Some(s) => (Some((s.splits as i32, slabs.map_or(0, |(w, _, _)| w))), c),
                     None => (None, c),
                 };
+                let plane_maps = planes.as_deref().and_then(|p| p.maps);
                 let planes = match planes.as_deref() {
                     Some(p) => Some(self.launch_split(p, problem, (a, b), ops.strides)?),
                     None => None,
@@ -466,7 +474,7 @@ impl CudaBackend {
                     &args,
                     whole_tiles,
                     pieces,
-                    planes,
+                    planes.map(|(w, kp)| (w, kp, plane_maps)),
                     ops,
                 )?;
                 if let Some((partial, reduce, splits)) = slabs {
@@ -504,7 +512,7 @@ impl CudaBackend {
         args: &[i32; 7],
         whole_tiles: Option<i32>,
         pieces: Option<(i32, u64)>,
-        planes: Option<(u64, i32)>,
+        planes: Option<(u64, i32, Option<[tma::TensorMap; 2]>)>,
         ops: &Operands,
     ) -> Result<()> {
         let (a, b, c) = ptrs;
@@ -522,13 +530,17 @@ impl CudaBackend {
         if let Some((splits, partial)) = &pieces {
             builder.arg(splits).arg(partial);
         }
-        if let Some((workspace, kp)) = &planes {
+        if let Some((workspace, kp, maps)) = &planes {
             builder.arg(workspace).arg(kp);
+            if let Some([map_a, map_b]) = maps {
+                builder.arg(map_a).arg(map_b);
+            }
         }
         // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
         // for a split-tail kernel the tiles it computes, for a TMA kernel three tensor maps,
         // for a split-K kernel its pieces and a workspace of that many M×N f32 slabs, for a
-        // byte-split kernel its planes (4·KP·(M + N) bytes) and KP); the
+        // byte-split kernel its planes (4·KP·(M + N) bytes) and KP, and for its TMA build two
+        // tensor maps over them); the
         // buffers are sized for `problem`, which the kernels index within (TMA bounds its own
         // reads).
         unsafe { builder.launch(*config) }
@@ -643,11 +655,13 @@ impl CudaBackend {
 
     /// The byte planes of a byte-split kernel for `problem`: the workspace (4 planes of A, m×KP,
     /// then 4 of B^T, n×KP, KP = K rounded up to 128) and the pre-pass from `loaded`'s module.
+    /// With `map_boxes` (BM, BN), also the tensor maps over the planes ([`tma::plane_maps`]).
     fn byte_planes(
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
         loaded: &Loaded,
+        map_boxes: Option<(u32, u32)>,
     ) -> Result<BytePlanes> {
         let kp = u8x4::padded_k(problem.k);
         if i32::try_from(kp).is_err() {
@@ -667,10 +681,21 @@ impl CudaBackend {
             .module
             .load_function("u8x4_split")
             .ctx(|| format!("finding `u8x4_split` for {}", kernel.name))?;
+        let maps = match map_boxes {
+            // K = 0 (KP = 0) has no planes to read: the kernel runs no k-block and stores zeros,
+            // and its maps (which cuTensorMapEncodeTiled refuses for an empty extent) stay unused.
+            Some(boxes) if kp > 0 && problem.m > 0 && problem.n > 0 => {
+                let base = workspace.device_ptr(&self.stream).0;
+                Some(tma::plane_maps(base, (problem.m, problem.n, kp), boxes)?)
+            }
+            Some(_) => Some([tma::unused_map(), tma::unused_map()]),
+            None => None,
+        };
         Ok(BytePlanes {
             workspace,
             split,
             kp,
+            maps,
         })
     }
 

@@ -132,6 +132,37 @@ pub(crate) fn maps(
     Ok([a_map, b_map, c_map(problem, tile, c)?])
 }
 
+/// The two maps of a byte-split TMA kernel (20_wgmma_u8x4_tma.cu) over its byte planes at
+/// `planes` (u8x4_split.cuh's layout: A's 4 planes of m×`kp` bytes, then B^T's 4 of n×`kp`): A's
+/// planes stacked as one 4m×kp matrix (plane i's row r is row i·m + r), B^T's as 4n×kp, boxes of
+/// 128 bytes of k × `box_rows` (BM, BN) rows in the 128-byte swizzle. A box past plane i's last
+/// row reads plane i + 1's first rows (zeros past the last plane): the kernel uses them only for
+/// rows of C past m (columns past n), which it never stores. `kp` is a multiple of 128, so every
+/// row is 16-byte aligned, and the workspace is an allocation's start.
+pub(crate) fn plane_maps(
+    planes: u64,
+    (m, n, kp): (usize, usize, usize),
+    (bm, bn): (u32, u32),
+) -> Result<[TensorMap; 2]> {
+    let u8_type = DataType::CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    let map = |ptr: u64, rows: usize, box_rows: u32, what: &str| {
+        encode(
+            u8_type,
+            1,
+            Pitched { ptr, pitch: kp },
+            (4 * rows, kp),
+            (box_rows, SWIZZLE_BYTES as u32),
+            SWIZZLED,
+            what,
+        )
+    };
+    let b_planes = planes + (4 * m * kp) as u64;
+    Ok([
+        map(planes, m, bm, "A's byte planes")?,
+        map(b_planes, n, bn, "B^T's byte planes")?,
+    ])
+}
+
 /// C's map for the staged epilogue (epilogue.cuh): boxes of 64 rows × 128 bytes, i.e. 32 f32 or
 /// 64 bf16/f16 columns. Zeroed (and not read) unless the tile stages C and C's rows are a
 /// multiple of 16 bytes, the rule the kernel checks too.
@@ -248,7 +279,7 @@ fn simt_boxes(problem: &Problem, tiling: &Tiling) -> ((u32, u32), (u32, u32)) {
 }
 
 /// A tensor map a kernel declares and does not read: 128 zero bytes.
-fn unused_map() -> TensorMap {
+pub(crate) fn unused_map() -> TensorMap {
     // SAFETY: `CUtensorMap` is plain data; all-zero bytes are a value of it (never encoded, never
     // read by the kernel).
     TensorMap(unsafe { std::mem::zeroed() })

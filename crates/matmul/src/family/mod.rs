@@ -12,7 +12,9 @@
 //!   `tma_tiles`: simt-tma);
 //! - [`mma::Mma`]: tensor cores through mma.sync (`Mma`: mma-sync, mma-sync-wide);
 //! - [`u8x4::U8x4`]: exact u32 on the int8 tensor cores by the byte split, a pre-pass writing
-//!   byte planes into a workspace (`ByteSplit`: mma-u8x4);
+//!   byte planes into a workspace (`ByteSplit`: mma-u8x4, wgmma-u8x4);
+//! - [`u8x4::U8x4Tma`]: the same planes read by TMA through two tensor maps, persistent grid
+//!   (`ByteSplitTma`: wgmma-u8x4-tma);
 //! - [`wgmma::Wgmma`]: Hopper's TMA and wgmma on a persistent grid (`Wgmma`, `WgmmaTf32`: wgmma …,
 //!   wgmma-tf32 …).
 //!
@@ -68,6 +70,9 @@ pub struct ExtraArgs {
     /// A byte-split kernel ([`u8x4::U8x4`]): after the usual arguments, the byte planes'
     /// address and KP, the planes written by the `u8x4_split` pre-pass before each launch.
     pub byte_planes: bool,
+    /// A byte-split TMA kernel ([`u8x4::U8x4Tma`]): after the planes and KP, two tensor maps
+    /// over them, boxed BK bytes × BM (A's planes) and × BN (B^T's) rows.
+    pub plane_maps: bool,
 }
 
 /// What the host does for the kernels of one family. Errors are the rule broken, in words; the
@@ -131,6 +136,7 @@ pub fn of(src: &CudaSource) -> &'static dyn Family {
         Geometry::Mma { .. } => &mma::Mma,
         Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => &wgmma::Wgmma,
         Geometry::ByteSplit { .. } => &u8x4::U8x4,
+        Geometry::ByteSplitTma { .. } => &u8x4::U8x4Tma,
     }
 }
 
@@ -183,6 +189,7 @@ pub(crate) mod tests {
             let expected = match (k.origin, k.name) {
                 (_, "simt-tma") => "simt-tma",
                 (_, name) if name.ends_with("-u8x4") => "u8x4",
+                (_, name) if name.ends_with("-u8x4-tma") => "u8x4-tma",
                 (origin, _) if origin.starts_with("SIMT ladder") => "simt",
                 (_, name) if name.starts_with("mma-sync") => "mma",
                 (_, name) if name.starts_with("wgmma") => "wgmma",
@@ -197,13 +204,45 @@ pub(crate) mod tests {
                 "{}",
                 k.name
             );
-            assert_eq!(f.persistent(), expected == "wgmma", "{}", k.name);
+            assert_eq!(
+                f.persistent(),
+                matches!(expected, "wgmma" | "u8x4-tma"),
+                "{}",
+                k.name
+            );
+            assert_eq!(extra.plane_maps, expected == "u8x4-tma", "{}", k.name);
+            assert_eq!(
+                extra.byte_planes,
+                matches!(expected, "u8x4" | "u8x4-tma"),
+                "{}",
+                k.name
+            );
         }
     }
 
     fn dims(name: &str, p: &Problem, opts: &RunOptions) -> Result<LaunchDims, String> {
         let k = find(name).unwrap();
         k.family().unwrap().launch_dims(k, p, opts, &h100())
+    }
+
+    /// wgmma-u8x4-tma: a persistent grid of min(128×256 tiles, SMs) blocks of 384, 4 stages of
+    /// (128 + 256)·128 bytes + 1 KB; its rows of planes (4·max(M, N)) must fit an int.
+    #[test]
+    fn u8x4_tma_is_persistent() {
+        let none = RunOptions::default();
+        let u32p = |m, n, k| Problem::new(m, n, k, DType::U32);
+        let d = |m, n| dims("wgmma-u8x4-tma", &u32p(m, n, 64), &none).unwrap();
+        assert_eq!(d(4096, 4096), ((132, 1, 1), (384, 1, 1))); // 512 tiles
+        assert_eq!(d(1024, 1024), ((32, 1, 1), (384, 1, 1)));
+        assert_eq!(d(1, 1), ((1, 1, 1), (384, 1, 1)));
+        assert_eq!(d(129, 257), ((4, 1, 1), (384, 1, 1)));
+        let k = find("wgmma-u8x4-tma").unwrap();
+        assert_eq!(
+            k.tile_shared_bytes(DType::U32, &none).map(|(_, b)| b),
+            Some(4 * (128 + 256) * 128 + 1024)
+        );
+        let e = dims("wgmma-u8x4-tma", &u32p(1 << 29, 1, 1), &none).unwrap_err();
+        assert!(e.contains("must fit an int"), "{e}");
     }
 
     /// Grids and blocks worked out by hand from each family's rule.

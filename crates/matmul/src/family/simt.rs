@@ -72,6 +72,7 @@ impl Family for Simt {
         let split = kernel.cuda_source().is_some_and(|s| s.split_tail);
         ExtraArgs {
             byte_planes: false,
+            plane_maps: false,
             split_tail: kernel.tiling(opts).filter(|_| split),
             split_k: false,
             tensor_maps: None,

@@ -55,6 +55,7 @@ impl Family for SimtTma {
     fn extra_args(&self, kernel: &KernelSpec, opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
             byte_planes: false,
+            plane_maps: false,
             split_tail: None,
             split_k: false,
             tensor_maps: kernel.tiling(opts).map(Boxes::Simt),

@@ -75,6 +75,68 @@ impl Family for U8x4 {
     }
 }
 
+/// The [`Family`] of `ByteSplitTma` kernels (20_wgmma_u8x4_tma.cu): `U8x4`'s planes and shared
+/// memory, a persistent grid of min(tiles, SMs) blocks, and two tensor maps over the planes.
+pub struct U8x4Tma;
+
+impl U8x4Tma {
+    /// The BM×BN tiles of C.
+    pub fn tiles(kernel: &KernelSpec, problem: &Problem) -> u64 {
+        kernel.tc_tile().map_or(0, |t| {
+            (problem.m.div_ceil(t.bm as usize) * problem.n.div_ceil(t.bn as usize)) as u64
+        })
+    }
+}
+
+impl Family for U8x4Tma {
+    fn name(&self) -> &'static str {
+        "u8x4-tma"
+    }
+
+    fn tile_shared_bytes(
+        &self,
+        kernel: &KernelSpec,
+        dtype: DType,
+        opts: &RunOptions,
+    ) -> Option<(String, usize)> {
+        U8x4.tile_shared_bytes(kernel, dtype, opts)
+    }
+
+    fn launch_dims(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        _opts: &RunOptions,
+        device: &DeviceInfo,
+    ) -> Result<LaunchDims, String> {
+        let t = tile(kernel)?;
+        // The kernel addresses plane i's rows as i·M + r (i·N + r) in int: 4·max(M, N) must fit.
+        if 4 * problem.m.max(problem.n) > i32::MAX as usize {
+            return Err(format!(
+                "4·max(M, N) = {} rows of byte planes must fit an int",
+                4 * problem.m.max(problem.n)
+            ));
+        }
+        blocks(problem.n, t.bn)?;
+        blocks(problem.m, t.bm)?;
+        let tiles = U8x4Tma::tiles(kernel, problem);
+        let grid = tiles.min(device.sm_count.max(1) as u64).max(1);
+        Ok(((grid as u32, 1, 1), (t.threads, 1, 1)))
+    }
+
+    fn persistent(&self) -> bool {
+        true
+    }
+
+    fn extra_args(&self, _kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
+        ExtraArgs {
+            byte_planes: true,
+            plane_maps: true,
+            ..ExtraArgs::default()
+        }
+    }
+}
+
 /// The byte split computed on the CPU the way the u8x4 kernels compute it: the 10 byte products
 /// a_i·b_j with i + j ≤ 3 as u8·u8 GEMMs into wrapping i32 accumulators, one per shift group,
 /// then C = Σ_s acc_s << 8s (mod 2^32). `a` is m×k and `b` k×n, row-major. A model of the
@@ -160,6 +222,66 @@ mod tests {
             byte_split_product(&a, &b, m, n, kk),
             wrapping_product(&a, &b, m, n, kk)
         );
+    }
+
+    /// 20_wgmma_u8x4_tma.cu's order, modelled with its constants: the 10 pairs from shift group
+    /// 3 down to 0 into ONE wrapping i32 accumulator, shifted left by 8 after the last pair of
+    /// groups 3, 2 and 1 (Horner), equals the wrapping product — at K = 70,000 (every partial
+    /// sum wraps) on all-0xFF and random inputs, and on small odd shapes.
+    #[test]
+    fn horner_order_of_the_tma_kernel_is_the_wrapping_product() {
+        const HPAIR_I: u32 = 1 << 2 | 2 << 4 | 3 << 6 | 1 << 10 | 2 << 12 | 1 << 16;
+        const HPAIR_J: u32 = 3 | 2 << 2 | 1 << 4 | 2 << 8 | 1 << 10 | 1 << 14;
+        const SHIFT_AFTER: u32 = 1 << 3 | 1 << 6 | 1 << 8;
+        // The pairs are the 10 with i + j ≤ 3, each once, in non-increasing i + j.
+        let pairs: Vec<(u32, u32)> = (0..10)
+            .map(|p| ((HPAIR_I >> (2 * p)) & 3, (HPAIR_J >> (2 * p)) & 3))
+            .collect();
+        let mut all: Vec<(u32, u32)> = (0..4)
+            .flat_map(|i| (0..4 - i).map(move |j| (i, j)))
+            .collect();
+        let mut sorted = pairs.clone();
+        sorted.sort();
+        all.sort();
+        assert_eq!(sorted, all);
+        assert!(pairs.windows(2).all(|w| w[0].0 + w[0].1 >= w[1].0 + w[1].1));
+        for p in 0..9u32 {
+            let (s, next) = (
+                pairs[p as usize].0 + pairs[p as usize].1,
+                pairs[p as usize + 1],
+            );
+            assert_eq!((SHIFT_AFTER >> p) & 1 == 1, next.0 + next.1 < s, "pair {p}");
+        }
+        let horner = |a: &[u32], b: &[u32], m: usize, n: usize, k: usize| {
+            let byte = |x: u32, i: u32| ((x >> (8 * i)) & 0xff) as i32;
+            let mut c = vec![0u32; m * n];
+            for r in 0..m {
+                for col in 0..n {
+                    let mut acc = 0i32;
+                    for (p, &(i, j)) in pairs.iter().enumerate() {
+                        for l in 0..k {
+                            acc = acc.wrapping_add(byte(a[r * k + l], i) * byte(b[l * n + col], j));
+                        }
+                        if (SHIFT_AFTER >> p) & 1 == 1 {
+                            acc = ((acc as u32) << 8) as i32;
+                        }
+                    }
+                    c[r * n + col] = acc as u32;
+                }
+            }
+            c
+        };
+        let k = 70_000;
+        for (a, b, m, n) in [
+            (random(2 * k, 21), random(k * 3, 22), 2, 3),
+            (vec![u32::MAX; k], vec![u32::MAX; k], 1, 1),
+            (vec![u32::MAX; k], random(k, 23), 1, 1),
+        ] {
+            assert_eq!(horner(&a, &b, m, n, k), wrapping_product(&a, &b, m, n, k));
+        }
+        let (m, n, kk) = (3, 5, 7);
+        let (a, b) = (random(m * kk, 24), random(kk * n, 25));
+        assert_eq!(horner(&a, &b, m, n, kk), wrapping_product(&a, &b, m, n, kk));
     }
 
     /// The workspace: 4 planes each of A (m×KP) and B^T (n×KP), KP = K rounded up to 128.

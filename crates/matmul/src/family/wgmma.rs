@@ -99,6 +99,7 @@ impl Family for Wgmma {
     fn extra_args(&self, kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
             byte_planes: false,
+            plane_maps: false,
             split_tail: None,
             tensor_maps: kernel.tc_tile().map(Boxes::Tc),
             split_k: kernel.cuda_source().is_some_and(|s| s.split_k),

@@ -23,7 +23,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use sources::{
     tc_ladder_kernel, with_split_tail, HOPPER, MMA_U8X4_INCLUDES, SIMT_TILE, SM80, TF32,
-    TILE_ORDER, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES,
+    TILE_ORDER, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES, WGMMA_U8X4_TMA_INCLUDES,
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
@@ -359,6 +359,21 @@ pub static KERNELS: &[KernelSpec] = &[
                 "19_wgmma_u8x4.cu",
                 Geometry::ByteSplit {
                     tile: TcTile::new(128, 128, 128, 4, 256)
+                }
+            )
+        },
+    ),
+    tc_ladder_kernel(
+        "wgmma-u8x4-tma",
+        "exact wrapping u32 on Hopper's int8 tensor cores: the byte planes by TMA (producer warp, 4-stage mbarrier ring), two consumer warpgroups on wgmma m64n256k32 s32.u8.u8 with one accumulator set (shift groups 3..0, Horner), 128×256 tiles, persistent grid; any M, N, K",
+        &[DType::U32],
+        &[Constraint::Sm90a],
+        CudaSource {
+            includes: WGMMA_U8X4_TMA_INCLUDES,
+            ..cu_source!(
+                "20_wgmma_u8x4_tma.cu",
+                Geometry::ByteSplitTma {
+                    tile: TcTile::new(128, 256, 128, 4, 384)
                 }
             )
         },

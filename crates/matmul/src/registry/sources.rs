@@ -67,6 +67,9 @@ pub(super) const U8X4_SPLIT: (&str, &str) = (
 pub(super) const MMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, U8X4_SPLIT];
 /// The includes of 19_wgmma_u8x4.cu: sm80.cuh's cp.async, hopper.cuh's wgmma wrappers, the split.
 pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPLIT];
+/// The includes of 20_wgmma_u8x4_tma.cu: the grouped tile order, hopper.cuh's mbarrier, TMA and
+/// wgmma wrappers, the split.
+pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, U8X4_SPLIT];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 

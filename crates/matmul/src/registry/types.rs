@@ -101,6 +101,14 @@ pub enum Geometry {
         /// The compile-time tile (BK in bytes of k).
         tile: TcTile,
     },
+    /// The byte split in a TMA pipeline (20_wgmma_u8x4_tma.cu, sm_90a): the same pre-pass and
+    /// planes as `ByteSplit`, then a persistent grid of min(tiles, SMs) blocks of `tile.threads`
+    /// walking the BM×BN tiles of C; after the planes' address and KP, two TMA tensor maps over
+    /// the planes (A's 4 stacked as 4M rows of KP bytes, B^T's as 4N rows).
+    ByteSplitTma {
+        /// The compile-time tile (BK in bytes of k).
+        tile: TcTile,
+    },
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -354,13 +362,26 @@ impl KernelSpec {
         !self.constraints.contains(&Constraint::Sm90a) || arch == "sm_90a"
     }
 
+    /// Whether this kernel computes u32 on the int8 tensor cores by the byte split
+    /// (`Geometry::ByteSplit`): 10 u8 products per u32 multiply-add, so its compute roof is the
+    /// int8 peak ÷ 10, not the int32 (IMAD) peak.
+    pub fn is_byte_split(&self) -> bool {
+        self.cuda_source().is_some_and(|c| {
+            matches!(
+                c.geometry,
+                Geometry::ByteSplit { .. } | Geometry::ByteSplitTma { .. }
+            )
+        })
+    }
+
     /// The tile of a tensor-core kernel (None for other kernels).
     pub fn tc_tile(&self) -> Option<TcTile> {
         match self.cuda_source()?.geometry {
             Geometry::Mma { tile }
             | Geometry::Wgmma { tile }
             | Geometry::WgmmaTf32 { tile }
-            | Geometry::ByteSplit { tile } => Some(tile),
+            | Geometry::ByteSplit { tile }
+            | Geometry::ByteSplitTma { tile } => Some(tile),
             _ => None,
         }
     }
