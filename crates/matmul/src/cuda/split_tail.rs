@@ -82,7 +82,11 @@ pub fn split_tail_plan(
     // Under two waves, pieces half as long: the tail is then most of the product (H100, f32
     // 2049×2047×2045, 136 tiles of 128×256 on 132 SMs: whole 704 µs, pieces of 64 slices
     // 603 µs, of 32 533 µs).
-    let piece_slices = if tiles < 2 * wave { piece_slices / 2 } else { piece_slices };
+    let piece_slices = if tiles < 2 * wave {
+        piece_slices / 2
+    } else {
+        piece_slices
+    };
     let pieces = (slices / piece_slices.max(1)).max(1);
     if tiles < min_waves.max(1) * wave || 4 * (tiles % wave) > 3 * wave {
         return None;
