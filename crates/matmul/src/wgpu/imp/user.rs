@@ -36,10 +36,49 @@ impl WgpuBackend {
                     label: Some(label),
                     source: wg::ShaderSource::Wgsl(text.into()),
                 });
+            // An explicit layout of the four bindings, so a kernel that does not use one of
+            // them still takes the same bind group.
+            let storage = |binding: u32, read_only: bool| wg::BindGroupLayoutEntry {
+                binding,
+                visibility: wg::ShaderStages::COMPUTE,
+                ty: wg::BindingType::Buffer {
+                    ty: wg::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            };
+            let bgl = self
+                .device
+                .create_bind_group_layout(&wg::BindGroupLayoutDescriptor {
+                    label: Some(label),
+                    entries: &[
+                        storage(0, true),
+                        storage(1, true),
+                        storage(2, false),
+                        wg::BindGroupLayoutEntry {
+                            binding: 3,
+                            visibility: wg::ShaderStages::COMPUTE,
+                            ty: wg::BindingType::Buffer {
+                                ty: wg::BufferBindingType::Uniform,
+                                has_dynamic_offset: false,
+                                min_binding_size: None,
+                            },
+                            count: None,
+                        },
+                    ],
+                });
+            let layout = self
+                .device
+                .create_pipeline_layout(&wg::PipelineLayoutDescriptor {
+                    label: Some(label),
+                    bind_group_layouts: &[&bgl],
+                    push_constant_ranges: &[],
+                });
             self.device
                 .create_compute_pipeline(&wg::ComputePipelineDescriptor {
                     label: Some(label),
-                    layout: None,
+                    layout: Some(&layout),
                     module: &module,
                     entry_point: Some(&kernel.entry),
                     compilation_options: Default::default(),
