@@ -292,7 +292,24 @@ enum Device {
 impl Device {
     fn open(kernel: &UserKernel) -> CliResult<Device> {
         Ok(match kernel.lang {
-            Lang::Cuda => Device::Cuda(Box::new(matmul::CudaBackend::new(0)?)),
+            Lang::Cuda => match matmul::CudaBackend::new(0) {
+                Ok(b) => Device::Cuda(Box::new(b)),
+                Err(e) => {
+                    // No device: still say whether the file compiles (NVRTC alone, sm_80), so
+                    // a compile error is reported as such wherever NVRTC is.
+                    let compiled = matmul::cuda::compile_source(
+                        &kernel.path,
+                        &kernel.text,
+                        &kernel.cuda_defines(),
+                        "sm_80",
+                        &matmul::cuda::DiskCache::from_env(),
+                    );
+                    if let Err(c @ matmul::Error::Compile { .. }) = compiled {
+                        return Err(CliError::input(c));
+                    }
+                    return Err(CliError::from(e));
+                }
+            },
             Lang::Wgsl => Device::Wgpu(Box::new(matmul::WgpuBackend::new()?)),
         })
     }
