@@ -112,6 +112,18 @@ pub struct BenchArgs {
 /// cuBLAS, run in a supervised child ([`crate::byok_cmd`]).
 fn bench_user(args: &BenchArgs) -> CliResult {
     use crate::byok_cmd;
+    let other = [
+        (args.suite.is_some(), "--suite"),
+        (args.tiling.is_some(), "--tiling"),
+        (args.profile, "--profile"),
+        (args.rounds != 1, "--rounds"),
+        (args.min_time.is_some(), "--min-time"),
+    ];
+    if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
+        return Err(CliError::input(format!(
+            "{opt} does not apply to --kernel-file (docs/own-kernels.md)"
+        )));
+    }
     let dtype = match args.dtypes.as_slice() {
         [] => DType::F32,
         [d] => *d,

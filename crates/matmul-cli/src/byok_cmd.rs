@@ -246,6 +246,12 @@ struct Watchdog {
 
 impl Watchdog {
     fn new(timeout: Option<f64>) -> Watchdog {
+        // The child does not outlive the command that supervises it.
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
         let out = std::env::var(CHILD_ENV)
             .ok()
             .and_then(|v| v.parse::<i32>().ok())

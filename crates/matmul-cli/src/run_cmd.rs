@@ -130,6 +130,17 @@ pub fn run(args: RunArgs) -> CliResult {
     // A kernel of your own (docs/own-kernels.md): checked here, run in a supervised child.
     let user = match &args.user.kernel_file {
         Some(_) => {
+            let other = [
+                (!args.kernel.eq_ignore_ascii_case("auto"), "--kernel"),
+                (args.tile.is_some(), "--tile"),
+                (args.tiling.is_some(), "--tiling"),
+                (args.backend != BackendChoice::Auto, "--backend"),
+            ];
+            if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
+                return Err(CliError::input(format!(
+                    "{opt} does not apply to --kernel-file (the file's extension picks CUDA or wgpu; -D, --grid and --block set the launch)"
+                )));
+            }
             let kernel = crate::byok_cmd::build(&args.user, args.dtype)?;
             kernel.check_problem(&problem)?;
             kernel.launch(&problem)?;

@@ -151,6 +151,45 @@ fn wgsl_examples_verify() {
 }
 
 #[test]
+fn wgsl_bench_places_the_kernel_beside_ours() {
+    if !wgpu_ok() {
+        return;
+    }
+    let f = ex("tiled.wgsl");
+    let o = matmul(&[
+        "bench",
+        "--kernel-file",
+        &f,
+        "-D",
+        "TILE=8",
+        "--grid",
+        "cdiv(N,TILE),cdiv(M,TILE)",
+        "--sizes",
+        "64",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        "--kernels",
+        "wgpu-naive",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("64x64x64")).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[0].contains("main (tiled.wgsl)") && rows[0].ends_with("PASS"),
+        "{out}"
+    );
+    assert!(
+        rows[1].contains("(our best)") && rows[2].contains("wgpu-naive"),
+        "{out}"
+    );
+    let o = matmul(&["bench", "--kernel-file", &f, "--suite", "shapes"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
+
+#[test]
 fn wgsl_syntax_error_shows_naga_log_exit_2() {
     if !wgpu_ok() {
         return;
