@@ -41,6 +41,7 @@ check 0 "shape +266x265x264 +PASS" run --kernel-file "$k/tiled.cu" "${tiled[@]}"
 check 0 "cublas" bench --kernel-file "$k/naive.cu" --sizes 1024,4096
 check 0 "cublas" bench --kernel-file "$k/tiled.cu" "${tiled[@]}" --sizes 1024,4096
 check 0 "cublas" bench --kernel-file "$k/tiled.cu" "${tiled[@]}" --dtypes u32 --sizes 2048 --kernels tiled,warptile
+check 0 "^PASS" judge --kernel-file "$k/naive.cu" "$here/tests/data/public.in"
 check 2 "syntax.cu\(10\): error" run --kernel-file "$k/broken/syntax.cu" -m 64 -n 64 -k 64
 check 1 "ILLEGAL_ADDRESS|illegal memory access" run --kernel-file "$k/broken/oob.cu" -m 64 -n 64 -k 64
 check 1 "the watchdog killed it" run --kernel-file "$k/broken/endless.cu" -m 64 -n 64 -k 64 --timeout 5

@@ -807,3 +807,60 @@ extern \"C\" __global__ void {name}(const ELEM* __restrict__ A, const ELEM* __re
         )
     }
 }
+
+/// A user's kernel opened in the child for a series of products (`matmul judge --kernel-file`).
+pub struct Session {
+    dev: Device,
+    dog: Watchdog,
+    kernel: UserKernel,
+}
+
+impl Session {
+    /// Opens the device and compiles the kernel (a compile error is exit status 2).
+    pub fn open(args: &UserKernelArgs, kernel: UserKernel) -> CliResult<Session> {
+        let dev = Device::open(&kernel)?;
+        dev.compile(&kernel)?;
+        Ok(Session {
+            dev,
+            dog: Watchdog::new(args.timeout),
+            kernel,
+        })
+    }
+
+    /// The kernel and its device, for messages.
+    pub fn describe(&self) -> String {
+        format!("{} on {}", self.kernel.label(), self.dev.describe())
+    }
+
+    /// The judge's signature of C = A·B for `case`, on the user's u32 kernel, under the watchdog.
+    pub fn case_signature(
+        &mut self,
+        case: &matmul::judge::Case,
+        generator: matmul::judge::Generator,
+    ) -> CliResult<u32> {
+        let (a, b) = matmul::judge::inputs(case, generator)?;
+        let n = case.n as usize;
+        let problem = Problem::new(n, n, n, DType::U32);
+        self.kernel.check_problem(&problem)?;
+        self.kernel.launch(&problem)?;
+        let (a, b) = (AnyMatrix::U32(a), AnyMatrix::U32(b));
+        let (c, _, _) = run_checked(
+            &self.dev,
+            &mut self.dog,
+            &self.kernel,
+            &problem,
+            &a,
+            &b,
+            None,
+        )?;
+        match c {
+            AnyMatrix::U32(c) => Ok(matmul::judge::signature(&c.data)),
+            _ => Err(CliError::failure("the kernel returned a C that is not u32")),
+        }
+    }
+}
+
+/// In the child: ends the process with `r`'s status (see [`finish`]).
+pub fn finish_child(r: CliResult) -> ! {
+    finish(r)
+}

@@ -190,6 +190,26 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
 }
 
 #[test]
+fn judge_runs_a_users_u32_kernel() {
+    if !wgpu_ok() {
+        return;
+    }
+    let cases = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/public.in");
+    let cases = cases.to_string_lossy().into_owned();
+    let o = matmul(&["judge", "--kernel-file", &ex("naive.wgsl"), &cases]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("PASS") && out.contains("main (naive.wgsl)"),
+        "{out}"
+    );
+    let o = matmul(&["judge", "--kernel-file", &ex("broken/wrong.wgsl"), &cases]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.starts_with("FAIL"), "{out}");
+}
+
+#[test]
 fn wgsl_syntax_error_shows_naga_log_exit_2() {
     if !wgpu_ok() {
         return;
@@ -495,7 +515,7 @@ fn cuda_broken_kernels_fail_cleanly() {
     }
     for (file, code, want) in [
         ("broken/syntax.cu", 2, "syntax.cu(10)"),
-        ("broken/oob.cu", 1, "ILLEGAL_ADDRESS"),
+        ("broken/oob.cu", 1, "ILLEGAL_ADDRESS"), // cudarc: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, ...)
         ("broken/endless.cu", 1, "the watchdog killed it"),
         ("broken/wrong.cu", 1, "does not match the CPU reference"),
     ] {
