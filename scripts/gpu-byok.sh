@@ -7,6 +7,7 @@
 #   oob.cu      1  CUDA_ERROR_ILLEGAL_ADDRESS, from the child process
 #   endless.cu  1  the watchdog killed it (--timeout 5)
 #   wrong.cu    1  check FAIL
+# the judge vectors through naive.cu (PASS),
 # and last a run that shows the GPU still works. Each command is cut at 60 s (`timeout`): a cut
 # prints rc=124, which is a failure of the watchdog. Under 3 minutes on an H100.
 # Usage (GPU host, repo root): dist/gpu/gpu-byok.sh        Environment: MATMUL_BIN.
