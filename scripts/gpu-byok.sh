@@ -7,7 +7,7 @@
 #   oob.cu      1  CUDA_ERROR_ILLEGAL_ADDRESS, from the child process
 #   endless.cu  1  the watchdog killed it (--timeout 5)
 #   wrong.cu    1  check FAIL
-# the judge vectors through naive.cu (PASS),
+# the judge vectors through naive.cu (PASS), `new-kernel`'s stub (compiles, check FAIL),
 # and last a run that shows the GPU still works. Each command is cut at 60 s (`timeout`): a cut
 # prints rc=124, which is a failure of the watchdog. Under 3 minutes on an H100.
 # Usage (GPU host, repo root): dist/gpu/gpu-byok.sh        Environment: MATMUL_BIN.
@@ -43,6 +43,9 @@ check 0 "cublas" bench --kernel-file "$k/naive.cu" --sizes 1024,4096
 check 0 "cublas" bench --kernel-file "$k/tiled.cu" "${tiled[@]}" --sizes 1024,4096
 check 0 "cublas" bench --kernel-file "$k/tiled.cu" "${tiled[@]}" --dtypes u32 --sizes 2048 --kernels tiled,warptile
 check 0 "^PASS" judge --kernel-file "$k/naive.cu" "$here/tests/data/public.in"
+stub=$(mktemp -d)
+"$bin" new-kernel mine --dir "$stub" >/dev/null
+check 1 "check +FAIL" run --kernel-file "$stub/mine.cu" -m 100 -n 120 -k 70
 check 2 "syntax.cu\(10\): error" run --kernel-file "$k/broken/syntax.cu" -m 64 -n 64 -k 64
 check 1 "ILLEGAL_ADDRESS|illegal memory access" run --kernel-file "$k/broken/oob.cu" -m 64 -n 64 -k 64
 check 1 "the watchdog killed it" run --kernel-file "$k/broken/endless.cu" -m 64 -n 64 -k 64 --timeout 5
