@@ -121,6 +121,15 @@ pub enum Error {
         message: String,
     },
 
+    #[error("the CUDA context is lost: {fault} (a kernel faulted; nothing more runs on this device in this process)")]
+    /// A kernel faulted (an illegal address or instruction: a CUDA sticky error), which leaves
+    /// the context unusable until the process ends; every later call on the backend fails with
+    /// this, at once, rather than with a stream of unrelated CUDA errors.
+    ContextLost {
+        /// What was running and CUDA's error.
+        fault: String,
+    },
+
     #[error("wgpu {context}: {message}")]
     /// A wgpu call failed: no adapter, a WGSL kernel that does not compile (the context names
     /// it), a validation or out-of-memory error, a lost device.

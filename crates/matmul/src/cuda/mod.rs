@@ -75,7 +75,23 @@ pub struct CudaBackend {
     loaded: Mutex<HashMap<String, Arc<Loaded>>>,
     blas: Mutex<Option<CudaBlas>>,
     tail_workspace: Mutex<Option<Arc<TailWorkspace>>>,
+    /// The fault that left the context unusable (a kernel's illegal address or instruction:
+    /// CUDA's sticky errors), once one has: every later call fails at once with it.
+    lost: Mutex<Option<String>>,
 }
+
+/// CUDA's sticky errors: after one, every call on the context fails until the process ends.
+const STICKY_ERRORS: [&str; 9] = [
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_ECC_UNCORRECTABLE",
+];
 
 impl CudaBackend {
     /// Opens CUDA device `ordinal`; a missing driver library or device is an error, never a panic.
@@ -106,6 +122,7 @@ impl CudaBackend {
             loaded: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
             tail_workspace: Mutex::new(None),
+            lost: Mutex::new(None),
         })
     }
 
@@ -296,9 +313,34 @@ impl CudaBackend {
     }
 
     /// Waits for the stream and surfaces any error a kernel or a deferred release left behind.
+    /// A sticky error (a kernel's fault) marks the backend lost: [`Error::ContextLost`] then and
+    /// on every later call.
     fn sync(&self, what: impl Fn() -> String) -> Result<()> {
-        self.stream.synchronize().ctx(&what)?;
-        self.ctx.check_err().ctx(what)
+        let result = self
+            .stream
+            .synchronize()
+            .ctx(&what)
+            .and_then(|_| self.ctx.check_err().ctx(&what));
+        match result {
+            Err(Error::Cuda { context, message })
+                if STICKY_ERRORS.iter().any(|e| message.contains(e)) =>
+            {
+                let fault = format!("{context}: {message}");
+                *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(fault.clone());
+                Err(Error::ContextLost { fault })
+            }
+            other => other,
+        }
+    }
+
+    /// [`Error::ContextLost`] once a kernel has faulted on this backend.
+    fn check_alive(&self) -> Result<()> {
+        match &*self.lost.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(fault) => Err(Error::ContextLost {
+                fault: fault.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn check_tile(&self, kernel: &KernelSpec, problem: &Problem, opts: RunOptions) -> Result<()> {
@@ -340,6 +382,7 @@ impl Backend for CudaBackend {
         b: &AnyMatrix,
         opts: RunOptions,
     ) -> Result<AnyMatrix> {
+        self.check_alive()?;
         self.check_tile(kernel, problem, opts)?;
         self.check(kernel, problem, opts)?;
         check_inputs(problem, a, b)?;
@@ -364,6 +407,7 @@ impl Backend for CudaBackend {
         iters: usize,
         opts: RunOptions,
     ) -> Result<Vec<f64>> {
+        self.check_alive()?;
         self.check_tile(kernel, problem, opts)?;
         self.check(kernel, problem, opts)?;
         check_input_sets(problem, inputs)?;

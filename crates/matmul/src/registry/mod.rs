@@ -436,7 +436,7 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     wgsl(
         "wgpu-regtile",
-        "register-tiled WGSL: 64x64 tiles of C per 256-invocation workgroup, 4x4 outputs per invocation, A and B 16 deep in 8 KiB of workgroup memory",
+        "register-tiled WGSL: 64x64 tiles of C per 256-invocation workgroup, 4x4 outputs per invocation in vec4 registers, A and B 16 deep in 8.1 KiB of workgroup memory",
         Traffic::BlockTiled,
         &[],
         WgslSource {

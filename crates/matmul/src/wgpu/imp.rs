@@ -91,6 +91,9 @@ struct Caps {
     period_ns: f64,
 }
 
+/// A compiled pipeline's key: the kernel's entry, the dtype and the tile (TPB) it was built for.
+type PipelineKey = (&'static str, DType, u32);
+
 /// The wgpu backend: WGSL kernels on the first adapter wgpu finds (a discrete GPU first), or the
 /// one whose name contains `WGPU_ADAPTER_NAME` (case-insensitive).
 pub struct WgpuBackend {
@@ -98,7 +101,7 @@ pub struct WgpuBackend {
     device: wg::Device,
     queue: wg::Queue,
     caps: Caps,
-    pipelines: Mutex<HashMap<(&'static str, DType, u32), Arc<wg::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<wg::ComputePipeline>>>,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Option<String>>>,
 }
