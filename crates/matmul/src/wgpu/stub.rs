@@ -49,6 +49,11 @@ impl WgpuBackend {
     }
 
     /// Never called.
+    pub fn user_compile(&self, _: &crate::user::UserKernel) -> Result<()> {
+        match self.0 {}
+    }
+
+    /// Never called.
     pub fn user_run(
         &self,
         _: &crate::user::UserKernel,
