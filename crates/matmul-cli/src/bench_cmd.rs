@@ -104,6 +104,76 @@ pub struct BenchArgs {
     /// an error when no kernel of the run has one.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
+    #[command(flatten)]
+    user: crate::byok_cmd::UserKernelArgs,
+}
+
+/// `matmul bench --kernel-file` (docs/own-kernels.md): the user's kernel beside our best and
+/// cuBLAS, run in a supervised child ([`crate::byok_cmd`]).
+fn bench_user(args: &BenchArgs) -> CliResult {
+    use crate::byok_cmd;
+    let other = [
+        (args.suite.is_some(), "--suite"),
+        (args.tiling.is_some(), "--tiling"),
+        (args.profile, "--profile"),
+        (args.rounds != 1, "--rounds"),
+        (args.min_time.is_some(), "--min-time"),
+    ];
+    if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
+        return Err(CliError::input(format!(
+            "{opt} does not apply to --kernel-file (docs/own-kernels.md)"
+        )));
+    }
+    let dtype = match args.dtypes.as_slice() {
+        [] => DType::F32,
+        [d] => *d,
+        _ => {
+            return Err(CliError::input(
+                "--kernel-file: one --dtypes value (the kernel's dtype)",
+            ))
+        }
+    };
+    let kernel = byok_cmd::build(&args.user, dtype)?;
+    let shapes: Vec<(usize, usize, usize)> = if !args.shapes.is_empty() {
+        args.shapes.iter().map(|s| (s.m, s.n, s.k)).collect()
+    } else if !args.sizes.is_empty() {
+        args.sizes.iter().map(|&n| (n, n, n)).collect()
+    } else if kernel.lang == matmul::user::Lang::Wgsl {
+        vec![(256, 256, 256)]
+    } else {
+        vec![(1024, 1024, 1024), (4096, 4096, 4096)]
+    };
+    let kernels = if args.kernels.eq_ignore_ascii_case("all") {
+        Vec::new()
+    } else {
+        args.kernels
+            .split(',')
+            .map(|k| k.trim().to_string())
+            .collect()
+    };
+    for k in &kernels {
+        matmul::find(k)?;
+    }
+    let plan = byok_cmd::BenchPlan {
+        shapes,
+        dtype,
+        ops: (
+            matmul::Op::from_flag(args.transpose_a),
+            matmul::Op::from_flag(args.transpose_b),
+        ),
+        warmup: args.warmup,
+        iters: args.iters,
+        kernels,
+    };
+    for &(m, n, k) in &plan.shapes {
+        let p = matmul::Problem::new(m, n, k, dtype).with_ops(plan.ops.0, plan.ops.1);
+        kernel.check_problem(&p)?;
+        kernel.launch(&p)?;
+    }
+    if !byok_cmd::in_child() {
+        return byok_cmd::supervise(&kernel);
+    }
+    byok_cmd::bench_child(&args.user, &kernel, &plan)
 }
 
 /// The shapes to run: `--shapes`, else the square `--sizes`, else the backend's defaults.
@@ -372,6 +442,9 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 /// the report files to `--out`; any case that failed verification or timing is exit status 1,
 /// and a run in which every case was skipped is exit status 2.
 pub fn bench(args: BenchArgs) -> CliResult {
+    if args.user.kernel_file.is_some() {
+        return bench_user(&args);
+    }
     let suite = match &args.suite {
         Some(name) => Some(Suite::load(name).map_err(CliError::input)?),
         None => None,

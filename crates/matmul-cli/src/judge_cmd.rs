@@ -63,6 +63,8 @@ pub struct JudgeArgs {
     /// Case files; each CASE.in is compared with the CASE.out beside it.
     #[arg(required = true)]
     cases: Vec<PathBuf>,
+    #[command(flatten)]
+    user: crate::byok_cmd::UserKernelArgs,
 }
 
 /// The whole of `path`, or of standard input when None, less a UTF-8 byte-order mark at the
@@ -167,14 +169,50 @@ pub fn judge(args: JudgeArgs) -> CliResult {
             .collect::<CliResult<Vec<u32>>>()?;
         files.push((input, out_path, cases, expected));
     }
+    let generator: Generator = args.generator.into();
+    // A u32 kernel of your own (docs/own-kernels.md), run in a supervised child.
+    if args.user.kernel_file.is_some() {
+        if !args.kernel.eq_ignore_ascii_case("auto") || args.backend != BackendChoice::Auto {
+            return Err(CliError::input(
+                "--kernel and --backend do not apply to --kernel-file",
+            ));
+        }
+        let kernel = crate::byok_cmd::build(&args.user, matmul::DType::U32)?;
+        if !crate::byok_cmd::in_child() {
+            return crate::byok_cmd::supervise(&kernel);
+        }
+        let r = crate::byok_cmd::Session::open(&args.user, kernel).and_then(|mut session| {
+            let describe = session.describe();
+            judge_files(&args, &files, &describe, &mut |case: &Case| {
+                session.case_signature(case, generator)
+            })
+        });
+        crate::byok_cmd::finish_child(r);
+    }
     let sel = select_u32(&args.kernel, args.backend)?;
+    let describe = format!("{} on {}", sel.kernel.name, sel.backend.describe());
+    judge_files(&args, &files, &describe, &mut |case: &Case| {
+        case_signature(&sel, case, generator)
+    })
+}
+
+/// A case file: its path, its .out's, its cases and the expected signatures.
+type CaseFile<'a> = (&'a PathBuf, PathBuf, Vec<Case>, Vec<u32>);
+
+/// Runs every case file through `signature` and compares with its expected signatures.
+fn judge_files(
+    args: &JudgeArgs,
+    files: &[CaseFile<'_>],
+    describe: &str,
+    signature: &mut dyn FnMut(&Case) -> CliResult<u32>,
+) -> CliResult {
     let mut failed = 0;
-    for (input, out_path, cases, expected) in &files {
+    for (input, out_path, cases, expected) in files {
         let start = Instant::now();
         let mut first_diff = None;
         let mut differing = 0;
         for (idx, case) in cases.iter().enumerate() {
-            let got = case_signature(&sel, case, args.generator.into()).map_err(|e| CliError {
+            let got = signature(case).map_err(|e| CliError {
                 code: e.code,
                 message: format!("{}: line {}: {}", input.display(), case.line, e.message),
             })?;
@@ -185,11 +223,9 @@ pub fn judge(args: JudgeArgs) -> CliResult {
         }
         let secs = start.elapsed().as_secs_f64();
         let what = format!(
-            "{} ({} cases, kernel {} on {}, {secs:.2} s)",
+            "{} ({} cases, kernel {describe}, {secs:.2} s)",
             input.display(),
             cases.len(),
-            sel.kernel.name,
-            sel.backend.describe()
         );
         if cases.len() != expected.len() {
             failed += 1;

@@ -1,6 +1,7 @@
 //! `matmul`: the command-line front end. Every subcommand reads the one kernel registry.
 
 mod bench_cmd;
+mod byok_cmd;
 mod cli_error;
 mod judge_cmd;
 mod list_cmd;
@@ -61,6 +62,9 @@ enum Command {
     /// 1-GPU run (scaling efficiency, exposed communication), or checked with --check.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Multi(multi_cmd::MultiArgs),
+    /// Write a starter kernel of your own (CUDA or WGSL) for `run --kernel-file` (docs/own-kernels.md).
+    #[command(after_help = cli_error::EXIT_STATUSES)]
+    NewKernel(byok_cmd::NewKernelArgs),
 }
 
 /// A reader that closes the pipe early (`matmul list | head`) ends the process quietly, by
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::report(args),
         Command::Tune(args) => tune_cmd::tune(args),
         Command::Multi(args) => multi_cmd::multi(args),
+        Command::NewKernel(args) => byok_cmd::new_kernel(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

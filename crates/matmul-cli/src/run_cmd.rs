@@ -79,6 +79,8 @@ pub struct RunArgs {
     /// auto (CUDA, else wgpu on a hardware adapter, else CPU), cpu, cuda or wgpu (WGSL kernels; a CUDA kernel name runs its WGSL twin).
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
+    #[command(flatten)]
+    user: crate::byok_cmd::UserKernelArgs,
 }
 
 /// The registry's kernels for which `pred` holds, comma-separated (for messages).
@@ -125,11 +127,35 @@ pub fn run(args: RunArgs) -> CliResult {
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
     judge_init(&args)?;
+    // A kernel of your own (docs/own-kernels.md): checked here, run in a supervised child.
+    let user = match &args.user.kernel_file {
+        Some(_) => {
+            let other = [
+                (!args.kernel.eq_ignore_ascii_case("auto"), "--kernel"),
+                (args.tile.is_some(), "--tile"),
+                (args.tiling.is_some(), "--tiling"),
+                (args.backend != BackendChoice::Auto, "--backend"),
+            ];
+            if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
+                return Err(CliError::input(format!(
+                    "{opt} does not apply to --kernel-file (the file's extension picks CUDA or wgpu; -D, --grid and --block set the launch)"
+                )));
+            }
+            let kernel = crate::byok_cmd::build(&args.user, args.dtype)?;
+            kernel.check_problem(&problem)?;
+            kernel.launch(&problem)?;
+            if !crate::byok_cmd::in_child() {
+                return crate::byok_cmd::supervise(&kernel);
+            }
+            Some(kernel)
+        }
+        None => None,
+    };
     let asked = RunOptions {
         tile: args.tile,
         tiling: args.tiling,
     };
-    if !args.kernel.eq_ignore_ascii_case("auto") {
+    if user.is_none() && !args.kernel.eq_ignore_ascii_case("auto") {
         let spec = matmul::find(&args.kernel)?;
         check_options(&args, spec, "")?;
         spec.can_run(&problem, None, &asked)
@@ -146,6 +172,9 @@ pub fn run(args: RunArgs) -> CliResult {
     } else {
         None
     };
+    if let Some(kernel) = &user {
+        crate::byok_cmd::run_child(&args.user, kernel, &problem, &a, &b, reference, args.seed);
+    }
     let sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
     for note in &sel.notes {
         eprintln!("matmul: {note}");

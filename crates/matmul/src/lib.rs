@@ -106,6 +106,7 @@ pub mod family;
 pub mod matrix;
 pub mod problem;
 pub mod registry;
+pub mod user;
 pub mod verify;
 pub mod wgpu;
 

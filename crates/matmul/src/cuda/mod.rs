@@ -28,6 +28,7 @@ pub mod nccl;
 mod split_tail;
 mod staging;
 mod tma;
+mod user;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

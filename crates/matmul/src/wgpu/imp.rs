@@ -8,6 +8,8 @@ use ::wgpu as wg;
 use wg::util::DeviceExt;
 
 use super::shaders;
+
+mod user;
 use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Unsupported};

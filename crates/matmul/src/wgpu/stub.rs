@@ -47,6 +47,34 @@ impl WgpuBackend {
     pub fn timestamps(&self) -> bool {
         match self.0 {}
     }
+
+    /// Never called.
+    pub fn user_compile(&self, _: &crate::user::UserKernel) -> Result<()> {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn user_run(
+        &self,
+        _: &crate::user::UserKernel,
+        _: &Problem,
+        _: &AnyMatrix,
+        _: &AnyMatrix,
+    ) -> Result<AnyMatrix> {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn user_time(
+        &self,
+        _: &crate::user::UserKernel,
+        _: &Problem,
+        _: &[Inputs],
+        _: usize,
+        _: usize,
+    ) -> Result<Vec<f64>> {
+        match self.0 {}
+    }
 }
 
 impl Backend for WgpuBackend {

@@ -1,0 +1,564 @@
+//! Kernels of your own (docs/own-kernels.md), end to end through the binary: the WGSL examples
+//! verify on a wgpu adapter (lavapipe in CI), the broken ones give the right message and exit
+//! status (a syntax error: naga's log with the file and line, exit 2; a wrong result: exit 1; an
+//! endless loop: the watchdog, exit 1), and `new-kernel`'s stubs compile and fail verification.
+//! The CUDA files compile with NVRTC alone (skipped without libnvrtc unless
+//! MATMUL_REQUIRE_NVRTC=1); running them needs a GPU (`#[ignore]`d; scripts/gpu-byok.sh runs
+//! the same on the GPU host).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/kernels")
+}
+
+fn ex(name: &str) -> String {
+    examples().join(name).to_string_lossy().into_owned()
+}
+
+fn matmul(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_matmul"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Whether a wgpu adapter opens; without one the WGSL tests print SKIP and pass, unless CI=true
+/// or MATMUL_REQUIRE_WGPU=1.
+fn wgpu_ok() -> bool {
+    match matmul::WgpuBackend::new() {
+        Ok(_) => true,
+        Err(e) => {
+            let required = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+                || std::env::var("MATMUL_REQUIRE_WGPU").as_deref() == Ok("1");
+            assert!(!required, "no wgpu adapter: {e}");
+            println!("SKIP: {e}");
+            false
+        }
+    }
+}
+
+fn nvrtc_ok() -> bool {
+    match matmul::cuda::nvrtc_version() {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("MATMUL_REQUIRE_NVRTC").as_deref() != Ok("1"),
+                "MATMUL_REQUIRE_NVRTC=1 but NVRTC cannot be loaded: {e}"
+            );
+            println!("SKIP: {e}");
+            false
+        }
+    }
+}
+
+fn gpu_ok() -> bool {
+    match matmul::CudaBackend::new(0) {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("MATMUL_REQUIRE_GPU").as_deref() != Ok("1"),
+                "MATMUL_REQUIRE_GPU=1 but no GPU: {e}"
+            );
+            println!("SKIP: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn wgsl_examples_verify() {
+    if !wgpu_ok() {
+        return;
+    }
+    let naive = ex("naive.wgsl");
+    let tiled = ex("tiled.wgsl");
+    let runs: Vec<Vec<&str>> = vec![
+        vec![
+            "--kernel-file",
+            &naive,
+            "-m",
+            "100",
+            "-n",
+            "120",
+            "-k",
+            "70",
+        ],
+        vec![
+            "--kernel-file",
+            &naive,
+            "--dtype",
+            "u32",
+            "--transpose-b",
+            "-m",
+            "33",
+            "-n",
+            "17",
+            "-k",
+            "65",
+        ],
+        vec![
+            "--kernel-file",
+            &tiled,
+            "-D",
+            "TILE=8",
+            "--grid",
+            "cdiv(N,TILE),cdiv(M,TILE)",
+            "-m",
+            "100",
+            "-n",
+            "120",
+            "-k",
+            "70",
+        ],
+        vec![
+            "--kernel-file",
+            &tiled,
+            "-D",
+            "TILE=16",
+            "--grid",
+            "cdiv(N,TILE),cdiv(M,TILE)",
+            "--dtype",
+            "u32",
+            "--transpose-a",
+            "-m",
+            "65",
+            "-n",
+            "31",
+            "-k",
+            "129",
+        ],
+    ];
+    for r in runs {
+        let mut args = vec!["run", "--check-shapes"];
+        args.extend(r.iter().copied());
+        let o = matmul(&args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}\n{out}\n{err}");
+        // The run's check and every shape of the sweep.
+        assert_eq!(out.matches("PASS").count(), 9, "{out}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
+}
+
+#[test]
+fn wgsl_bench_places_the_kernel_beside_ours() {
+    if !wgpu_ok() {
+        return;
+    }
+    let f = ex("tiled.wgsl");
+    let o = matmul(&[
+        "bench",
+        "--kernel-file",
+        &f,
+        "-D",
+        "TILE=8",
+        "--grid",
+        "cdiv(N,TILE),cdiv(M,TILE)",
+        "--sizes",
+        "64",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        "--kernels",
+        "wgpu-naive",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("64x64x64")).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[0].contains("main (tiled.wgsl)") && rows[0].ends_with("PASS"),
+        "{out}"
+    );
+    assert!(
+        rows[1].contains("(our best)") && rows[2].contains("wgpu-naive"),
+        "{out}"
+    );
+    let o = matmul(&["bench", "--kernel-file", &f, "--suite", "shapes"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
+
+#[test]
+fn judge_runs_a_users_u32_kernel() {
+    if !wgpu_ok() {
+        return;
+    }
+    let cases = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/public.in");
+    let cases = cases.to_string_lossy().into_owned();
+    let o = matmul(&["judge", "--kernel-file", &ex("naive.wgsl"), &cases]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("PASS") && out.contains("main (naive.wgsl)"),
+        "{out}"
+    );
+    let o = matmul(&["judge", "--kernel-file", &ex("broken/wrong.wgsl"), &cases]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.starts_with("FAIL"), "{out}");
+}
+
+#[test]
+fn wgsl_syntax_error_shows_naga_log_exit_2() {
+    if !wgpu_ok() {
+        return;
+    }
+    let f = ex("broken/syntax.wgsl");
+    let o = matmul(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("syntax.wgsl:7:5"), "{err}");
+    assert!(err.contains("expected `;`"), "{err}");
+}
+
+#[test]
+fn wgsl_wrong_result_fails_verification_exit_1() {
+    if !wgpu_ok() {
+        return;
+    }
+    let f = ex("broken/wrong.wgsl");
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &f,
+        "-m",
+        "20",
+        "-n",
+        "30",
+        "-k",
+        "10",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("check    FAIL"), "{out}");
+    assert!(err.contains("does not match the CPU reference"), "{err}");
+}
+
+#[test]
+fn wgsl_endless_loop_is_stopped_by_the_watchdog() {
+    if !wgpu_ok() {
+        return;
+    }
+    let f = ex("broken/endless.wgsl");
+    let start = Instant::now();
+    // llvmpipe ends any loop after 65535 iterations per invocation: a large grid keeps it busy.
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &f,
+        "-m",
+        "10",
+        "-n",
+        "10",
+        "-k",
+        "10",
+        "--grid",
+        "4096,4096",
+        "--timeout",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("the watchdog killed it"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn bad_command_lines_are_input_errors() {
+    let naive = ex("naive.wgsl");
+    for (args, want) in [
+        (
+            vec!["--kernel-file", "/nonexistent/x.cu"],
+            "/nonexistent/x.cu",
+        ),
+        (vec!["--kernel-file", "x.txt"], ".cu (CUDA C++) or .wgsl"),
+        (
+            vec!["--kernel-file", &naive, "--grid", "N +"],
+            "--grid `N +`",
+        ),
+        (
+            vec!["--kernel-file", &naive, "--grid", "cdiv(N,X)"],
+            "unknown variable `X`",
+        ),
+        (
+            vec!["--kernel-file", &naive, "--grid", "N/3"],
+            "not a whole number",
+        ),
+        (
+            vec!["--kernel-file", &naive, "--block", "16,16"],
+            "--block and --shared apply to .cu",
+        ),
+        (
+            vec!["--kernel-file", &naive, "-D", "A B=1"],
+            "not an identifier",
+        ),
+        (
+            vec!["--kernel-file", &naive, "--dtype", "bf16"],
+            "f32 or u32",
+        ),
+    ] {
+        let mut a = vec!["run", "-m", "8", "-n", "8", "-k", "8"];
+        a.extend(args.iter().copied());
+        let o = matmul(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(want), "{a:?}: {err}");
+    }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("matmul-byok-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+#[test]
+fn new_kernel_wgsl_stub_compiles_and_fails_until_filled_in() {
+    let dir = temp_dir("wgsl");
+    let d = dir.to_string_lossy().into_owned();
+    let o = matmul(&["new-kernel", "mine", "--wgsl", "--dir", &d]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let again = matmul(&["new-kernel", "mine", "--wgsl", "--dir", &d]);
+    assert_eq!(again.status.code(), Some(2), "an existing file is kept");
+    assert_eq!(
+        matmul(&["new-kernel", "no-t ok", "--dir", &d])
+            .status
+            .code(),
+        Some(2)
+    );
+    if !wgpu_ok() {
+        return;
+    }
+    let f = dir.join("mine.wgsl").to_string_lossy().into_owned();
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &f,
+        "-m",
+        "20",
+        "-n",
+        "30",
+        "-k",
+        "10",
+    ]);
+    let (out, err) = text(&o);
+    // It compiled (a launch line and a check), and failed: C is still the poison.
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("check    FAIL") && out.contains("600 mismatches"),
+        "{out}"
+    );
+    // Filled in, it passes.
+    let filled = std::fs::read_to_string(&f).unwrap().replace(
+        "    // TODO:",
+        "    for (var l = 0u; l < p.k; l++) { acc += a[i * p.a_rs + l * p.a_cs] * b[l * p.b_rs + j * p.b_cs]; }\n    c[i * p.n + j] = acc;\n    // TODO:",
+    );
+    std::fs::write(&f, filled).unwrap();
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &f,
+        "-m",
+        "20",
+        "-n",
+        "30",
+        "-k",
+        "10",
+        "--check-shapes",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every CUDA file here (the examples, the broken ones but the syntax error, and the stub)
+/// compiles with NVRTC; the syntax error's log names its file and line.
+#[test]
+fn cuda_files_compile_with_nvrtc() {
+    if !nvrtc_ok() {
+        return;
+    }
+    let dir = temp_dir("cu");
+    let d = dir.to_string_lossy().into_owned();
+    assert_eq!(
+        matmul(&["new-kernel", "mine", "--dir", &d]).status.code(),
+        Some(0)
+    );
+    let stub = dir.join("mine.cu").to_string_lossy().into_owned();
+    let cache = matmul::cuda::DiskCache::disabled();
+    for (file, defines) in [
+        (ex("naive.cu"), vec![]),
+        (ex("tiled.cu"), vec![("TILE", "16")]),
+        (ex("broken/oob.cu"), vec![]),
+        (ex("broken/endless.cu"), vec![]),
+        (ex("broken/wrong.cu"), vec![]),
+        (stub.clone(), vec![]),
+    ] {
+        for elem in ["float", "matmul_u32"] {
+            let mut defs = vec![("ELEM".to_string(), elem.to_string())];
+            defs.extend(defines.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let text = std::fs::read_to_string(&file).unwrap();
+            let c = matmul::cuda::compile_source(&file, &text, &defs, "sm_90a", &cache);
+            assert!(c.is_ok(), "{file} ({elem}): {}", c.err().unwrap());
+        }
+    }
+    // Without a GPU, `run` still reports the compile error (exit 2) with NVRTC's log.
+    let f = ex("broken/syntax.cu");
+    let o = matmul(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("syntax.cu(10): error: expected a \";\""),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: -- --include-ignored (scripts/gpu-byok.sh runs the same)"]
+fn cuda_examples_verify_and_time() {
+    if !gpu_ok() {
+        return;
+    }
+    let (naive, tiled) = (ex("naive.cu"), ex("tiled.cu"));
+    for args in [
+        vec![
+            "run",
+            "--kernel-file",
+            &naive,
+            "-m",
+            "500",
+            "-n",
+            "300",
+            "-k",
+            "200",
+            "--check-shapes",
+        ],
+        vec![
+            "run",
+            "--kernel-file",
+            &naive,
+            "--dtype",
+            "u32",
+            "--transpose-a",
+            "-m",
+            "65",
+            "-n",
+            "31",
+            "-k",
+            "129",
+            "--check-shapes",
+        ],
+        vec![
+            "run",
+            "--kernel-file",
+            &tiled,
+            "-D",
+            "TILE=16",
+            "--block",
+            "TILE,TILE",
+            "--grid",
+            "cdiv(N,TILE),cdiv(M,TILE)",
+            "--shared",
+            "2*TILE*TILE*4",
+            "-m",
+            "500",
+            "-n",
+            "300",
+            "-k",
+            "200",
+            "--check-shapes",
+        ],
+        vec![
+            "bench",
+            "--kernel-file",
+            &tiled,
+            "-D",
+            "TILE=16",
+            "--block",
+            "TILE,TILE",
+            "--grid",
+            "cdiv(N,TILE),cdiv(M,TILE)",
+            "--shared",
+            "2*TILE*TILE*4",
+            "--sizes",
+            "1024",
+        ],
+    ] {
+        let o = matmul(&args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}\n{out}\n{err}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: -- --include-ignored (scripts/gpu-byok.sh runs the same)"]
+fn cuda_broken_kernels_fail_cleanly() {
+    if !gpu_ok() {
+        return;
+    }
+    for (file, code, want) in [
+        ("broken/syntax.cu", 2, "syntax.cu(10)"),
+        ("broken/oob.cu", 1, "ILLEGAL_ADDRESS"), // cudarc: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, ...)
+        ("broken/endless.cu", 1, "the watchdog killed it"),
+        ("broken/wrong.cu", 1, "does not match the CPU reference"),
+    ] {
+        let f = ex(file);
+        let start = Instant::now();
+        let o = matmul(&[
+            "run",
+            "--kernel-file",
+            &f,
+            "-m",
+            "64",
+            "-n",
+            "64",
+            "-k",
+            "64",
+            "--timeout",
+            "5",
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{file}\n{out}\n{err}");
+        assert!(err.contains(want), "{file}: {err}");
+        assert!(start.elapsed() < Duration::from_secs(60), "{file}");
+    }
+    // `new-kernel`'s stub compiles and fails verification.
+    let dir = temp_dir("gpu-stub");
+    let d = dir.to_string_lossy().into_owned();
+    assert_eq!(matmul(&["new-kernel", "mine", "--dir", &d]).status.code(), Some(0));
+    let stub = dir.join("mine.cu").to_string_lossy().into_owned();
+    let o = matmul(&["run", "--kernel-file", &stub, "-m", "20", "-n", "30", "-k", "10"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("check    FAIL") && out.contains("600 mismatches"), "{out}");
+    // The device is still usable afterwards.
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &ex("naive.cu"),
+        "-m",
+        "64",
+        "-n",
+        "64",
+        "-k",
+        "64",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
