@@ -758,6 +758,51 @@ fn staged_operands() {
     );
 }
 
+/// A kernel that faults (examples/kernels/broken/oob.cu: a write far past C, run in this
+/// process through the library, not the CLI's child) is an error naming the kernel, the shape
+/// and CUDA's illegal address, and leaves the backend lost: the next run, of a registry kernel,
+/// fails at once with the same fault rather than hanging or returning a wrong C.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn a_faulting_kernel_loses_the_context_cleanly() {
+    let Some(backend) = gpu() else { return };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/kernels/broken/oob.cu");
+    let e = |s: &str| matmul::user::Expr::parse(s).unwrap();
+    let kernel = matmul::user::UserKernel {
+        path: path.into(),
+        text: std::fs::read_to_string(path).unwrap(),
+        lang: matmul::user::Lang::Cuda,
+        entry: "oob".into(),
+        dtype: DType::F32,
+        defines: Vec::new(),
+        grid: [e("cdiv(N, 16)"), e("cdiv(M, 16)"), e("1")],
+        block: [e("16"), e("16"), e("1")],
+        shared: e("0"),
+        zero_c: false,
+    };
+    let problem = Problem::new(64, 48, 32, DType::F32);
+    let c = case(&problem);
+    let err = backend
+        .user_run(&kernel, &problem, &c.a, &c.b)
+        .expect_err("an out-of-bounds write must fail")
+        .to_string();
+    println!("RESULT fault: {err}");
+    for part in ["context is lost", "oob", "64x48x32", "ILLEGAL_ADDRESS"] {
+        assert!(err.contains(part), "`{part}` missing from: {err}");
+    }
+    let naive = matmul::registry::find("naive").unwrap();
+    let again = backend
+        .run(naive, &problem, &c.a, &c.b, RunOptions::default())
+        .expect_err("a lost context must refuse the next run");
+    assert!(
+        matches!(again, matmul::Error::ContextLost { .. }),
+        "{again}"
+    );
+}
+
 /// Tiling overrides (RunOptions.tiling, what `matmul tune` searches): every SIMT-ladder kernel at
 /// a spread of its tune candidates and at every tiling of the built-in tune tables, on awkward
 /// shapes, and a refusal for a broken tiling.

@@ -117,6 +117,7 @@ impl CudaBackend {
         a: &AnyMatrix,
         b: &AnyMatrix,
     ) -> Result<AnyMatrix> {
+        self.check_alive()?;
         check_inputs(problem, a, b)?;
         let loaded = self.user_loaded(kernel)?;
         let config = self.user_config(kernel, &loaded, problem)?;
