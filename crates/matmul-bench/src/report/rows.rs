@@ -9,8 +9,8 @@ use super::{Record, Report, Status};
 /// The error columns explained (the text table's footnote, report.md's and report.html's caption).
 pub const ERROR_CAPTION: &str = "`max err` / `mean err`: the largest and the mean over the \
      checked elements of |C − C_f64| / (|A|·|B|), element-wise against the exact (f64) product, \
-     (|A|·|B|)_ij = Σ_l |a_il|·|b_lj|, in units u of C's type (f32 and tf32: 2⁻²⁴, bf16: 2⁻⁸, \
-     f16: 2⁻¹¹); a dot product in C's type errs by at most about k u. u32 is exact: 0, or the \
+     (|A|·|B|)_ij = Σ_l |a_il|·|b_lj|, in units u of C's type (C in f32, as for f32, tf32 \
+     and 16-bit inputs by default: 2⁻²⁴; C in bf16: 2⁻⁸; C in f16: 2⁻¹¹); a dot product in C's type errs by at most about k u. u32 is exact: 0, or the \
      number of wrong elements.";
 
 /// What the reports print instead of a percentage above 100 % of a roof.
