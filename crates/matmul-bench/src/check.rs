@@ -5,7 +5,13 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use matmul::matrix::SplitMix64;
-use matmul::{AnyMatrix, Element, Matrix, Problem};
+use matmul::verify::ErrorStats;
+use matmul::{AnyMatrix, Matrix, Problem};
+
+/// A full check measures the error (`Verification::error`) over every element of C up to this
+/// many (16 bytes each: the f64 product and |A|·|B|), over the sampled positions beyond (C of
+/// 4096 × 4096 and more with k ≤ 8, at the default full-verification limit).
+pub const FULL_ERROR_LIMIT: usize = 1 << 24;
 
 /// How a result was checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +44,11 @@ pub struct Verification {
     pub checked: usize,
     /// Relative Frobenius tolerance applied (`matmul::verify::tolerance`; 0 = exact).
     pub tolerance: f64,
+    /// The error against the exact product in units of C's rounding, over the checked elements
+    /// (for a full check of more than [`FULL_ERROR_LIMIT`] elements, over the sampled
+    /// positions): see `matmul::verify::ErrorStats`. None in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorStats>,
 }
 
 impl Verification {
@@ -76,15 +87,58 @@ fn finite(x: f64) -> Option<f64> {
 /// The expected result for one input pair, computed once and compared with every kernel's C.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reference {
-    /// All of C from `matmul::cpu::reference::matmul`.
-    Full(AnyMatrix),
+    /// All of C as `matmul::cpu::reference::matmul` gives it, and for floats the exact product
+    /// the error is measured against.
+    Full {
+        /// The reference C, in C's type.
+        c: AnyMatrix,
+        /// R and |A|·|B| in f64 (None for u32).
+        basis: Option<ErrorBasis>,
+    },
     /// C at [`sample_positions`], in f64 (floats) or exact wrapping u32 widened to f64.
     Sampled {
         /// The (row, column) of each checked element.
         positions: Vec<(usize, usize)>,
         /// The reference value at each position.
         values: Vec<f64>,
+        /// (|A|·|B|) at each position (floats; empty for u32).
+        sizes: Vec<f64>,
     },
+}
+
+/// The exact product R and |A|·|B| (`matmul::cpu::reference::products_f64`) at the elements a
+/// full check measures the error over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorBasis {
+    /// None: every element of C, row-major; else these (row, column) positions.
+    pub positions: Option<Vec<(usize, usize)>>,
+    /// R at each element.
+    pub exact: Vec<f64>,
+    /// (|A|·|B|) at each element.
+    pub sizes: Vec<f64>,
+}
+
+/// Random positions a full check of more than [`FULL_ERROR_LIMIT`] elements measures the error
+/// at (besides the last row, last column and corners).
+const ERROR_SAMPLES: usize = 4096;
+
+impl ErrorBasis {
+    /// The error of `c` at these elements.
+    fn measure(&self, problem: &Problem, c: &AnyMatrix) -> ErrorStats {
+        let got: Vec<f64> = match &self.positions {
+            None if (c.rows(), c.cols()) == (problem.m, problem.n) => c.to_f64_vec(),
+            None => vec![f64::NAN; self.exact.len()],
+            Some(pos) => read_at(c, pos),
+        };
+        ErrorStats::measure(problem, &got, &self.exact, &self.sizes)
+    }
+}
+
+/// C at `pos`; NaN outside C (which the error counts as wrong rather than panicking).
+fn read_at(c: &AnyMatrix, pos: &[(usize, usize)]) -> Vec<f64> {
+    pos.iter()
+        .map(|&(i, j)| c.get(i, j).unwrap_or(f64::NAN))
+        .collect()
 }
 
 impl Reference {
@@ -105,11 +159,41 @@ impl Reference {
         }
     }
 
-    /// All of C from the CPU reference.
+    /// All of C from the CPU reference: for floats its f64 sums (and |A|·|B|) computed once,
+    /// C being those sums rounded as `matmul::cpu::reference::matmul` rounds them.
     pub fn full(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<Reference> {
-        Ok(Reference::Full(matmul::cpu::reference::matmul(
-            problem, a, b,
-        )?))
+        use matmul::cpu::reference;
+        if problem.dtype.is_integer() {
+            let c = reference::matmul(problem, a, b)?;
+            return Ok(Reference::Full { c, basis: None });
+        }
+        let (m, n) = (problem.m, problem.n);
+        if m * n <= FULL_ERROR_LIMIT {
+            let (exact, sizes) = reference::products_f64(problem, a, b, None)?;
+            let rounded = exact.iter().map(|&v| v as f32).collect();
+            let c = AnyMatrix::F32(Matrix::from_vec(m, n, rounded)?).into_c_dtype(problem);
+            let basis = ErrorBasis {
+                positions: None,
+                exact,
+                sizes,
+            };
+            return Ok(Reference::Full {
+                c,
+                basis: Some(basis),
+            });
+        }
+        let c = reference::matmul(problem, a, b)?;
+        let positions = sample_positions(m, n, ERROR_SAMPLES, 0);
+        let (exact, sizes) = reference::products_f64(problem, a, b, Some(&positions))?;
+        let basis = ErrorBasis {
+            positions: Some(positions),
+            exact,
+            sizes,
+        };
+        Ok(Reference::Full {
+            c,
+            basis: Some(basis),
+        })
     }
 
     /// Dot products at [`sample_positions`]; costs O((samples + m + n) · k).
@@ -122,23 +206,34 @@ impl Reference {
     ) -> matmul::Result<Reference> {
         matmul::backend::check_inputs(problem, a, b)?;
         let positions = sample_positions(problem.m, problem.n, samples, seed);
-        let values = match (a, b) {
-            (AnyMatrix::U32(a), AnyMatrix::U32(b)) => dots_u32(problem, a, b, &positions),
-            (AnyMatrix::F32(a), AnyMatrix::F32(b)) => dots_f64(problem, a, b, &positions),
-            (AnyMatrix::F16(a), AnyMatrix::F16(b)) => dots_f64(problem, a, b, &positions),
-            (AnyMatrix::Bf16(a), AnyMatrix::Bf16(b)) => dots_f64(problem, a, b, &positions),
-            _ => unreachable!("check_inputs guarantees matching storage"),
+        let (values, sizes) = match (a, b) {
+            (AnyMatrix::U32(a), AnyMatrix::U32(b)) => {
+                (dots_u32(problem, a, b, &positions), Vec::new())
+            }
+            _ => matmul::cpu::reference::products_f64(problem, a, b, Some(&positions))?,
         };
-        Ok(Reference::Sampled { positions, values })
+        Ok(Reference::Sampled {
+            positions,
+            values,
+            sizes,
+        })
     }
 
     /// Compares `c` with this reference: `matmul::verify::compare` for the full one; for the
     /// sampled one the same tolerance, relative Frobenius over the sampled elements and the same
-    /// element-wise bound (with the sample's RMS standing in for the matrix's).
+    /// element-wise bound (with the sample's RMS standing in for the matrix's). Either way the
+    /// error in units of C's rounding comes with it (`Verification::error`).
     pub fn check(&self, problem: &Problem, c: &AnyMatrix) -> Verification {
         match self {
-            Reference::Full(reference) => {
+            Reference::Full {
+                c: reference,
+                basis,
+            } => {
                 let v = matmul::verify::compare(problem, c, reference);
+                let error = match basis {
+                    Some(basis) => basis.measure(problem, c),
+                    None => ErrorStats::exact(v.mismatches, reference.len()),
+                };
                 Verification {
                     method: VerifyMethod::Full,
                     passed: v.passed,
@@ -148,10 +243,23 @@ impl Reference {
                     mismatches: v.mismatches,
                     checked: c.len(),
                     tolerance: v.tolerance,
+                    error: Some(error),
                 }
             }
-            Reference::Sampled { positions, values } => {
-                compare_sampled(problem, c, positions, values)
+            Reference::Sampled {
+                positions,
+                values,
+                sizes,
+            } => {
+                let mut v = compare_sampled(problem, c, positions, values);
+                if v.checked > 0 {
+                    v.error = Some(if problem.dtype.is_integer() {
+                        ErrorStats::exact(v.mismatches, v.checked)
+                    } else {
+                        ErrorStats::measure(problem, &read_at(c, positions), values, sizes)
+                    });
+                }
+                v
             }
         }
     }
@@ -234,6 +342,7 @@ fn compare_sampled(
             mismatches: problem.m * problem.n,
             checked: 0,
             tolerance,
+            error: None,
         };
     }
     // A position outside C reads as NaN, which fails the check below rather than panicking.
@@ -283,26 +392,8 @@ fn compare_sampled(
         mismatches,
         checked: pos.len(),
         tolerance,
+        error: None,
     }
-}
-
-fn dots_f64<T: Element>(
-    problem: &Problem,
-    a: &Matrix<T>,
-    b: &Matrix<T>,
-    pos: &[(usize, usize)],
-) -> Vec<f64> {
-    let (sa, sb) = (problem.a_strides(), problem.b_strides());
-    pos.par_iter()
-        .map(|&(i, j)| {
-            (0..problem.k)
-                .map(|l| {
-                    a.data[i * sa.row + l * sa.col].to_f64()
-                        * b.data[l * sb.row + j * sb.col].to_f64()
-                })
-                .sum()
-        })
-        .collect()
 }
 
 fn dots_u32(
@@ -402,5 +493,100 @@ mod tests {
         let (a, b) = inputs(&p, 1);
         let c = AnyMatrix::output(DType::U32, 5, 4).unwrap();
         assert!(!sampled_check(&p, &a, &b, &c, 4, 1).unwrap().passed);
+    }
+
+    /// The full reference C is the f64 sums rounded as `cpu::reference::matmul` rounds them,
+    /// bit for bit, in every float dtype and C type.
+    #[test]
+    fn full_reference_rounds_like_the_cpu_reference() {
+        for (dtype, c_out) in [
+            (DType::F32, COut::Accumulator),
+            (DType::Tf32, COut::Accumulator),
+            (DType::Bf16, COut::Input),
+            (DType::F16, COut::Accumulator),
+        ] {
+            let p = Problem::new(19, 23, 37, dtype)
+                .with_ops(Op::N, Op::T)
+                .with_c(c_out);
+            let (a, b) = inputs(&p, 5);
+            let want = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
+            let Reference::Full { c, basis } = Reference::full(&p, &a, &b).unwrap() else {
+                panic!("full")
+            };
+            assert_eq!(c, want, "{dtype}");
+            let basis = basis.unwrap();
+            assert!(basis.positions.is_none() && basis.exact.len() == 19 * 23);
+            assert!(basis
+                .sizes
+                .iter()
+                .zip(&basis.exact)
+                .all(|(s, r)| *s >= r.abs()));
+        }
+    }
+
+    /// An error put at one element in units of (|A|·|B|)_ij·u is what the error reports, in the
+    /// full and the sampled check alike; the exact result reports at most half a unit (its one
+    /// rounding to f32); u32 reports 0 or the elements that differ.
+    #[test]
+    fn error_is_measured_in_units_of_the_products_size() {
+        let p = Problem::new(37, 29, 300, DType::F32);
+        let (a, b) = inputs(&p, 7);
+        let c = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
+        let (exact, sizes) = matmul::cpu::reference::products_f64(&p, &a, &b, None).unwrap();
+        for sampled in [false, true] {
+            let reference = if sampled {
+                Reference::sampled(&p, &a, &b, 64, 3).unwrap()
+            } else {
+                Reference::full(&p, &a, &b).unwrap()
+            };
+            let v = reference.check(&p, &c);
+            let e = v.error.unwrap();
+            assert_eq!(
+                (e.unit_log2, e.wrong, e.elements),
+                (Some(-24), 0, v.checked)
+            );
+            let (max, mean) = (e.max_u.unwrap(), e.mean_u.unwrap());
+            assert!(max > 0.0 && max <= 0.5 && mean < max, "{e:?}");
+
+            // 100 u of (|A|·|B|) added to an element of the last row (which both checks read).
+            let at = 36 * 29 + 4;
+            let mut off = c.clone();
+            if let AnyMatrix::F32(m) = &mut off {
+                m.data[at] = (exact[at] + 100.0 * 2f64.powi(-24) * sizes[at]) as f32;
+            }
+            let e = reference.check(&p, &off).error.unwrap();
+            let max = e.max_u.unwrap();
+            assert!((max - 100.0).abs() < 1.0, "{sampled}: {e:?}");
+
+            // NaN is not an error of some size: it is counted, and max/mean are absent.
+            if let AnyMatrix::F32(m) = &mut off {
+                m.data[at] = f32::NAN;
+            }
+            let e = reference.check(&p, &off).error.unwrap();
+            assert_eq!((e.max_u, e.mean_u, e.wrong), (None, None, 1));
+        }
+
+        let p = Problem::new(37, 29, 41, DType::U32);
+        let (a, b) = inputs(&p, 7);
+        let c = matmul::cpu::reference::matmul(&p, &a, &b).unwrap();
+        let e = Reference::full(&p, &a, &b)
+            .unwrap()
+            .check(&p, &c)
+            .error
+            .unwrap();
+        assert_eq!(e, ErrorStats::exact(0, 37 * 29));
+        assert_eq!((e.max_u, e.unit_log2), (Some(0.0), None));
+        let mut bad = c.clone();
+        if let AnyMatrix::U32(m) = &mut bad {
+            m.data[36 * 29 + 1] ^= 1;
+            m.data[36 * 29 + 2] ^= 1;
+        }
+        for reference in [
+            Reference::full(&p, &a, &b).unwrap(),
+            Reference::sampled(&p, &a, &b, 16, 1).unwrap(),
+        ] {
+            let e = reference.check(&p, &bad).error.unwrap();
+            assert_eq!((e.max_u, e.wrong), (None, 2));
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Comparing a result with the CPU reference: exact for u32, a k-scaled tolerance for floats.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::error::Error;
@@ -23,6 +23,103 @@ pub struct Verdict {
     pub mismatches: usize,
     /// The relative Frobenius bound applied (0 for exact).
     pub tolerance: f64,
+}
+
+/// How far a result is from the exact product, element by element, in units of a rounding:
+/// e_ij = |C_ij − R_ij| / (|A|·|B|)_ij / u, with R the product in f64, (|A|·|B|)_ij =
+/// Σ_l |a_il|·|b_lj| (both from [`crate::cpu::reference::products_f64`]) and u the unit roundoff
+/// of C's type ([`ErrorStats::unit_log2`]). Dividing by |A|·|B| rather than |R| makes the figure
+/// independent of cancellation: a dot product computed in C's type with any summation order errs
+/// by at most about k·u·(|A|·|B|)_ij, so e ≤ k; an f32 GEMM shows a few u, TF32 (10-bit inputs)
+/// about 2¹³ times more. u32 is exact: its error is 0 or `wrong` elements.
+///
+/// ```
+/// use matmul::{cpu, verify::ErrorStats, AnyMatrix, DType, Init, Problem};
+///
+/// let p = Problem::square(64, DType::F32);
+/// let a = AnyMatrix::generate(DType::F32, 64, 64, Init::Random { seed: 1 })?;
+/// let b = AnyMatrix::generate(DType::F32, 64, 64, Init::Random { seed: 2 })?;
+/// let (exact, size) = cpu::reference::products_f64(&p, &a, &b, None)?;
+/// let c = cpu::reference::matmul(&p, &a, &b)?; // rounded once to f32: at most u/2 of |R|
+/// let e = ErrorStats::measure(&p, &c.to_f64_vec(), &exact, &size);
+/// assert_eq!((e.unit_log2, e.elements, e.wrong), (Some(-24), 64 * 64, 0));
+/// assert!(e.max_u.unwrap() <= 0.5 && e.mean_u.unwrap() < e.max_u.unwrap());
+/// # Ok::<(), matmul::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorStats {
+    /// log₂ of the unit u: −24 for C in f32 (f32, tf32, and bf16/f16 inputs with f32 C), −8
+    /// for C in bf16, −11 for C in f16; None for u32 (exact).
+    pub unit_log2: Option<i32>,
+    /// The largest e_ij over the measured elements; None when one is not finite (`wrong` > 0).
+    /// u32: 0 when every element is exact, else None.
+    pub max_u: Option<f64>,
+    /// The mean e_ij over the measured elements; None as for `max_u`.
+    pub mean_u: Option<f64>,
+    /// Elements measured (all of C, or the sampled verification's positions).
+    pub elements: usize,
+    /// Floats: elements whose error is not finite (NaN or ±∞ in C, or C_ij ≠ 0 where
+    /// (|A|·|B|)_ij = 0). u32: elements that differ from the exact result.
+    pub wrong: usize,
+}
+
+impl ErrorStats {
+    /// log₂ of the unit the error of `problem`'s result is counted in: the unit roundoff of C's
+    /// type, the precision the result is delivered in (f32: −24, bf16: −8, f16: −11); None for
+    /// u32.
+    pub fn unit_log2(problem: &Problem) -> Option<i32> {
+        match problem.c_dtype() {
+            DType::U32 => None,
+            DType::Bf16 => Some(-8),
+            DType::F16 => Some(-11),
+            DType::F32 | DType::Tf32 => Some(-24),
+        }
+    }
+
+    /// The error of a float result: `c`, `exact` and `size` hold C, R and |A|·|B| at the same
+    /// elements (the shortest length counts). For u32 use [`ErrorStats::exact`].
+    pub fn measure(problem: &Problem, c: &[f64], exact: &[f64], size: &[f64]) -> ErrorStats {
+        let unit_log2 = Self::unit_log2(problem);
+        let u = 2f64.powi(unit_log2.unwrap_or(0));
+        let (mut max, mut sum, mut elements, mut wrong) = (0.0f64, 0.0f64, 0usize, 0usize);
+        for ((&x, &r), &s) in c.iter().zip(exact).zip(size) {
+            elements += 1;
+            let d = (x - r).abs();
+            let e = if d == 0.0 { 0.0 } else { d / s / u };
+            if e.is_finite() {
+                max = max.max(e);
+                sum += e;
+            } else {
+                wrong += 1;
+            }
+        }
+        let finite = (wrong == 0).then_some(());
+        ErrorStats {
+            unit_log2,
+            max_u: finite.map(|_| max),
+            mean_u: finite.map(|_| {
+                if elements > 0 {
+                    sum / elements as f64
+                } else {
+                    0.0
+                }
+            }),
+            elements,
+            wrong,
+        }
+    }
+
+    /// The error of an exact (u32) result of which `wrong` of `elements` differ.
+    pub fn exact(wrong: usize, elements: usize) -> ErrorStats {
+        let ok = (wrong == 0).then_some(0.0);
+        ErrorStats {
+            unit_log2: None,
+            max_u: ok,
+            mean_u: ok,
+            elements,
+            wrong,
+        }
+    }
 }
 
 /// The two parts of the float tolerance, both relative: rounding the inputs to the kernel's

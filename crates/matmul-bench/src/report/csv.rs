@@ -44,6 +44,11 @@ const CSV_HEADER: &[&str] = &[
     "tags",
     "roof_bytes",
     "roof_in_cache",
+    "error_max_u",
+    "error_mean_u",
+    "error_unit_log2",
+    "error_elements",
+    "error_wrong",
 ];
 
 /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
@@ -83,6 +88,7 @@ impl Report {
             let t = r.timing.as_ref();
             let s = t.map(|t| t.stats);
             let b = r.roof.as_ref();
+            let e = v.and_then(|v| v.error.as_ref());
             let fields: Vec<String> = vec![
                 r.kernel.clone(),
                 r.backend.clone(),
@@ -130,6 +136,11 @@ impl Report {
                 r.tags.join(" "),
                 opt(b.map(|b| b.bytes.name())),
                 opt(b.map(|b| b.in_cache)),
+                opt_num(e.and_then(|e| e.max_u)),
+                opt_num(e.and_then(|e| e.mean_u)),
+                opt(e.and_then(|e| e.unit_log2)),
+                opt(e.map(|e| e.elements)),
+                opt(e.map(|e| e.wrong)),
             ];
             debug_assert_eq!(fields.len(), CSV_HEADER.len());
             let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

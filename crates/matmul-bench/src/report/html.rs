@@ -395,7 +395,8 @@ impl Report {
         );
         let naive = self.baselines.naive.as_deref().unwrap_or("naive");
         let vendor = self.vendor_header().trim_start_matches("vs ").to_string();
-        let columns: [(&str, bool); 13] = [
+        let errors = self.has_errors();
+        let columns: [(&str, bool); 15] = [
             ("kernel", false),
             ("dtype", false),
             ("shape", false),
@@ -406,6 +407,8 @@ impl Report {
             ("× NAIVE", true),
             ("bound roof", false),
             ("% of roof", true),
+            ("max err (u)", true),
+            ("mean err (u)", true),
             ("verification", false),
             ("tags", false),
             ("note", false),
@@ -413,7 +416,7 @@ impl Report {
         out.push_str("<div class=\"table-wrap\"><table id=\"results-table\" class=\"sortable\">\n<thead><tr>");
         let has_vendor = self.baselines.vendor.is_some();
         for (name, numeric) in columns {
-            if name == "% of VENDOR" && !has_vendor {
+            if name == "% of VENDOR" && !has_vendor || name.contains(" err ") && !errors {
                 continue;
             }
             let name = name.replace("VENDOR", &vendor).replace("NAIVE", naive);
@@ -466,6 +469,12 @@ impl Report {
                 .filter(|_| r.status == Status::Ok)
                 .and_then(|b| b.percent);
             out.push_str(&num(pct, r.roof_percent_text()));
+            if errors {
+                let (max, mean) = r.error_texts();
+                let e = r.error();
+                out.push_str(&num(e.and_then(|e| e.max_u), max));
+                out.push_str(&num(e.and_then(|e| e.mean_u), mean));
+            }
             let verification = match (&r.verification, r.status) {
                 (Some(v), _) => v.summary(),
                 (None, Status::Failed) => "not verified (run failed)".into(),

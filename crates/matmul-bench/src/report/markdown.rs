@@ -20,6 +20,8 @@ impl Report {
             vendor_h.as_str(),
             "vs naive",
             "roof",
+            "max err",
+            "mean err",
             "status",
         ];
         let rounds = self.settings.rounds > 1;
@@ -39,8 +41,9 @@ impl Report {
                     r.vs_naive
                         .map_or("-".into(), |v| format!("{}x", fmt::sig(v, 3))),
                     r.roof_text(),
-                    r.status.name().to_string(),
                 ];
+                let (max, mean) = r.error_texts();
+                row.extend([max, mean, r.status.name().to_string()]);
                 if rounds {
                     row.push(
                         r.round_spread()
@@ -51,7 +54,9 @@ impl Report {
             })
             .collect();
         let mut header = header.to_vec();
-        let mut right = vec![false, false, false, true, true, true, true, true, false];
+        let mut right = vec![
+            false, false, false, true, true, true, true, true, true, true, false,
+        ];
         if rounds {
             header.push("spread");
             right.push(true);
@@ -65,6 +70,9 @@ impl Report {
             out,
             "vs naive = speedup over `{naive}`; roof = % of the bounding roof (intensity: {source})"
         );
+        if self.has_errors() {
+            let _ = writeln!(out, "{}", super::rows::ERROR_CAPTION.replace('`', ""));
+        }
         for line in self.above_roof_lines() {
             let _ = writeln!(out, "{line}");
         }

@@ -153,6 +153,9 @@ impl Report {
         if roof != "-" {
             tip.push(format!("roof: {roof}"));
         }
+        if let Some(error) = r.error_summary() {
+            tip.push(format!("error: {error}"));
+        }
         tip.push(format!(
             "verification: {}",
             r.verification

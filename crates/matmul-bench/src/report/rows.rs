@@ -6,6 +6,13 @@ use crate::fmt;
 
 use super::{Record, Report, Status};
 
+/// The error columns explained (the text table's footnote, report.md's and report.html's caption).
+pub const ERROR_CAPTION: &str = "`max err` / `mean err`: the largest and the mean over the \
+     checked elements of |C − C_f64| / (|A|·|B|), element-wise against the exact (f64) product, \
+     (|A|·|B|)_ij = Σ_l |a_il|·|b_lj|, in units u of C's type (C in f32, as for f32, tf32 \
+     and 16-bit inputs by default: 2⁻²⁴; C in bf16: 2⁻⁸; C in f16: 2⁻¹¹); a dot product in C's type errs by at most about k u. u32 is exact: 0, or the \
+     number of wrong elements.";
+
 /// What the reports print instead of a percentage above 100 % of a roof.
 pub const ABOVE_ROOF: &str = "⚠ above roof";
 
@@ -50,6 +57,40 @@ impl Record {
             }
             _ => "-".into(),
         }
+    }
+
+    /// The error against the exact product (`Verification::error`), if measured.
+    pub(super) fn error(&self) -> Option<&matmul::verify::ErrorStats> {
+        self.verification.as_ref()?.error.as_ref()
+    }
+
+    /// The error's cells, max and mean in u: "3.12" and "0.418"; for u32 "0" (exact) or
+    /// "3 wrong"; "12 non-finite" when C held NaN or ∞ (the mean then "-"); "-" when not
+    /// measured.
+    pub(super) fn error_texts(&self) -> (String, String) {
+        match self.error() {
+            None => ("-".into(), "-".into()),
+            Some(e) if e.wrong > 0 && e.unit_log2.is_none() => {
+                (format!("{} wrong", e.wrong), "-".into())
+            }
+            Some(e) if e.wrong > 0 => (format!("{} non-finite", e.wrong), "-".into()),
+            Some(e) => (
+                e.max_u.map_or("-".into(), |x| fmt::sig(x, 3)),
+                e.mean_u.map_or("-".into(), |x| fmt::sig(x, 3)),
+            ),
+        }
+    }
+
+    /// The error in a few words: "max 3.12 u, mean 0.418 u (u = 2^-24)", "exact", "3 wrong",
+    /// "12 non-finite"; None when not measured.
+    pub(super) fn error_summary(&self) -> Option<String> {
+        let e = self.error()?;
+        let (max, mean) = self.error_texts();
+        Some(match e.unit_log2 {
+            _ if e.wrong > 0 => max,
+            None => "exact".into(),
+            Some(l) => format!("max {max} u, mean {mean} u (u = 2^{l})"),
+        })
     }
 
     /// The traffic model's intensity, FLOP (OP) per byte, three digits.
@@ -137,8 +178,19 @@ impl Report {
         groups
     }
 
+    /// Whether any record measured its error (reports written before the error column have
+    /// none, and their tables leave the columns out).
+    pub(super) fn has_errors(&self) -> bool {
+        self.records.iter().any(|r| r.error().is_some())
+    }
+
     /// The caption under the results table of report.md / report.html.
     pub(super) fn results_caption(&self) -> String {
+        let errors = if self.has_errors() {
+            format!(" {ERROR_CAPTION}")
+        } else {
+            String::new()
+        };
         format!(
             "Rates from the median time. `% of roof`: of the lower of DRAM bandwidth × intensity \
              and the dtype's compute peak, the intensity being FLOPs over the {} (one intensity \
@@ -147,7 +199,7 @@ impl Report {
              so only the compute roof bounds it. `model FLOP/B`: FLOPs over the kernel's traffic \
              model, the global-memory bytes it asks for before any cache helps: a teaching \
              figure, not a roofline placement (caches serve much of that traffic, and no L2 roof \
-             is measured to hold it against).",
+             is measured to hold it against).{errors}",
             self.intensity_source()
         )
     }
@@ -165,14 +217,19 @@ impl Report {
             "bound roof".into(),
             "% of roof".into(),
             "model FLOP/B".into(),
-            "verification".into(),
         ];
+        let errors = self.has_errors();
+        let mut header = header;
+        if errors {
+            header.extend(["max err (u)".to_string(), "mean err (u)".into()]);
+        }
+        header.push("verification".into());
         let rows = self
             .records
             .iter()
             .filter(|r| r.status != Status::Skipped)
             .map(|r| {
-                vec![
+                let mut row = vec![
                     r.label(),
                     r.dtype.to_string(),
                     r.shape.clone(),
@@ -183,12 +240,17 @@ impl Report {
                     r.roof_name_text(),
                     r.roof_percent_text(),
                     r.model_intensity_text(),
-                    match (&r.verification, r.status) {
-                        (Some(v), _) => v.summary(),
-                        (None, Status::Failed) => "not verified (run failed)".into(),
-                        _ => "-".into(),
-                    },
-                ]
+                ];
+                if errors {
+                    let (max, mean) = r.error_texts();
+                    row.extend([max, mean]);
+                }
+                row.push(match (&r.verification, r.status) {
+                    (Some(v), _) => v.summary(),
+                    (None, Status::Failed) => "not verified (run failed)".into(),
+                    _ => "-".into(),
+                });
+                row
             })
             .collect();
         (header, rows)

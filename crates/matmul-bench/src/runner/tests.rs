@@ -500,3 +500,74 @@ fn pairs_that_never_apply_and_cases_outside_the_plan_leave_no_record() {
     assert_eq!(cases, [("cpu", DType::F32, "32x32x32")]);
     assert_eq!(report.records[0].status, Status::Ok);
 }
+
+/// The error column over a CPU bench: the CPU backend's f32 kernel errs by a few u of f32
+/// (|C − C_f64| / (|A|·|B|) in units of 2⁻²⁴), a result with one element off by 1.0 by far
+/// more, u32 is exact; the tables, the JSON and the CSV carry it.
+#[test]
+fn the_error_column_measures_every_kernel() {
+    let cpu = matmul::find("cpu").unwrap();
+    let mut config = small_config(vec![cpu]);
+    config.shapes = vec![Shape {
+        m: 48,
+        n: 40,
+        k: 1024,
+    }];
+    let error_of = |report: &Report, dtype: DType| {
+        let r = report.records.iter().find(|r| r.dtype == dtype).unwrap();
+        r.verification.as_ref().unwrap().error.clone().unwrap()
+    };
+    let report = run(&CpuBackend, &config, &mut |_| {});
+    let f32_error = error_of(&report, DType::F32);
+    let max = f32_error.max_u.unwrap();
+    eprintln!("cpu f32 48x40x1024: {f32_error:?}");
+    assert_eq!(f32_error.unit_log2, Some(-24));
+    assert_eq!((f32_error.elements, f32_error.wrong), (48 * 40, 0));
+    // Above the exact result's single rounding (≤ 0.5 u), far below the k·u bound.
+    assert!(max > 0.5 && max < 16.0, "{f32_error:?}");
+    assert!(f32_error.mean_u.unwrap() < max);
+    let u32_error = error_of(&report, DType::U32);
+    assert_eq!(u32_error, matmul::verify::ErrorStats::exact(0, 48 * 40));
+
+    // One element off by 1.0: a failed verification, and an error to match.
+    config.verify_full_limit = 0; // the sampled check measures it too
+    let corrupt = run(
+        &TestBackend::new(RunMode::Corrupt, false),
+        &config,
+        &mut |_| {},
+    );
+    let bad = error_of(&corrupt, DType::F32);
+    assert!(bad.max_u.unwrap() > 1000.0 * max, "{bad:?}");
+    assert_eq!(error_of(&corrupt, DType::U32).wrong, 1);
+
+    // The text table and report.md show it, the JSON and the CSV keep it.
+    let table = report.table();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("max err") && header.contains("mean err"),
+        "{table}"
+    );
+    assert!(table.contains("|A|·|B|"), "{table}");
+    assert!(report
+        .to_markdown("roofline.svg")
+        .contains("| max err (u) | mean err (u) |"));
+    assert!(report.to_html().contains(">max err (u)</th>"));
+    let back = Report::from_json(&report.to_json().unwrap()).unwrap();
+    assert_eq!(error_of(&back, DType::F32), f32_error);
+    // A file written before the error column reads back without it, its tables without the
+    // columns.
+    let mut old: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    for r in old["records"].as_array_mut().unwrap() {
+        r["verification"].as_object_mut().unwrap().remove("error");
+    }
+    let old = Report::from_json(&old.to_string()).unwrap();
+    assert!(old
+        .records
+        .iter()
+        .all(|r| r.verification.as_ref().unwrap().error.is_none()));
+    assert!(!old.to_markdown("roofline.svg").contains("max err"));
+    let csv = crate::tests::parse_csv(&report.to_csv()).unwrap();
+    let col = csv[0].iter().position(|h| h == "error_max_u").unwrap();
+    let row = csv.iter().find(|r| r.contains(&"f32".to_string())).unwrap();
+    assert_eq!(row[col].parse::<f64>().unwrap(), max);
+}

@@ -39,6 +39,73 @@ pub fn matmul_f64(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<Vec
     Ok(c)
 }
 
+/// The float product in f64 with the size of what each element sums: for every (i, j) of
+/// `positions` (None: every element of C, row-major), (Σ_l a_il·b_lj, Σ_l |a_il·b_lj|) over op(A)
+/// and op(B). Each product of f32, bf16 or f16 values is exact in f64, so the first errs by at
+/// most k·2⁻⁵³ of the second: the yardstick [`crate::verify::ErrorStats`] measures a result
+/// against. The sums run in l order, as [`matmul`]'s do. u32 is refused (its products are not
+/// exact in f64; its reference is [`matmul`]'s exact wrapping one).
+pub fn products_f64(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    positions: Option<&[(usize, usize)]>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    crate::backend::check_inputs(problem, a, b)?;
+    if let Some(&(i, j)) = positions
+        .unwrap_or(&[])
+        .iter()
+        .find(|&&(i, j)| i >= problem.m || j >= problem.n)
+    {
+        return Err(crate::error::Error::Invalid(format!(
+            "position ({i}, {j}) is outside the {}x{} C",
+            problem.m, problem.n
+        )));
+    }
+    Ok(match (a, b) {
+        (AnyMatrix::F32(a), AnyMatrix::F32(b)) => dots_and_sizes(problem, a, b, positions),
+        (AnyMatrix::F16(a), AnyMatrix::F16(b)) => dots_and_sizes(problem, a, b, positions),
+        (AnyMatrix::Bf16(a), AnyMatrix::Bf16(b)) => dots_and_sizes(problem, a, b, positions),
+        _ => {
+            return Err(crate::error::Error::Invalid(
+                "products_f64 is for floats; u32's reference is the exact wrapping `matmul`".into(),
+            ))
+        }
+    })
+}
+
+fn dots_and_sizes<T: Element>(
+    problem: &Problem,
+    a: &Matrix<T>,
+    b: &Matrix<T>,
+    positions: Option<&[(usize, usize)]>,
+) -> (Vec<f64>, Vec<f64>) {
+    let (sa, sb) = (problem.a_strides(), problem.b_strides());
+    let k = problem.k;
+    let dot = |i: usize, j: usize| {
+        let (mut sum, mut size) = (0.0f64, 0.0f64);
+        for l in 0..k {
+            let p =
+                a.data[i * sa.row + l * sa.col].to_f64() * b.data[l * sb.row + j * sb.col].to_f64();
+            sum += p;
+            size += p.abs();
+        }
+        (sum, size)
+    };
+    let pairs: Vec<(f64, f64)> = match positions {
+        Some(pos) => pos.par_iter().map(|&(i, j)| dot(i, j)).collect(),
+        None => {
+            let n = problem.n;
+            (0..problem.m * n)
+                .into_par_iter()
+                .with_min_len(n.max(1))
+                .map(|idx| dot(idx / n, idx % n))
+                .collect()
+        }
+    };
+    pairs.into_iter().unzip()
+}
+
 fn float<T: Element>(problem: &Problem, a: &Matrix<T>, b: &Matrix<T>) -> Result<Matrix<f32>> {
     debug_assert!(problem.dtype != DType::U32);
     let (sa, sb) = (problem.a_strides(), problem.b_strides());
