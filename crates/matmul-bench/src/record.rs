@@ -25,7 +25,11 @@ pub const BASELINES_DIR: &str = "bench/baselines";
 
 /// The runs the README table is rendered from, as `<device>/<ladder>` under [`BASELINES_DIR`],
 /// in the order their dtypes appear in the table.
-pub const README_RUNS: &[&str] = &["h100-80gb-hbm3/simt", "h100-80gb-hbm3/tensor-cores"];
+pub const README_RUNS: &[&str] = &[
+    "h100-80gb-hbm3/simt",
+    "h100-80gb-hbm3/int8",
+    "h100-80gb-hbm3/tensor-cores",
+];
 
 /// The shape-suite run the README's second table (`auto` against cuBLAS over a suite, per dtype
 /// and class) is rendered from, under [`BASELINES_DIR`].

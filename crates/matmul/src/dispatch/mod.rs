@@ -180,8 +180,8 @@ pub fn choose(
 /// u32 on CUDA takes the int8 tensor-core kernels ([`TENSOR_CORE_U32`]) before any tune-table
 /// entry, wherever one can run.
 ///
-/// The lists: the CPU's fast kernel on the CPU; on CUDA `warptile` for f32, `wgmma-u8x4`,
-/// `mma-u8x4` then `warptile` for u32,
+/// The lists: the CPU's fast kernel on the CPU; on CUDA `warptile` for f32, `wgmma-u8x4-tma`,
+/// `wgmma-u8x4`, `mma-u8x4` then `warptile` for u32,
 /// `wgmma-tf32` then `mma-sync-wide` for tf32, and for bf16/f16 the wgmma kernel that suits the
 /// problem's tile count, then the others, then `mma-sync` (which runs any shape).
 pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> Result<Choice> {
@@ -237,10 +237,11 @@ pub fn auto_with_table(
     })
 }
 
-/// The byte-split u32 kernels `auto` prefers to the IMAD ones, fastest first: `wgmma-u8x4`
-/// (Hopper), `mma-u8x4` (sm_80+). Measured on H100 (u32 TOPS, n³): 1024 — 28.1 / 23.3 against
-/// 26.1 for `multistage-raster`; 4096 — 68.9 / 55.8 / 31.1; 8192 — 65.4 / 55.2 / 32.3.
-pub const TENSOR_CORE_U32: [&str; 2] = ["wgmma-u8x4", "mma-u8x4"];
+/// The byte-split u32 kernels `auto` prefers to the IMAD ones, fastest first: `wgmma-u8x4-tma`
+/// and `wgmma-u8x4` (Hopper), `mma-u8x4` (sm_80+). Measured on H100 (u32 TOPS, n³, the int8 run
+/// of record): 1024 — 32.7 / 28.1 / 23.5 against 26.2 for `multistage-raster`; 2048 — 114 / 62.0
+/// / 51.0 / 30.7; 4096 — 129 / 68.8 / 55.4 / 31.1; 8192 — 140 / 64.1 / 54.9 / 32.0.
+pub const TENSOR_CORE_U32: [&str; 3] = ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x4"];
 
 /// The first of [`TENSOR_CORE_U32`] that can run `problem` (u32 only) on a device with `limits`.
 fn tensor_core_u32(
@@ -525,7 +526,7 @@ mod tests {
                     .kernel
                     .name
             };
-            assert_eq!(pick(&hopper), "wgmma-u8x4", "{p}");
+            assert_eq!(pick(&hopper), "wgmma-u8x4-tma", "{p}");
             assert_eq!(pick(&ampere), "mma-u8x4", "{p}");
         }
         let f32 = Problem::square(4096, DType::F32);
@@ -535,7 +536,7 @@ mod tests {
         assert!(!k.is_byte_split() && k.supports(DType::F32), "{}", k.name);
         assert_eq!(
             default_kernels(BackendKind::Cuda, DType::U32, None, None),
-            ["wgmma-u8x4", "mma-u8x4", "warptile"]
+            ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x4", "warptile"]
         );
     }
 }
