@@ -19,26 +19,12 @@
 // allow it; else 4-byte cp.async (one f32 or a 16-bit pair); else (16-bit, odd row length) element
 // by element through registers, REG_COPY_UNROLL loads in flight. Out-of-range elements are zeros.
 // Traffic model per output element: K/BN + K/BM loads.
-// Parameters: ELEM (float for tf32 and f32, matmul_u16 for bf16/f16), IN_BF16 | IN_F16 | IN_TF32 |
-// IN_F32 with TF32X3 = 1, BM, BN,
+// Parameters: ELEM (float for tf32, matmul_u16 for bf16/f16), IN_BF16 | IN_F16 | IN_TF32, BM, BN,
 // BK, STAGES (≥ 2), THREADS, WARPS_M (default 2), REG_COPY_UNROLL (default 4; mma-sync-wide 8).
 // Constraints: sm_80 or newer; any M, N, K ≥ 1; each operand with a unit stride along its rows or
 // its columns.
-// mma-sync-3xtf32 (TF32X3 = 1, f32 inputs): FP32 emulated by three tf32 products. Each fragment
-// element x, loaded as f32, is split into big = tf32(x) (to nearest: tf32.cuh) and small =
-// tf32(x − big) (x − big is exact in f32); C = big·big + (big·small + small·big), the two small
-// cross terms in a SEPARATE accumulator set added to the main one in the epilogue (adding them
-// into the main accumulator loses most of the gain: the tensor cores' accumulation truncates).
-// small·small (≤ 2⁻²² of |x·y|) is dropped. ±∞ inputs keep small = 0 (∞ − ∞ would be NaN); a
-// finite x whose rounding overflows to ∞ takes big = x truncated instead.
 
-#if defined(TF32X3)
-// mma-sync-3xtf32: f32 inputs (IN_F32) on the tf32 path, each fragment element split.
-#if !defined(IN_F32)
-#error "mma-sync-3xtf32: compile with IN_F32"
-#endif
-#define MMA_TF32 1
-#elif defined(IN_TF32)
+#if defined(IN_TF32)
 #define MMA_TF32 1
 #elif defined(IN_BF16) || defined(IN_F16)
 #define MMA_TF32 0
@@ -46,9 +32,6 @@
 #error "mma-sync: compile with one of IN_BF16, IN_F16, IN_TF32"
 #endif
 
-#ifndef TF32X3
-#define TF32X3 0
-#endif
 #ifndef WARPS_M
 #define WARPS_M 2
 #endif
@@ -230,15 +213,6 @@ __device__ __forceinline__ void mma_body(unsigned char* smem, const ELEM* __rest
         for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
-#if TF32X3
-    float acc_small[MI][NI][4];  // big·small + small·big, kept apart from acc until the epilogue
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc_small[mi][ni][e] = 0.0f;
-#endif
 
 #if MMA_TF32
     // Fragments of m16n8k8 (g = lane/4, t = lane%4): a0 (m g, k t), a1 (g+8, t), a2 (g, t+4),
@@ -274,44 +248,23 @@ __device__ __forceinline__ void mma_body(unsigned char* smem, const ELEM* __rest
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; kk++) {
             unsigned a[MI][4], b[NI][2];
-#if TF32X3
-            unsigned as[MI][4], bs[NI][2];  // the small parts
-#endif
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                 for (int q = 0; q < 2; q++)  // k + 4q
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {  // m + 8h
-                        const float x =
-                            As[A_KC ? a_off[kk][q][0] + (mi * 16 + h * 8) * BK : a_off[q][mi][h] + kk * 8 * BM];
-#if TF32X3
-                        a[mi][h + 2 * q] = split_tf32(x, as[mi][h + 2 * q]);
-#else
-                        a[mi][h + 2 * q] = to_tf32(x);
-#endif
-                    }
+                    for (int h = 0; h < 2; h++)  // m + 8h
+                        a[mi][h + 2 * q] = to_tf32(As[A_KC ? a_off[kk][q][0] + (mi * 16 + h * 8) * BK
+                                                           : a_off[q][mi][h] + kk * 8 * BM]);
 #pragma unroll
             for (int ni = 0; ni < NI; ni++)
 #pragma unroll
-                for (int q = 0; q < 2; q++) {
-                    const float y = Bs[B_KC ? b_off[kk][q] + ni * 8 * BK : b_off[q][ni] + kk * 8 * BN];
-#if TF32X3
-                    b[ni][q] = split_tf32(y, bs[ni][q]);
-#else
-                    b[ni][q] = to_tf32(y);
-#endif
-                }
+                for (int q = 0; q < 2; q++)
+                    b[ni][q] = to_tf32(Bs[B_KC ? b_off[kk][q] + ni * 8 * BK : b_off[q][ni] + kk * 8 * BN]);
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) {
-#if TF32X3
-                    mma_m16n8(acc_small[mi][ni], a[mi], bs[ni]);
-                    mma_m16n8(acc_small[mi][ni], as[mi], b[ni]);
-#endif
-                    mma_m16n8(acc[mi][ni], a[mi], b[ni]);
-                }
+                for (int ni = 0; ni < NI; ni++) mma_m16n8(acc[mi][ni], a[mi], b[ni]);
         }
     };
 #else
@@ -387,12 +340,7 @@ __device__ __forceinline__ void mma_body(unsigned char* smem, const ELEM* __rest
 #pragma unroll
             for (int ni = 0; ni < NI; ni++) {
                 const int c = col0 + wn + ni * 8 + 2 * tq;  // (BM, BN) → C's column
-#if TF32X3
-                const float v0 = acc[mi][ni][2 * h] + acc_small[mi][ni][2 * h];
-                const float v1 = acc[mi][ni][2 * h + 1] + acc_small[mi][ni][2 * h + 1];
-#else
                 const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-#endif
                 if (pairs && c + 1 < N) {
                     *reinterpret_cast<float2*>(Cr + c) = make_float2(v0, v1);
                 } else {

@@ -55,7 +55,7 @@ __device__ __forceinline__ unsigned lds32(unsigned addr)
 }
 
 // ---- mma.sync: d (16×8, f32) += a · b, for the input type of IN_TF32, IN_BF16 or IN_F16 ------
-#if defined(IN_TF32) || defined(TF32X3)
+#if defined(IN_TF32)
 // a (16×8, tf32, row) · b (8×8, tf32, col); operands rounded to tf32 by the caller (tf32.cuh).
 __device__ __forceinline__ void mma_m16n8(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
 {

@@ -340,7 +340,6 @@ kernel_tests! {
     sweep_simt_tma => "simt-tma",
     sweep_mma_sync => "mma-sync",
     sweep_mma_sync_wide => "mma-sync-wide",
-    sweep_mma_sync_3xtf32 => "mma-sync-3xtf32",
     sweep_wgmma => "wgmma",
     sweep_wgmma_n128 => "wgmma-n128",
     sweep_wgmma_n64 => "wgmma-n64",

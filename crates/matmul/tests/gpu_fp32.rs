@@ -3,7 +3,7 @@
 //! (`matmul::verify::ErrorStats`), side by side with cuBLAS SGEMM on the same inputs. These are
 //! the numbers the FP32-emulating tensor-core kernels (3xTF32) must match: it passes where its max
 //! error is at most twice SGEMM's. Ignored unless built with MATMUL_REQUIRE_GPU=1 (build.rs), as
-//! tests/gpu.rs; scripts/gpu-fp32.sh runs them on the GPU host.
+//! tests/gpu.rs; gpu-check.sh runs them with the rest of the test binaries on the GPU host.
 
 use matmul::cpu::reference;
 use matmul::matrix::SplitMix64;
@@ -66,7 +66,7 @@ fn error_of(
 
 /// 2048³, uniform [−1, 1): cuBLAS SGEMM's error is a few u (at most k u); TF32 (inputs rounded
 /// to 10 mantissa bits) is hundreds of times larger; an FP32-emulating kernel
-/// (`mma-sync-3xtf32`, every `*3xtf32` kernel of the build) must stay within 2× SGEMM's max error. Prints every
+/// (every `*3xtf32` kernel of the build; none today) must stay within 2× SGEMM's max error. Prints every
 /// kernel's max and mean error in u.
 #[test]
 #[cfg_attr(
@@ -134,8 +134,8 @@ fn fp32_accuracy_against_sgemm() {
         }
     }
 
-    // Every FP32-emulating kernel of this build (3xTF32: mma-sync-3xtf32, and a wgmma one when
-    // there is one): within 2 × SGEMM's max error.
+    // Every FP32-emulating kernel of this build (3xTF32; none today): within 2 × SGEMM's max
+    // error.
     let emulated = matmul::KERNELS
         .iter()
         .filter(|k| k.name.contains("3xtf32") && k.supports(DType::F32));

@@ -303,24 +303,6 @@ pub static KERNELS: &[KernelSpec] = &[
         // 8 loads in flight on the odd-row 16-bit path (lab/notebook.md, 14b).
         &[("REG_COPY_UNROLL", "8")]
     ),
-    // FP32 emulated on the tensor cores (issue 40): opt-in, `auto` never picks it.
-    tc_ladder_kernel(
-        "mma-sync-3xtf32",
-        "EMULATED f32 on tensor cores (3xTF32): mma-sync with each f32 input split into two tf32 parts, C = big·big + (big·small + small·big), the small terms in their own accumulators; about SGEMM's error, not its bits; opt-in, never `auto`; any M, N, K",
-        &[DType::F32],
-        &[],
-        CudaSource {
-            entry: Some("mma_sync"),
-            includes: &[SM80, TF32],
-            defines: &[("TF32X3", "1")],
-            ..cu_source!(
-                "14_mma_sync.cu",
-                Geometry::Mma {
-                    tile: TcTile::new(64, 128, 32, 4, 256)
-                }
-            )
-        },
-    ),
     wgmma_kernel!(
         "wgmma",
         "tensor-core rung 2 (Hopper): TMA loads into an mbarrier pipeline, wgmma from shared memory, producer/consumer warpgroups, persistent grid",
