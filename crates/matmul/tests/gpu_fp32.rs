@@ -3,7 +3,7 @@
 //! (`matmul::verify::ErrorStats`), side by side with cuBLAS SGEMM on the same inputs. These are
 //! the numbers the FP32-emulating tensor-core kernels (3xTF32) must match: it passes where its max
 //! error is at most twice SGEMM's. Ignored unless built with MATMUL_REQUIRE_GPU=1 (build.rs), as
-//! tests/gpu.rs; gpu-check.sh runs them with the rest of the test binaries on the GPU host.
+//! tests/gpu.rs; on the GPU host: `dist/gpu/bin/test-gpu_fp32 --include-ignored --nocapture`.
 
 use matmul::cpu::reference;
 use matmul::matrix::SplitMix64;
