@@ -221,6 +221,25 @@ impl WgpuBackend {
         Ok(())
     }
 
+    /// A pair of timestamp queries (where the adapter has them) and the 16-byte buffer they
+    /// resolve into, for timing one launch.
+    pub(super) fn timestamp_queries(&self) -> (Option<wg::QuerySet>, wg::Buffer) {
+        let query = self.caps.timestamps.then(|| {
+            self.device.create_query_set(&wg::QuerySetDescriptor {
+                label: Some("timestamps"),
+                ty: wg::QueryType::Timestamp,
+                count: 2,
+            })
+        });
+        let resolve = self.device.create_buffer(&wg::BufferDescriptor {
+            label: Some("timestamps"),
+            size: 16,
+            usage: wg::BufferUsages::QUERY_RESOLVE | wg::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        (query, resolve)
+    }
+
     /// Runs `f` inside validation and out-of-memory error scopes; a captured error is an
     /// [`Error::Wgpu`] with `context`.
     fn scoped<T>(&self, context: &str, f: impl FnOnce() -> T) -> Result<T> {
@@ -713,19 +732,7 @@ impl Backend for WgpuBackend {
                     self.bind(&pipeline, &ab, &bb, &c, &params)
                 })
                 .collect();
-            let query = self.caps.timestamps.then(|| {
-                self.device.create_query_set(&wg::QuerySetDescriptor {
-                    label: Some("timestamps"),
-                    ty: wg::QueryType::Timestamp,
-                    count: 2,
-                })
-            });
-            let resolve = self.device.create_buffer(&wg::BufferDescriptor {
-                label: Some("timestamps"),
-                size: 16,
-                usage: wg::BufferUsages::QUERY_RESOLVE | wg::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
+            let (query, resolve) = self.timestamp_queries();
             (binds, c, query, resolve)
         })?;
         let mut times = Vec::with_capacity(iters);

@@ -214,19 +214,7 @@ impl WgpuBackend {
                     self.bind(&pipeline, &ab, &bb, &c, &params)
                 })
                 .collect();
-            let query = self.caps.timestamps.then(|| {
-                self.device.create_query_set(&wg::QuerySetDescriptor {
-                    label: Some("timestamps"),
-                    ty: wg::QueryType::Timestamp,
-                    count: 2,
-                })
-            });
-            let resolve = self.device.create_buffer(&wg::BufferDescriptor {
-                label: Some("timestamps"),
-                size: 16,
-                usage: wg::BufferUsages::QUERY_RESOLVE | wg::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
+            let (query, resolve) = self.timestamp_queries();
             (binds, c, query, resolve)
         })?;
         let mut times = Vec::with_capacity(iters);
