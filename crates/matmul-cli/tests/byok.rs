@@ -542,12 +542,28 @@ fn cuda_broken_kernels_fail_cleanly() {
     // `new-kernel`'s stub compiles and fails verification.
     let dir = temp_dir("gpu-stub");
     let d = dir.to_string_lossy().into_owned();
-    assert_eq!(matmul(&["new-kernel", "mine", "--dir", &d]).status.code(), Some(0));
+    assert_eq!(
+        matmul(&["new-kernel", "mine", "--dir", &d]).status.code(),
+        Some(0)
+    );
     let stub = dir.join("mine.cu").to_string_lossy().into_owned();
-    let o = matmul(&["run", "--kernel-file", &stub, "-m", "20", "-n", "30", "-k", "10"]);
+    let o = matmul(&[
+        "run",
+        "--kernel-file",
+        &stub,
+        "-m",
+        "20",
+        "-n",
+        "30",
+        "-k",
+        "10",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(out.contains("check    FAIL") && out.contains("600 mismatches"), "{out}");
+    assert!(
+        out.contains("check    FAIL") && out.contains("600 mismatches"),
+        "{out}"
+    );
     // The device is still usable afterwards.
     let o = matmul(&[
         "run",

@@ -769,7 +769,10 @@ fn staged_operands() {
 )]
 fn a_faulting_kernel_loses_the_context_cleanly() {
     let Some(backend) = gpu() else { return };
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/kernels/broken/oob.cu");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/broken/oob.cu"
+    );
     let e = |s: &str| matmul::user::Expr::parse(s).unwrap();
     let kernel = matmul::user::UserKernel {
         path: path.into(),
