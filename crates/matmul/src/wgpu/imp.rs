@@ -346,7 +346,7 @@ impl WgpuBackend {
 
     /// C as a run of `problem` starts it: poisoned, read back without a launch (for the tests).
     pub fn poisoned_output(&self, problem: &Problem) -> Result<AnyMatrix> {
-        let c = self.output(problem);
+        let c = self.output(problem, false);
         let bytes = self.read_back(&c, (problem.m * problem.n * 4) as u64, "reading C back")?;
         Self::to_matrix(problem, bytes)
     }
@@ -410,18 +410,33 @@ impl WgpuBackend {
             })
     }
 
-    /// C, poisoned (NaN for f32, 0xDEADBEEF for u32) so an element the kernel misses fails.
-    fn output(&self, problem: &Problem) -> wg::Buffer {
-        let poison: u32 = match problem.dtype {
-            DType::U32 => crate::matrix::POISON_U32,
-            _ => crate::matrix::POISON_F32.to_bits(),
+    /// C, poisoned (NaN for f32, 0xDEADBEEF for u32) so an element the kernel misses fails, or
+    /// with `zero` zeroed (a user's kernel that accumulates into C; COPY_DST lets it be cleared
+    /// again between launches).
+    pub(super) fn output(&self, problem: &Problem, zero: bool) -> wg::Buffer {
+        let fill: u32 = match (zero, problem.dtype) {
+            (true, _) => 0,
+            (false, DType::U32) => crate::matrix::POISON_U32,
+            (false, _) => crate::matrix::POISON_F32.to_bits(),
         };
-        let data = vec![poison; problem.m * problem.n];
+        let data = vec![fill; (problem.m * problem.n).max(1)];
         self.device
             .create_buffer_init(&wg::util::BufferInitDescriptor {
                 label: Some("C"),
                 contents: as_bytes(&data),
-                usage: wg::BufferUsages::STORAGE | wg::BufferUsages::COPY_SRC,
+                usage: wg::BufferUsages::STORAGE
+                    | wg::BufferUsages::COPY_SRC
+                    | wg::BufferUsages::COPY_DST,
+            })
+    }
+
+    /// The uniform buffer of `problem`'s sizes and strides ([`Self::params`]).
+    pub(super) fn params_buffer(&self, problem: &Problem) -> wg::Buffer {
+        self.device
+            .create_buffer_init(&wg::util::BufferInitDescriptor {
+                label: Some("params"),
+                contents: as_bytes(&Self::params(problem)),
+                usage: wg::BufferUsages::UNIFORM,
             })
     }
 
@@ -490,12 +505,13 @@ impl WgpuBackend {
         Ok(out)
     }
 
-    /// One dispatch of `pipeline` over `groups`; with `query` its begin and end timestamps.
-    fn launch(
+    /// One dispatch of `pipeline` over `groups` (x, y, z workgroups); with `query` its begin and
+    /// end timestamps. Our kernels and users' both launch through it.
+    pub(super) fn launch(
         &self,
         pipeline: &wg::ComputePipeline,
         bind: &wg::BindGroup,
-        groups: (u32, u32),
+        groups: [u32; 3],
         query: Option<&wg::QuerySet>,
     ) -> wg::CommandEncoder {
         let mut enc = self
@@ -512,7 +528,7 @@ impl WgpuBackend {
             });
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, bind, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, 1);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         }
         enc
     }
@@ -598,14 +614,7 @@ impl WgpuBackend {
         let tile = Self::tile_of(kernel, &opts);
         let pipeline = self.pipeline(kernel, problem.dtype, tile)?;
         let groups = self.dispatch(Self::source(kernel)?, problem, tile);
-        let params = self
-            .device
-            .create_buffer_init(&wg::util::BufferInitDescriptor {
-                label: Some("params"),
-                contents: as_bytes(&Self::params(problem)),
-                usage: wg::BufferUsages::UNIFORM,
-            });
-        Ok((pipeline, groups, params))
+        Ok((pipeline, groups, self.params_buffer(problem)))
     }
 }
 
@@ -699,10 +708,10 @@ impl Backend for WgpuBackend {
             let (ab, bb, cb) = (
                 self.upload("A", a),
                 self.upload("B", b),
-                self.output(problem),
+                self.output(problem, false),
             );
             let bind = self.bind(&pipeline, &ab, &bb, &cb, &params);
-            let enc = self.launch(&pipeline, &bind, groups, None);
+            let enc = self.launch(&pipeline, &bind, [groups.0, groups.1, 1], None);
             self.queue.submit([enc.finish()]);
             cb
         })?;
@@ -724,7 +733,7 @@ impl Backend for WgpuBackend {
         let (pipeline, groups, params) = self.prepare(kernel, problem, opts)?;
         let context = format!("timing `{}` on {}", kernel.name, problem);
         let (binds, _c, query, resolve) = self.scoped(&context, || {
-            let c = self.output(problem);
+            let c = self.output(problem, false);
             let binds: Vec<_> = inputs
                 .iter()
                 .map(|s| {
@@ -738,7 +747,7 @@ impl Backend for WgpuBackend {
         let mut times = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
             let bind = &binds[i % binds.len()];
-            let mut enc = self.launch(&pipeline, bind, groups, query.as_ref());
+            let mut enc = self.launch(&pipeline, bind, [groups.0, groups.1, 1], query.as_ref());
             if let Some(q) = &query {
                 enc.resolve_query_set(q, 0..2, &resolve, 0);
             }

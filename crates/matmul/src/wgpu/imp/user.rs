@@ -5,11 +5,9 @@
 use std::time::Instant;
 
 use ::wgpu as wg;
-use wg::util::DeviceExt;
 
-use super::{as_bytes, err, WgpuBackend};
+use super::{err, WgpuBackend};
 use crate::backend::{check_input_sets, check_inputs, Inputs};
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
@@ -109,58 +107,6 @@ impl WgpuBackend {
         Ok(g)
     }
 
-    fn user_output(&self, problem: &Problem, zero: bool) -> wg::Buffer {
-        let fill: u32 = match (zero, problem.dtype) {
-            (true, _) => 0,
-            (false, DType::U32) => crate::matrix::POISON_U32,
-            (false, _) => crate::matrix::POISON_F32.to_bits(),
-        };
-        let data = vec![fill; (problem.m * problem.n).max(1)];
-        self.device
-            .create_buffer_init(&wg::util::BufferInitDescriptor {
-                label: Some("C"),
-                contents: as_bytes(&data),
-                usage: wg::BufferUsages::STORAGE
-                    | wg::BufferUsages::COPY_SRC
-                    | wg::BufferUsages::COPY_DST,
-            })
-    }
-
-    fn user_params(&self, problem: &Problem) -> wg::Buffer {
-        self.device
-            .create_buffer_init(&wg::util::BufferInitDescriptor {
-                label: Some("params"),
-                contents: as_bytes(&Self::params(problem)),
-                usage: wg::BufferUsages::UNIFORM,
-            })
-    }
-
-    fn user_encode(
-        &self,
-        pipeline: &wg::ComputePipeline,
-        bind: &wg::BindGroup,
-        g: [u32; 3],
-        query: Option<&wg::QuerySet>,
-    ) -> wg::CommandEncoder {
-        let mut enc = self
-            .device
-            .create_command_encoder(&wg::CommandEncoderDescriptor { label: None });
-        {
-            let mut pass = enc.begin_compute_pass(&wg::ComputePassDescriptor {
-                label: None,
-                timestamp_writes: query.map(|q| wg::ComputePassTimestampWrites {
-                    query_set: q,
-                    beginning_of_pass_write_index: Some(0),
-                    end_of_pass_write_index: Some(1),
-                }),
-            });
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind, &[]);
-            pass.dispatch_workgroups(g[0], g[1], g[2]);
-        }
-        enc
-    }
-
     /// Runs `kernel` once on `problem` with C poisoned (zeroed with `zero_c`) and returns C.
     pub fn user_run(
         &self,
@@ -177,11 +123,11 @@ impl WgpuBackend {
             let (ab, bb, cb) = (
                 self.upload("A", a),
                 self.upload("B", b),
-                self.user_output(problem, kernel.zero_c),
+                self.output(problem, kernel.zero_c),
             );
-            let params = self.user_params(problem);
+            let params = self.params_buffer(problem);
             let bind = self.bind(&pipeline, &ab, &bb, &cb, &params);
-            let enc = self.user_encode(&pipeline, &bind, groups, None);
+            let enc = self.launch(&pipeline, &bind, groups, None);
             self.queue.submit([enc.finish()]);
             cb
         })?;
@@ -205,8 +151,8 @@ impl WgpuBackend {
         let pipeline = self.user_compile(kernel)?;
         let context = format!("timing {} on {problem}", kernel.label());
         let (binds, c, query, resolve) = self.scoped(&context, || {
-            let c = self.user_output(problem, kernel.zero_c);
-            let params = self.user_params(problem);
+            let c = self.output(problem, kernel.zero_c);
+            let params = self.params_buffer(problem);
             let binds: Vec<_> = inputs
                 .iter()
                 .map(|s| {
@@ -219,8 +165,7 @@ impl WgpuBackend {
         })?;
         let mut times = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
-            let mut enc =
-                self.user_encode(&pipeline, &binds[i % binds.len()], groups, query.as_ref());
+            let mut enc = self.launch(&pipeline, &binds[i % binds.len()], groups, query.as_ref());
             if kernel.zero_c {
                 // Outside the pass, so outside the timestamps (the wall clock includes it).
                 let mut z = self
