@@ -12,7 +12,7 @@ use super::compile::Build;
 use super::experiment::TailKnobs;
 use super::libs::{self, Context};
 use super::split_tail::{split_k_pieces, SplitLaunch};
-use super::staging::{tma_reads_rows, Pitched, Staged};
+use super::staging::{padded, tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
@@ -336,18 +336,9 @@ impl CudaBackend {
         };
         let elem = problem.dtype.input_bytes();
         let mut staged = Vec::new();
-        let mut pitched = |ptr: u64, (rows, cols): (usize, usize)| -> Result<Pitched> {
-            if tma_reads_rows(cols, elem) {
-                return Ok(Pitched { ptr, pitch: cols });
-            }
-            let copy = Staged::new(s, ptr, (rows, cols), elem)?;
-            let at = copy.pitched(s);
-            staged.push(copy);
-            Ok(at)
-        };
         let (pa, pb) = (
-            pitched(a, problem.a_stored())?,
-            pitched(b, problem.b_stored())?,
+            padded(s, a, problem.a_stored(), elem, &mut staged)?,
+            padded(s, b, problem.b_stored(), elem, &mut staged)?,
         );
         if !staged.is_empty() && split.is_some() {
             // A split tail reads A and B by pointer and stride: it would miss the staging.
@@ -400,14 +391,8 @@ impl CudaBackend {
                     staged.push(copy);
                     return Ok((Op::N, at));
                 }
-                if tma_reads_rows(cols, elem) {
-                    return Ok((op, Pitched { ptr, pitch: cols }));
-                }
             }
-            let copy = Staged::new(s, ptr, (rows, cols), elem)?;
-            let at = copy.pitched(s);
-            staged.push(copy);
-            Ok((op, at))
+            Ok((op, padded(s, ptr, (rows, cols), elem, &mut staged)?))
         };
         let (op_a, pa) = stage(a, true)?;
         let (op_b, pb) = stage(b, false)?;

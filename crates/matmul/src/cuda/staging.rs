@@ -45,6 +45,25 @@ pub(crate) struct Pitched {
     pub(crate) pitch: usize,
 }
 
+/// A `rows`×`cols` operand at `ptr` as a kernel that reads 16-byte rows takes it: as stored where
+/// its rows are 16-byte multiples, else a padded copy, pushed onto `staged` (enqueued before each
+/// launch). The TMA kernels and the SIMT kernels' staging both come through here.
+pub(super) fn padded(
+    stream: &Arc<CudaStream>,
+    ptr: u64,
+    (rows, cols): (usize, usize),
+    elem: usize,
+    staged: &mut Vec<Staged>,
+) -> Result<Pitched> {
+    if tma_reads_rows(cols, elem) {
+        return Ok(Pitched { ptr, pitch: cols });
+    }
+    let copy = Staged::new(stream, ptr, (rows, cols), elem)?;
+    let at = copy.pitched(stream);
+    staged.push(copy);
+    Ok(at)
+}
+
 /// A copy of a `rows`×`cols` operand into a padded workspace, enqueued before each launch: the
 /// same rows, or with `transpose` (a kernel: src, dst, rows, cols, pitch) the operand's transpose.
 pub(super) struct Staged {
