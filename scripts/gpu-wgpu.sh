@@ -6,11 +6,12 @@
 #   2. the wgpu tests (test-wgpu: every WGSL kernel × f32/u32 × awkward shapes, the judge vectors,
 #      the puzzles) with MATMUL_REQUIRE_WGPU=1, so a missing adapter fails;
 #   3. ./test.sh-style judge and the puzzles through --backend wgpu;
-#   4. `matmul bench --backend wgpu` with the arguments given (default: every wgpu kernel, f32 and
-#      u32, at 1024, 2048, 4096), its report in $OUT/report-wgpu; then the same sizes on CUDA's
-#      `warptile` and cuBLAS for the comparison.
-# No figure from this run is in the docs yet: docs/wgpu.md says what to report.
+#   4. `matmul bench --backend wgpu` with the arguments given (default: f32 and u32 at 1024, 2048,
+#      4096, 8192) over $WGPU_KERNELS (default wgpu-naive, wgpu-tiled, wgpu-regtile), its report
+#      in $OUT/report-wgpu; then the same arguments on CUDA's multistage-raster and cuBLAS, in
+#      $OUT/report-cuda, for the comparison (docs/wgpu.md has the run of record).
 # Usage (GPU host, repo root; `run` with carry ["dist/gpu", ".gl"]): dist/gpu/gpu-wgpu.sh [matmul bench arguments]
+# (sizes, dtypes: not --kernels, which $WGPU_KERNELS sets)
 # Environment: OUT (default dist/gpu/logs), GPU_BENCH_TIMEOUT (seconds per bench, default 420).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,9 +44,12 @@ step judge-wgpu 120 "$bin" judge --backend wgpu --kernel TILING "$here/tests/dat
 for p in naive single-block tiled idiomatic-tiled p14-naive p14-tiled; do
     step "puzzle-wgpu-$p" 60 "$bin" puzzle --backend wgpu "$p"
 done
-if [[ $# == 0 ]]; then set -- --dtypes f32,u32 --sizes 1024,2048,4096; fi
-step bench-wgpu "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --backend wgpu --out "$out/report-wgpu" "$@"
-grep -v "^\s*$" "$out/bench-wgpu.log" | tail -n 40
-step bench-cuda "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --kernels warptile,cublas --no-ceilings --out "$out/report-cuda" "$@"
-grep -v "^\s*$" "$out/bench-cuda.log" | tail -n 20
+if [[ $# == 0 ]]; then set -- --dtypes f32,u32 --sizes 1024,2048,4096,8192; fi
+step bench-wgpu "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --backend wgpu \
+    --kernels "${WGPU_KERNELS:-wgpu-naive,wgpu-tiled,wgpu-regtile}" --out "$out/report-wgpu" "$@"
+grep -E "^(kernel|wgpu)" "$out/bench-wgpu.log"
+# The same shapes on CUDA: cuBLAS and the SIMT kernel that wgpu-regtile is the twin of.
+step bench-cuda "${GPU_BENCH_TIMEOUT:-420}" "$bin" bench --kernels multistage-raster,cublas --no-ceilings \
+    --out "$out/report-cuda" "$@"
+grep -E "^(kernel|multi|cublas)" "$out/bench-cuda.log"
 summary gpu-wgpu

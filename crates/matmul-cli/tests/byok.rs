@@ -196,14 +196,29 @@ fn judge_runs_a_users_u32_kernel() {
     }
     let cases = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/public.in");
     let cases = cases.to_string_lossy().into_owned();
-    let o = matmul(&["judge", "--kernel-file", &ex("naive.wgsl"), &cases]);
+    // A generous watchdog: lavapipe on a loaded CI machine runs the 1024³ case slowly.
+    let o = matmul(&[
+        "judge",
+        "--kernel-file",
+        &ex("naive.wgsl"),
+        "--timeout",
+        "120",
+        &cases,
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(
         out.starts_with("PASS") && out.contains("main (naive.wgsl)"),
         "{out}"
     );
-    let o = matmul(&["judge", "--kernel-file", &ex("broken/wrong.wgsl"), &cases]);
+    let o = matmul(&[
+        "judge",
+        "--kernel-file",
+        &ex("broken/wrong.wgsl"),
+        "--timeout",
+        "120",
+        &cases,
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(out.starts_with("FAIL"), "{out}");

@@ -451,18 +451,18 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     wgsl(
         "wgpu-regtile",
-        "register-tiled WGSL: 64x64 tiles of C per 256-invocation workgroup, 4x4 outputs per invocation in vec4 registers, A and B 16 deep in 8.1 KiB of workgroup memory",
+        "register-tiled WGSL: 128x128 tiles of C per 256-invocation workgroup, 8x8 outputs per invocation in vec4 registers, A and B 8 deep in 8.3 KiB of workgroup memory read as vec4s, the next k-block prefetched into registers",
         Traffic::BlockTiled,
         &[],
         WgslSource {
             file: "regtile.wgsl",
             text: include_str!("../../kernels/wgsl/regtile.wgsl"),
             shape: WgslShape::RegTile {
-                bm: 64,
-                bn: 64,
-                bk: 16,
-                tm: 4,
-                tn: 4,
+                bm: 128,
+                bn: 128,
+                bk: 8,
+                tm: 8,
+                tn: 8,
             },
             twins: &[
                 "blocktile-1d",

@@ -223,8 +223,8 @@ impl WgslShape {
     pub fn workgroup_bytes(&self, tile: u32) -> usize {
         match *self {
             WgslShape::Tiled { .. } => 2 * (tile as usize).pow(2) * 4,
-            // regtile.wgsl pads A's rows by one element.
-            WgslShape::RegTile { bm, bn, bk, .. } => (bm + 1 + bn) as usize * bk as usize * 4,
+            // regtile.wgsl pads A's rows by four elements (one vec4).
+            WgslShape::RegTile { bm, bn, bk, .. } => (bm + 4 + bn) as usize * bk as usize * 4,
             _ => 0,
         }
     }

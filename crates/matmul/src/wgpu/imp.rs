@@ -627,8 +627,8 @@ const LLVMPIPE_MAX_LOOP: u64 = 65535;
 /// The iterations of the longest-running loop of a kernel per invocation, as llvmpipe counts
 /// them (small loops of a constant trip count are unrolled and do not count; measured on Mesa
 /// 22.3: the chunked K loops of ELE, naive and ROW and the tile loop of TILING run K = 70000,
-/// the register tile's BK loop does not unroll, so `wgpu-regtile` stops between K = 58000 and
-/// 61000; it is refused from K = 52429).
+/// the register tile's BK loop does not unroll, so `wgpu-regtile` (BK = 8) stops between
+/// K = 52000 and 54000; it is refused from K = 43691).
 fn loop_iterations(shape: WgslShape, problem: &Problem, tile: u32) -> u64 {
     let (n, k) = (problem.n as u64, problem.k as u64);
     match shape {
@@ -636,7 +636,8 @@ fn loop_iterations(shape: WgslShape, problem: &Problem, tile: u32) -> u64 {
         WgslShape::Element { .. } | WgslShape::Tile2d { .. } => k.div_ceil(16),
         WgslShape::Tiled { .. } => k.div_ceil(tile.max(1) as u64),
         // The BK loop around the register tile's products is too large to unroll: it counts,
-        // and more (measured: K = 58000 runs, 61000 does not); BK + 4 per tile keeps a margin.
+        // and more (measured, BK = 8: K = 52000 runs, 54000 does not, about BK + 2 per tile); BK + 4
+        // per tile keeps a margin.
         WgslShape::RegTile { bk, .. } => k.div_ceil(bk as u64) * (bk as u64 + 4),
     }
 }
