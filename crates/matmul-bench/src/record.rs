@@ -35,6 +35,14 @@ pub const README_RUNS: &[&str] = &[
 /// and class) is rendered from, under [`BASELINES_DIR`].
 pub const README_SUITE_RUN: &str = "h100-80gb-hbm3/suite";
 
+/// The portable backend's runs the README's third table is rendered from, under
+/// [`BASELINES_DIR`]: the wgpu kernels through Vulkan, and the CUDA kernels (cuBLAS among them) on
+/// the same shapes in the same call (`scripts/gpu-wgpu.sh`).
+pub const README_WGPU_RUNS: [&str; 2] = ["h100-80gb-hbm3/wgpu", "h100-80gb-hbm3/wgpu-cuda"];
+
+/// The wgpu table's columns.
+pub const README_WGPU_SIZES: &[usize] = &[1024, 2048, 4096, 8192];
+
 /// The table's columns: square products m = n = k of these sizes.
 pub const README_SIZES: &[usize] = &[1024, 2048, 4096, 8192, 16384];
 
@@ -99,7 +107,78 @@ pub fn readme_section(root: &Path) -> io::Result<String> {
     )?;
     out.push('\n');
     out.push_str(&suite_table(&suite));
+    let [wgpu, cuda] =
+        README_WGPU_RUNS.map(|run| load(&root.join(BASELINES_DIR).join(run).join("results.json")));
+    out.push('\n');
+    out.push_str(&wgpu_table(&wgpu?, &cuda?, README_WGPU_SIZES));
     Ok(out)
+}
+
+/// The portable backend against CUDA on the same device: one row per kernel and dtype of `wgpu`
+/// (the WGSL kernels through wgpu) and of `cuda` (cuBLAS and our CUDA kernels, same shapes, same
+/// call), one column per size; each cell the rate, and for a wgpu f32 kernel its share of
+/// cuBLAS's rate at that size. Then both runs' device, date, commit and command.
+pub fn wgpu_table(wgpu: &Report, cuda: &Report, sizes: &[usize]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "The portable backend (`--backend wgpu`, WGSL through Vulkan) on the same GPU, beside CUDA in \
+         the same call:\n"
+    );
+    out.push_str("| kernel | backend | dtype |");
+    for s in sizes {
+        let _ = write!(out, " {s}³ |");
+    }
+    out.push_str("\n|---|---|---|");
+    out.push_str(&"---|".repeat(sizes.len()));
+    out.push('\n');
+    let cublas = |dtype: DType, size: usize| vendor(cuda, dtype, size).and_then(|r| r.rate_gops);
+    for (report, backend) in [(wgpu, "wgpu"), (cuda, "cuda")] {
+        let mut rows: Vec<(&str, DType)> = Vec::new();
+        for r in &report.records {
+            if !rows.contains(&(r.kernel.as_str(), r.dtype)) {
+                rows.push((&r.kernel, r.dtype));
+            }
+        }
+        for (kernel, dtype) in rows {
+            let _ = write!(out, "| `{kernel}` | {backend} | {dtype} |");
+            for &size in sizes {
+                let rec = report.records.iter().find(|r| {
+                    r.kernel == kernel
+                        && r.dtype == dtype
+                        && is_square(r, size)
+                        && r.status == Status::Ok
+                });
+                match rec.and_then(|r| r.rate_gops) {
+                    None => out.push_str(" — |"),
+                    Some(rate) => {
+                        let _ = write!(out, " {}", tera(rate));
+                        if let (true, Some(vendor)) = (backend == "wgpu", cublas(dtype, size)) {
+                            let _ = write!(out, " ({:.1} %)", 100.0 * rate / vendor);
+                        }
+                        out.push_str(" |");
+                    }
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(
+        "\nTFLOP/s (u32: TOPS) from the median launch time; in brackets the share of cuBLAS's rate \
+         in the same call. WGSL has no asynchronous copies and no matrix instructions: \
+         [docs/wgpu.md](docs/wgpu.md) says what bounds it. The runs:\n\n",
+    );
+    for report in [wgpu, cuda] {
+        let s = &report.system;
+        let (date, commit) = date_and_commit(s);
+        let _ = writeln!(
+            out,
+            "- {}: {date}, commit {commit}, `{}`.",
+            s.device,
+            command(&s.command_line)
+        );
+    }
+    out
 }
 
 /// The summary of a suite run (a report with `suite` set) in Markdown: one row per dtype and

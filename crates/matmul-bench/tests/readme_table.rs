@@ -27,6 +27,7 @@ fn runs_of_record_are_small_and_load() {
     for run in record::README_RUNS
         .iter()
         .chain([&record::README_SUITE_RUN])
+        .chain(&record::README_WGPU_RUNS)
     {
         let path = root
             .join(record::BASELINES_DIR)
