@@ -3,19 +3,20 @@
 //!
 //! The work is every kernel of the backend for each dtype asked that can run each of a set of
 //! problems (awkward shapes with all four op(A)/op(B) combinations spread over them, C in the
-//! input type too for 16-bit dtypes, and a few large shapes), plus judge triples through
-//! [`judge::case_signature`] on every u32 kernel. Each round runs all of it in a new order. A
-//! product's C comes back from [`Backend::run`], which poisons C before the launch, and is
-//! compared with the CPU reference (computed once per problem, on first use; u32 bit for bit);
-//! a judge case's signature with the reference's. A quarter of the products, a different
-//! quarter each round, are also timed first as `bench` times them ([`Backend::time`]: a warm-up
-//! and three timed launches, every time finite and positive).
+//! input type too for 16-bit dtypes, and a few large shapes, which one-thread-per-row kernels
+//! skip), plus judge triples through [`judge::case_signature`] on every u32 kernel. Each round
+//! runs all of it in a new order. A product's C comes back from [`Backend::run`], which poisons
+//! C before the launch, and is compared with the CPU reference (computed once per problem, on
+//! first use; u32 bit for bit); a judge case's signature with the reference's. A quarter of the
+//! products, a different quarter each round, are also timed first as `bench` times them
+//! ([`Backend::time`]: a warm-up and three timed launches, every time finite and positive).
 
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use matmul::cpu::reference;
 use matmul::judge::{self, Generator};
+use matmul::registry::Geometry;
 use matmul::{
     open_backend, verify, AnyMatrix, Backend, BackendChoice, BackendKind, COut, CudaBackend, DType,
     Init, Inputs, KernelSpec, Op, Problem, RunOptions, KERNELS,
@@ -93,16 +94,16 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// The backend the soak runs on; a CUDA one is kept as such for its memory figures.
 enum Device {
-    Cuda(CudaBackend),
+    Cuda(Box<CudaBackend>),
     Other(Box<dyn Backend>),
 }
 
 impl Device {
     fn open(choice: BackendChoice) -> CliResult<Device> {
         Ok(match choice {
-            BackendChoice::Cuda => Device::Cuda(CudaBackend::new(0)?),
+            BackendChoice::Cuda => Device::Cuda(Box::new(CudaBackend::new(0)?)),
             BackendChoice::Auto => match CudaBackend::new(0) {
-                Ok(b) => Device::Cuda(b),
+                Ok(b) => Device::Cuda(Box::new(b)),
                 Err(_) => {
                     let (b, why) = open_backend(BackendChoice::Auto)?;
                     if let Some(why) = why {
@@ -117,7 +118,7 @@ impl Device {
 
     fn backend(&self) -> &dyn Backend {
         match self {
-            Device::Cuda(b) => b,
+            Device::Cuda(b) => b.as_ref(),
             Device::Other(b) => b.as_ref(),
         }
     }
@@ -237,6 +238,26 @@ fn problems(dtypes: &[DType], small: bool) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// Beyond this many multiply-adds a problem is large: one-thread-per-row kernels skip it (a
+/// thread walks all of N·K there, for seconds), as the GPU tests do.
+const LARGE_MACS: usize = 20_000_000;
+
+/// Whether `kernel` takes `problem` in the soak: the backend's, for its dtype, allowed by its
+/// rules on this device, and not a one-thread-per-row kernel on a large problem.
+fn takes(backend: &dyn Backend, kernel: &KernelSpec, problem: &Problem) -> bool {
+    let per_row = matches!(
+        kernel.cuda_source().map(|s| s.geometry),
+        Some(Geometry::RowPerThread { .. })
+    );
+    let large = problem.m * problem.n * problem.k > LARGE_MACS;
+    kernel.backend == backend.kind()
+        && kernel.supports(problem.dtype)
+        && !(per_row && large)
+        && backend
+            .check(kernel, problem, RunOptions::default())
+            .is_ok()
 }
 
 /// xorshift64*: the rounds' order, reproducible from --seed.
@@ -409,7 +430,6 @@ pub fn soak(args: SoakArgs) -> CliResult {
     let device = Device::open(args.backend)?;
     let backend = device.backend();
     let small = args.small || backend.kind() == BackendKind::Cpu;
-    let opts = RunOptions::default();
 
     let mut dtypes: Vec<DType> = Vec::new();
     for &d in &args.dtypes {
@@ -422,8 +442,7 @@ pub fn soak(args: SoakArgs) -> CliResult {
     for problem in problems(&dtypes, small) {
         let kernels: Vec<_> = KERNELS
             .iter()
-            .filter(|k| k.backend == backend.kind() && k.supports(problem.dtype))
-            .filter(|k| backend.check(k, &problem, opts).is_ok())
+            .filter(|k| takes(backend, k, &problem))
             .collect();
         if kernels.is_empty() {
             continue;
@@ -466,8 +485,7 @@ pub fn soak(args: SoakArgs) -> CliResult {
             let index = judge_cases.len();
             let kernels: Vec<_> = KERNELS
                 .iter()
-                .filter(|k| k.backend == backend.kind() && k.supports(DType::U32))
-                .filter(|k| backend.check(k, &problem, opts).is_ok())
+                .filter(|k| takes(backend, k, &problem))
                 .collect();
             jobs.extend(kernels.into_iter().map(|kernel| Job::Judge {
                 case: index,
@@ -530,7 +548,7 @@ pub fn soak(args: SoakArgs) -> CliResult {
             let outcome = match job {
                 Job::Product { product, kernel } => {
                     // A different quarter of the products is timed each round.
-                    let timed = (j as u64 + rounds) % 4 == 0;
+                    let timed = (j as u64 + rounds).is_multiple_of(4);
                     run_product(backend, &mut products[product], kernel, timed)
                 }
                 Job::Judge { case, kernel } => run_judge(backend, &mut judge_cases[case], kernel),

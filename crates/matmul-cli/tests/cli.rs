@@ -566,6 +566,10 @@ fn no_gpu_is_status_1_in_every_subcommand() {
             "no CUDA device",
         ),
         (&["tune"], "tuning needs a CUDA device"),
+        (
+            &["soak", "--backend", "cuda", "--seconds", "1"],
+            "no CUDA device",
+        ),
         (&["puzzle", "tiled"], "kernel `tiled` needs a CUDA device"),
         (
             &["signature", "--kernel", "TILING", public.to_str().unwrap()],
