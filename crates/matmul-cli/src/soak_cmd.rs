@@ -583,8 +583,9 @@ pub fn soak(args: SoakArgs) -> CliResult {
             if now >= next_progress {
                 let mem = Memory::now(&device);
                 println!(
-                    "{:6.0} s: round {rounds} ({position} of {} jobs), {launches} launches, {failures} failures, device {} MiB used, host RSS {} MiB",
+                    "{:6.0} s: round {rounds} ({} of {} jobs done), {launches} launches, {failures} failures, device {} MiB used, host RSS {} MiB",
                     (now - start).as_secs_f64(),
+                    position + 1,
                     jobs.len(),
                     mib(mem.device),
                     mib(mem.host)
