@@ -9,6 +9,7 @@
 #   gpu-wgpu.sh           the wgpu backend on NVIDIA's Vulkan driver: tests, judge, puzzles, bench
 #   gpu-nccl.sh           the multi-GPU layouts over NCCL (2+ GPUs): locate libnccl.so.2, check, bench
 #   gpu-byok.sh, kernels/ kernels of your own: examples/kernels/ run, benched and broken on purpose
+#   gpu-soak.sh           the reliability run: the injected fault and `matmul soak` (300 s)
 #   lib/libvulkan.so.1    the Vulkan loader (this machine's, from apt's libvulkan1), for wgpu: the
 #                         GPU host has NVIDIA's Vulkan driver but no loader
 #   lab tools             everything in lab/ that runs on the GPU host (gpu-ab.sh and ab-specs/,
@@ -69,7 +70,7 @@ else
 fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh \
-    scripts/gpu-nccl.sh scripts/gpu-byok.sh "$out/"
+    scripts/gpu-nccl.sh scripts/gpu-byok.sh scripts/gpu-soak.sh "$out/"
 cp -r examples/kernels "$out/kernels"
 # The Vulkan loader for the wgpu backend (it needs only libc and libm).
 loader=$({ ldconfig -p 2>/dev/null || true; } | awk '/libvulkan\.so\.1 .*x86-64/ {print $NF; exit}')

@@ -9,6 +9,7 @@ mod multi_cmd;
 mod puzzle_cmd;
 mod report_cmd;
 mod run_cmd;
+mod soak_cmd;
 mod tune_cmd;
 
 use std::process::ExitCode;
@@ -62,6 +63,10 @@ enum Command {
     /// 1-GPU run (scaling efficiency, exposed communication), or checked with --check.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Multi(multi_cmd::MultiArgs),
+    /// Judge cases and bench-like runs of every kernel in a loop for a set time, every result
+    /// verified; counts launches, failures and memory growth (exit 1 on any failure).
+    #[command(after_help = cli_error::EXIT_STATUSES)]
+    Soak(soak_cmd::SoakArgs),
     /// Write a starter kernel of your own (CUDA or WGSL) for `run --kernel-file` (docs/own-kernels.md).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     NewKernel(byok_cmd::NewKernelArgs),
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::report(args),
         Command::Tune(args) => tune_cmd::tune(args),
         Command::Multi(args) => multi_cmd::multi(args),
+        Command::Soak(args) => soak_cmd::soak(args),
         Command::NewKernel(args) => byok_cmd::new_kernel(args),
     };
     match result {

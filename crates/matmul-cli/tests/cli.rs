@@ -566,6 +566,10 @@ fn no_gpu_is_status_1_in_every_subcommand() {
             "no CUDA device",
         ),
         (&["tune"], "tuning needs a CUDA device"),
+        (
+            &["soak", "--backend", "cuda", "--seconds", "1"],
+            "no CUDA device",
+        ),
         (&["puzzle", "tiled"], "kernel `tiled` needs a CUDA device"),
         (
             &["signature", "--kernel", "TILING", public.to_str().unwrap()],
@@ -951,4 +955,59 @@ fn multi_refuses_bad_input_and_a_missing_environment() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `matmul soak` on the CPU backend: every job verified, none failed, both CPU kernels ran
+/// products and judge cases, and the summary line counts them; bad arguments are exit 2.
+#[test]
+fn a_short_cpu_soak_verifies_every_result() {
+    let out = matmul(&["soak", "--backend", "cpu", "--seconds", "2"], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let result = text
+        .lines()
+        .find(|l| l.starts_with("RESULT soak "))
+        .unwrap_or_else(|| panic!("no RESULT line:\n{text}"));
+    let field = |name: &str| -> String {
+        result
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {result}"))
+            .to_string()
+    };
+    assert_eq!(field("failures"), "0", "{result}");
+    assert_eq!(field("backend"), "cpu", "{result}");
+    assert!(field("launches").parse::<u64>().unwrap() > 0, "{result}");
+    assert!(field("judge_cases").parse::<u64>().unwrap() > 0, "{result}");
+    assert!(
+        field("host_rss_mib").split('/').next().unwrap() != "n/a" || !cfg!(target_os = "linux")
+    );
+    for kernel in ["cpu", "cpu-reference"] {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(kernel))
+            .unwrap_or_else(|| panic!("no row for {kernel}:\n{text}"));
+        let cols: Vec<u64> = row
+            .split_whitespace()
+            .skip(1)
+            .map(|c| c.parse().unwrap())
+            .collect();
+        // runs, timed, judge, launches, failures
+        assert!(
+            cols[0] > 0 && cols[2] > 0 && cols[3] >= cols[0] + cols[2],
+            "{row}"
+        );
+        assert_eq!(cols[4], 0, "{row}");
+    }
+    bad_input(
+        &["soak", "--seconds", "0"],
+        "",
+        "--seconds must be more than 0",
+    );
+    bad_input(
+        &["soak", "--seconds", "inf"],
+        "",
+        "--seconds must be more than 0",
+    );
+    bad_input(&["soak", "--dtypes", "f64"], "", "unknown dtype `f64`");
 }

@@ -142,6 +142,19 @@ impl CudaBackend {
         &self.ctx
     }
 
+    /// The device's free and total memory in bytes, as the driver reports them now
+    /// (cuMemGetInfo): what every process on the device leaves free, not this backend's share.
+    pub fn memory(&self) -> Result<(u64, u64)> {
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        let (free, total) = self
+            .ctx
+            .mem_get_info()
+            .ctx(|| "asking the device for its free memory".into())?;
+        Ok((free as u64, total as u64))
+    }
+
     /// The stream every launch of this backend goes to.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
@@ -289,14 +302,8 @@ impl CudaBackend {
         let c = (problem.m as u64) * (problem.n as u64) * problem.c_dtype().input_bytes() as u64;
         const SLACK: u64 = 256 << 20;
         let needed = (sets as u64) * inputs + c + SLACK;
-        self.ctx
-            .bind_to_thread()
-            .ctx(|| "binding the context".into())?;
-        let (free, _) = self
-            .ctx
-            .mem_get_info()
-            .ctx(|| "asking the device for its free memory".into())?;
-        if needed > free as u64 {
+        let (free, _) = self.memory()?;
+        if needed > free {
             let what = if sets == 1 {
                 "A, B and C".to_string()
             } else {
@@ -306,7 +313,7 @@ impl CudaBackend {
                 problem: *problem,
                 what,
                 needed,
-                free: free as u64,
+                free,
             });
         }
         Ok(())
