@@ -58,10 +58,6 @@ enum Command {
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
-    /// One GEMM across several GPUs over NCCL (row-split, ag-gemm, gemm-rs): timed beside the
-    /// 1-GPU run (scaling efficiency, exposed communication), or checked with --check.
-    #[command(after_help = cli_error::EXIT_STATUSES)]
-    Multi(multi_cmd::MultiArgs),
     /// Write a starter kernel of your own (CUDA or WGSL) for `run --kernel-file` (docs/own-kernels.md).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     NewKernel(byok_cmd::NewKernelArgs),
@@ -107,7 +103,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Tune(args) => tune_cmd::tune(args),
-        Command::Multi(args) => multi_cmd::multi(args),
         Command::NewKernel(args) => byok_cmd::new_kernel(args),
     };
     match result {
