@@ -426,6 +426,16 @@ pub fn bench(plan: &Plan) -> CliResult {
 pub fn process(plan: &Plan, ranks: &RankArgs) -> CliResult {
     let rank = ranks.rank.expect("called with --rank");
     let world = ranks.world.expect("clap requires --world with --rank");
+    // Every error names this process's rank: the launcher's logs interleave them.
+    rank_process(plan, ranks, rank, world).map_err(|mut e| {
+        if !e.message.starts_with("rank ") && !e.message.starts_with("--rank") {
+            e.message = format!("rank {rank} of {world}: {}", e.message);
+        }
+        e
+    })
+}
+
+fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> CliResult {
     let id_file = ranks
         .id_file
         .clone()

@@ -537,6 +537,21 @@ impl Drop for Comm {
 mod tests {
     use super::*;
 
+    /// NCCL_CONFIG_INITIALIZER's values (nccl.h 2.28), with the limits set.
+    #[test]
+    fn cta_limit_fills_nccl_config_initializer() {
+        let c = CtaLimit {
+            min: None,
+            max: Some(4),
+        }
+        .config();
+        assert_eq!(c.size, std::mem::size_of::<ncclConfig_v22800>());
+        assert_eq!((c.magic, c.version), (0xcafe_beef, 22800));
+        assert_eq!((c.minCTAs, c.maxCTAs), (c_int::MIN, 4));
+        assert_eq!((c.blocking, c.nvlinkCentricSched), (c_int::MIN, c_int::MIN));
+        assert!(c.netName.is_null() && c.commName.is_null());
+    }
+
     /// Where NCCL is found (MATMUL_NCCL_LIB, or libnccl.so.2 on the loader path), every entry
     /// point resolves and it reports a 2.x version and a unique id; elsewhere the error names
     /// the soname and what was tried.
