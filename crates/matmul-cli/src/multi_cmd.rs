@@ -390,24 +390,28 @@ pub fn bench(plan: &Plan) -> CliResult {
             case.check.as_deref().unwrap_or("-"),
         );
         records.push(case);
-    }
-    if let Some(out) = &plan.out {
-        if !records.is_empty() {
+        // Written after every case: a run cut short (a time limit) keeps what it measured.
+        if let Some(out) = &plan.out {
             let run = MultiRun {
                 system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
                 gpus,
-                nccl,
+                nccl: nccl.clone(),
                 nccl_min_ctas: plan.gpu.nccl_min_ctas,
                 nccl_max_ctas: plan.gpu.nccl_max_ctas,
                 warmup: plan.warmup,
                 iters: plan.iters,
-                cases: records,
+                cases: records.clone(),
             };
-            let [json, md] = run
-                .write(out)
+            run.write(out)
                 .map_err(|e| CliError::failure(format!("writing {}: {e}", out.display())))?;
-            eprintln!("wrote {} and {}", json.display(), md.display());
         }
+    }
+    if let (Some(out), false) = (&plan.out, records.is_empty()) {
+        eprintln!(
+            "wrote {} and {}",
+            out.join(matmul_bench::multi::JSON).display(),
+            out.join(matmul_bench::multi::MARKDOWN).display()
+        );
     }
     if failed > 0 {
         return Err(CliError::failure(format!(
