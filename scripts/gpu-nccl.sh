@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# The multi-GPU check and short bench (NCCL), run on a host with 2+ GPUs from a bundle made by
+# The multi-GPU check and bench of record (NCCL), on a host with 2+ GPUs, from a bundle made by
 # scripts/gpu-bundle.sh (dist/gpu/: bin/matmul, bin/test-lib, bin/test-multi_gpu):
-#   1. diagnostics: nvidia-smi -L and topo -m, the driver; where libnccl.so.2 is (ldconfig -p,
-#      /usr/lib/<arch>-linux-gnu, the CUDA directories, a python nvidia-nccl wheel, then a
-#      time-boxed find), exported as MATMUL_NCCL_LIB with its directory on LD_LIBRARY_PATH;
-#   2. test-lib's NCCL test (opens it by soname, prints the version, makes a unique id);
-#   3. `matmul multi --check` (every layout, f32/u32/bf16, vs the CPU reference; NCCL_DEBUG=INFO
-#      for the init and transport lines);
-#   4. the bench: `matmul multi` f32 at 8192 and 16384, bf16 at 16384 (1-GPU run beside it);
-#   5. the one-process-per-GPU form: one `matmul multi --check --rank R` process per GPU;
-#   6. test-multi_gpu, one test per step (every layout × dtype on awkward shapes, on all GPUs
-#      and on 2).
+#
+#   dist/gpu/gpu-nccl.sh [GPUS]      GPUS: 2 or 4 (default: every GPU; fewer → devices 0..GPUS-1)
+#
+#   1. diagnostics (nvidia-smi -L, topo -m); libnccl.so.2 located (ldconfig, CUDA and system
+#      directories, a python nvidia-nccl wheel, a time-boxed find), exported as MATMUL_NCCL_LIB;
+#   2. nccl-load: test-lib's NCCL test (opens it by soname, version, unique id);
+#   3. tests: test-multi_gpu, every layout × dtype on awkward shapes vs the CPU reference, on
+#      GPUS and on 2, cuBLAS as the local kernel, an NCCL CTA limit, timing modes;
+#   4. check: `matmul run --gpus GPUS` every layout × f32/u32/bf16 on awkward shapes;
+#      (7, the bench, runs next, then 5, 6 and 8)
+#   5. multiproc: one `matmul run --rank R` process per GPU (the unique id through a file), each
+#      checking its blocks of C, f32/u32/bf16;
+#   6. rank-fails: the same with one rank on a device that does not exist: every process must
+#      exit 1 in bounded time, the others naming their rank (MATMUL_NCCL_TIMEOUT_S=5);
+#   7. bench: `matmul bench --gpus GPUS` at 8192 and 16384, f32, u32, bf16, every layout, beside
+#      the 1-GPU run, C compared with the 1-GPU C (u32 bit for bit); the run of record goes to
+#      $OUT/baselines/<device>/multi-<GPUS>gpu/ (multi.json, multi.md);
+#   8. ctas-*: gemm-rs bf16 16384 with NCCL limited to CTAS_AB CTAs per collective (default
+#      "4 8 16"; `--nccl-max-ctas`), against the bench's unlimited gemm-rs bf16 line.
 # Every step is time-boxed and logged to $OUT/<step>.log; the script goes on past a failure and
 # ends with a PASS/FAIL table (exit 1 if any failed). The whole run stays under GPU_NCCL_BUDGET
-# seconds (default 560): a step gets at most what is left.
+# seconds (default 540): a step gets at most what is left.
 #
-# Environment: OUT (default dist/gpu/logs), GPU_NCCL_BUDGET, GPUS (default: every GPU),
-# NCCL_DEBUG (default WARN), MATMUL_NCCL_LIB (skips the search).
+# Environment: OUT (default dist/gpu/logs), GPU_NCCL_BUDGET, CTAS_AB, NCCL_DEBUG (default WARN),
+# MATMUL_NCCL_LIB (skips the search).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/logs}
 mkdir -p "$out"
-budget=${GPU_NCCL_BUDGET:-560}
+budget=${GPU_NCCL_BUDGET:-540}
 t0=$(date +%s)
 source "$here/gpu-steps.sh"
 export RUST_BACKTRACE=1 MATMUL_REQUIRE_MULTI_GPU=1 MATMUL_NCCL_TIMEOUT_S=${MATMUL_NCCL_TIMEOUT_S:-120}
@@ -51,16 +60,26 @@ echo "== diagnostics ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
     echo "NCCL_DEBUG=$NCCL_DEBUG LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     cat "$here/MANIFEST" 2>/dev/null | head -n 3
 } 2>&1 | tee "$out/diagnostics.log"
-gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')}
-if [[ -z ${GPUS:-} && -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+host_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
     visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-    ((visible < gpus)) && gpus=$visible
+    ((visible < host_gpus)) && host_gpus=$visible
     echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
 fi
-if ((gpus < 2)); then
-    echo "only $gpus GPU(s) seen; running with 2 so that the library says what is missing"
-    gpus=2
+gpus=${1:-${GPUS:-$host_gpus}}
+if ! [[ $gpus =~ ^[0-9]+$ ]] || ((gpus < 2)); then
+    echo "usage: $0 [GPUS]  (GPUS ≥ 2; this host shows $host_gpus)" >&2
+    exit 2
 fi
+if ((gpus > host_gpus)); then
+    echo "asked for $gpus GPUs, this host shows $host_gpus: the steps will say what is missing"
+elif ((gpus < host_gpus)) && [[ -z ${CUDA_VISIBLE_DEVICES:-} ]]; then
+    export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1)))
+    echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES (the first $gpus of $host_gpus)"
+fi
+device=$(nvidia-smi -i 0 --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 |
+    tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+device=${device:-unknown}
 echo "GPUs: $gpus"
 
 echo "== locating libnccl.so.2"
@@ -108,46 +127,93 @@ if [[ -x $here/bin/test-lib ]]; then
     grep -h "^NCCL" "$out/nccl-load.log"
 fi
 
-if [[ -x $here/bin/matmul ]]; then
-    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep cli-check 120 "$here/bin/matmul" multi --check \
-        --gpus "$gpus" --dtypes f32,u32,bf16
-    grep -v "NCCL INFO" "$out/cli-check.log" | tail -n 20
-    if ((${#results[@]})) && [[ ${results[-1]} == FAIL* ]]; then
-        # Diagnosis for one attempt: the same check without NCCL's direct access to user buffers.
-        NCCL_P2P_DIRECT_DISABLE=1 bstep cli-check-nodirect 90 "$here/bin/matmul" multi --check \
-            --gpus "$gpus" --dtypes f32,u32,bf16
-        tail -n 12 "$out/cli-check-nodirect.log"
-    fi
-    grep -h "NCCL INFO.*\(NCCL version\|via P2P\|via SHM\|via NET\|Channel 00\)" "$out/cli-check.log" | head -n 8
-    bstep bench-f32 180 "$here/bin/matmul" multi --gpus "$gpus" --dtypes f32 --sizes 8192,16384 --warmup 1 --iters 3
-    grep -v "^RESULT" "$out/bench-f32.log"
-    bstep bench-bf16 90 "$here/bin/matmul" multi --gpus "$gpus" --dtypes bf16 --sizes 16384 --warmup 2 --iters 5
-    grep -v "^RESULT" "$out/bench-bf16.log"
-    # The one-process-per-GPU form (as across hosts): one process per rank, the NCCL unique id
-    # through a file; each rank checks its blocks of C.
-    ids=$(mktemp -d)
-    MP_BIN=$here/bin/matmul MP_WORLD=$gpus MP_IDS=$ids MP_OUT=$out bstep multiproc 90 bash -c '
-        for ((r = 0; r < MP_WORLD; r++)); do
-            "$MP_BIN" multi --check --rank $r --world "$MP_WORLD" --device $r --id-file "$MP_IDS/id" \
-                --dtypes f32,u32,bf16 >"$MP_OUT/multiproc-rank$r.log" 2>&1 &
-        done
-        rc=0
-        for job in $(jobs -p); do wait "$job" || rc=1; done
-        cat "$MP_OUT"/multiproc-rank*.log
-        exit $rc'
-    grep -h "^rank\|matmul:" "$out"/multiproc-rank*.log 2>/dev/null | head -n 24
-    rm -rf "$ids"
-else
-    results+=("FAIL  no bin/matmul in the bundle")
-fi
-
 if [[ -x $here/bin/test-multi_gpu ]]; then
-    for t in row_split_matches ag_gemm_matches gemm_rs_matches_the gemm_rs_in_pieces layouts_with_cublas timing_reports refuses_cleanly; do
-        bstep "multi-$t" 120 "$here/bin/test-multi_gpu" --include-ignored --test-threads 1 --nocapture "$t"
-        grep -h "MISMATCH\|panicked\|test result" "$out/multi-$t.log" | head -n 5
-    done
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep tests 150 "$here/bin/test-multi_gpu" \
+        --include-ignored --test-threads 1 --nocapture
+    grep -h "^test \|test result" "$out/tests.log" | grep -v " ok$" | head -n 12
+    grep -c "^RESULT multi.*: ok" "$out/tests.log" | sed 's/^/checked cases ok: /'
+    grep -h "NCCL INFO.*\(NCCL version\|via P2P\|via SHM\|via NET\)" "$out/tests.log" | sort -u | head -n 4
 else
     results+=("FAIL  no bin/test-multi_gpu in the bundle")
+fi
+
+if [[ -x $here/bin/matmul ]]; then
+    mm=$here/bin/matmul
+    # 4. The CLI check: every layout × dtype on shapes with uneven shards and odd row lengths.
+    cat >"$cache/check.sh" <<'EOF'
+rc=0
+for d in f32 u32 bf16; do
+    for s in "257 130 301" "1031 517 773" "1024 1024 1024"; do
+        set -- $s
+        "$CK_BIN" run --gpus "$CK_GPUS" --dtype $d -m $1 -n $2 -k $3 --check || rc=1
+    done
+done
+exit $rc
+EOF
+    CK_BIN=$mm CK_GPUS=$gpus bstep check 90 bash "$cache/check.sh"
+    grep -c "check PASS" "$out/check.log" | sed 's/^/check: PASS lines: /'
+    grep -h "check FAIL\|^matmul:" "$out/check.log" | head -n 6
+
+    # 7. The bench of record (before 5 and 6, so that it gets its time).
+    rec=$out/baselines/$device/multi-${gpus}gpu
+    bstep bench 300 "$mm" bench --gpus "$gpus" --dtypes f32,u32,bf16 --sizes 8192,16384 \
+        --warmup 1 --iters 5 --out "$rec"
+    grep -v "^NCCL\|^wrote" "$out/bench.log" | cut -c1-170
+    # 5. One process per GPU, as across hosts.
+    # Each process checks its blocks of C; one per rank, the unique id through a file.
+    cat >"$cache/multiproc.sh" <<'EOF'
+ids=$(mktemp -d); rc=0
+for d in f32 u32 bf16; do
+    pids=()
+    for ((r = 0; r < MP_WORLD; r++)); do
+        dev=$r; ((r == MP_BAD)) && dev=99
+        timeout -k 5 $((MATMUL_NCCL_TIMEOUT_S + 45)) "$MP_BIN" run --rank $r --world "$MP_WORLD" \
+            --device $dev --id-file "$ids/$d" --dtype $d -m 333 -n 131 -k 517 \
+            >"$MP_OUT/$MP_NAME-$d-rank$r.log" 2>&1 &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    ((MP_BAD >= 0)) && break
+done
+rm -rf "$ids"
+grep -h "^matmul:" "$MP_OUT/$MP_NAME"-*-rank*.log
+exit $rc
+EOF
+    multiproc() { # NAME LIMIT BAD_RANK(-1: none) TIMEOUT_S
+        MP_BIN=$mm MP_WORLD=$gpus MP_OUT=$out MP_NAME=$1 MP_BAD=$3 MATMUL_NCCL_TIMEOUT_S=$4 \
+            bstep "$1" "$2" bash "$cache/multiproc.sh"
+    }
+    multiproc multiproc 90 -1 120
+    grep -h "^rank.* ok \|MISMATCH\|^matmul:" "$out"/multiproc-*-rank*.log 2>/dev/null | grep -c " ok " |
+        sed "s/^/multiproc: ok lines (want $((3 * 3 * gpus))): /"
+    grep -h "MISMATCH\|^matmul:" "$out"/multiproc-*-rank*.log 2>/dev/null | head -n 6
+    # 6. One rank fails (device 99): every process must end, status 1, in bounded time.
+    multiproc rank-fails-run 70 1 5
+    # Pass: every rank ended with an error naming its rank, the healthy ones after starting
+    # (their device and NCCL opened: they waited for the failed peer and gave up).
+    fails=0 named=0 started=0
+    for ((r = 0; r < gpus; r++)); do
+        f=$out/rank-fails-run-f32-rank$r.log
+        grep -q "^matmul:" "$f" 2>/dev/null && fails=$((fails + 1))
+        grep -q "^matmul: .*rank $r" "$f" 2>/dev/null && named=$((named + 1))
+        ((r != 1)) && grep -q "^rank $r/$gpus: device $r" "$f" 2>/dev/null && started=$((started + 1))
+    done
+    grep -h "^matmul:" "$out"/rank-fails-run-f32-rank*.log 2>/dev/null | cut -c1-200 | head -n "$gpus"
+    last=${results[-1]}
+    if [[ $last == FAIL*"exit 1,"* ]] && ((fails == gpus && named == gpus && started == gpus - 1)); then
+        results[-1]="PASS  rank-fails (every rank exited 1 naming its rank, ${last#*exit 1, }"
+    else
+        results[-1]="FAIL  rank-fails ($fails of $gpus ranks ended with an error, $named named their rank, $started of $((gpus - 1)) healthy ones started; ${last#FAIL  })"
+    fi
+
+    # 8. NCCL's CTAs limited for gemm-rs bf16 (the reduce takes SMs from the products).
+    for c in ${CTAS_AB:-4 8 16}; do
+        bstep "ctas-$c" 40 "$mm" bench --gpus "$gpus" --layout gemm-rs --dtypes bf16 --sizes 16384 \
+            --warmup 1 --iters 5 --nccl-max-ctas "$c" --out "$out/ctas-$c"
+        grep "^gemm-rs" "$out/ctas-$c.log" | sed "s/^/max-ctas $c: /" | cut -c1-170
+    done
+else
+    results+=("FAIL  no bin/matmul in the bundle")
 fi
 
 echo "total: $(($(date +%s) - t0)) s"

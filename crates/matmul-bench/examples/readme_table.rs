@@ -1,4 +1,4 @@
-//! Renders README.md's results table from the runs of record under bench/baselines/.
+//! Renders README.md's results table and multi-GPU scaling table from the runs of record under bench/baselines/.
 //!
 //! `cargo run -p matmul-bench --example readme_table`            prints the section
 //! `cargo run -p matmul-bench --example readme_table -- --write` rewrites it in README.md
@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use matmul_bench::record;
+use matmul_bench::{multi, record};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let write = match std::env::args().nth(1).as_deref() {
@@ -20,13 +20,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let table = record::readme_section(&root)?;
+    let scaling = multi::scaling_table(&multi::runs_of_record(&root)?);
     if !write {
-        print!("{table}");
+        print!("{table}\n{scaling}");
         return Ok(());
     }
     let path = root.join("README.md");
     let readme = std::fs::read_to_string(&path)?;
     let updated = record::splice(&readme, &table)?;
+    let updated = multi::splice(&updated, &scaling).ok_or_else(|| {
+        format!(
+            "README.md has no `{}` line followed by an `{}` line",
+            multi::BEGIN,
+            multi::END
+        )
+    })?;
     if updated == readme {
         eprintln!("README.md's results table is up to date");
     } else {

@@ -21,6 +21,7 @@ pub mod ceilings;
 pub mod check;
 pub mod defaults;
 pub mod fmt;
+pub mod multi;
 pub mod profile;
 pub mod record;
 pub mod report;

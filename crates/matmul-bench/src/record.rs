@@ -273,6 +273,10 @@ fn date_and_commit(s: &crate::SystemInfo) -> (&str, &str) {
 }
 
 /// The command line as a user types it: `matmul` for the binary's path, without `--out DIR`.
+pub fn command_line(argv: &[String]) -> String {
+    command(argv)
+}
+
 fn command(argv: &[String]) -> String {
     let mut words = vec!["matmul".to_string()];
     let mut args = argv.iter().skip(1);

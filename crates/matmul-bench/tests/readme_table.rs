@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use matmul_bench::record;
+use matmul_bench::{multi, record};
 
 #[test]
 fn readme_table_matches_the_run_of_record() {
@@ -46,4 +46,20 @@ fn runs_of_record_are_small_and_load() {
             path.display()
         );
     }
+}
+
+#[test]
+fn readme_scaling_table_matches_the_multi_gpu_runs_of_record() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let runs = multi::runs_of_record(&root).expect("the multi-GPU runs of record load");
+    let rendered = multi::scaling_table(&runs);
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md reads");
+    let section = multi::section(&readme).expect("README.md has the multi-table markers");
+    assert!(
+        section == rendered,
+        "README.md's multi-GPU scaling table differs from its rendering.\n\
+         Regenerate it with `{}` (never edit it by hand).\n\
+         --- README.md ---\n{section}--- rendering ---\n{rendered}",
+        record::REGENERATE,
+    );
 }

@@ -106,6 +106,8 @@ pub struct BenchArgs {
     tiling: Option<matmul::Tiling>,
     #[command(flatten)]
     user: crate::byok_cmd::UserKernelArgs,
+    #[command(flatten)]
+    gpu: crate::multi_cmd::GpuArgs,
 }
 
 /// `matmul bench --kernel-file` (docs/own-kernels.md): the user's kernel beside our best and
@@ -174,6 +176,78 @@ fn bench_user(args: &BenchArgs) -> CliResult {
         return byok_cmd::supervise(&kernel);
     }
     byok_cmd::bench_child(&args.user, &kernel, &plan)
+}
+
+/// `bench --gpus N`: one kernel (`--kernels` one name, default `auto`) over the dtypes (default
+/// f32) and shapes (default 8192³), every `--layout`, beside the 1-GPU run; multi.json and
+/// multi.md in `--out`. The options of the one-GPU bench that do not apply are refused.
+fn bench_multi(args: &BenchArgs) -> CliResult {
+    let given = [
+        (args.suite.is_some(), "--suite"),
+        (
+            args.transpose_a || args.transpose_b,
+            "--transpose-a/--transpose-b",
+        ),
+        (args.user.kernel_file.is_some(), "--kernel-file"),
+        (args.profile, "--profile"),
+        (args.tiling.is_some(), "--tiling"),
+        (args.rounds != 1, "--rounds"),
+        (args.min_time.is_some(), "--min-time"),
+        (args.quick, "--quick"),
+        (args.max_mnk.is_some(), "--max-mnk"),
+        (
+            !matches!(args.backend, BackendChoice::Auto | BackendChoice::Cuda),
+            "--backend (other than cuda)",
+        ),
+    ];
+    if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
+        return Err(CliError::input(format!(
+            "{opt} does not apply to `bench --gpus` (docs/multi-gpu.md)"
+        )));
+    }
+    let kernel = if args.kernels.eq_ignore_ascii_case("all") {
+        "auto".to_string()
+    } else if args.kernels.contains(',') {
+        return Err(CliError::input(format!(
+            "--kernels {}: `bench --gpus` times one local kernel (a name or auto)",
+            args.kernels
+        )));
+    } else {
+        if !args.kernels.eq_ignore_ascii_case("auto") {
+            matmul::find(&args.kernels)?;
+        }
+        args.kernels.clone()
+    };
+    let plan = crate::multi_cmd::Plan {
+        gpu: args.gpu.clone(),
+        dtypes: if args.dtypes.is_empty() {
+            vec![DType::F32]
+        } else {
+            args.dtypes.clone()
+        },
+        shapes: if !args.shapes.is_empty() {
+            args.shapes.clone()
+        } else if !args.sizes.is_empty() {
+            args.sizes
+                .iter()
+                .map(|&n| Shape { m: n, n, k: n })
+                .collect()
+        } else {
+            vec![Shape {
+                m: 8192,
+                n: 8192,
+                k: 8192,
+            }]
+        },
+        kernel,
+        c_dtype: args.c_dtype,
+        init: None,
+        check: false,
+        warmup: args.warmup,
+        iters: args.iters.unwrap_or(5),
+        out: Some(args.out.clone()),
+    };
+    crate::multi_cmd::bench(&plan)
 }
 
 /// The shapes to run: `--shapes`, else the square `--sizes`, else the backend's defaults.
@@ -442,6 +516,10 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 /// the report files to `--out`; any case that failed verification or timing is exit status 1,
 /// and a run in which every case was skipped is exit status 2.
 pub fn bench(args: BenchArgs) -> CliResult {
+    if args.gpu.active() {
+        return bench_multi(&args);
+    }
+    args.gpu.refuse_without_gpus()?;
     if args.user.kernel_file.is_some() {
         return bench_user(&args);
     }

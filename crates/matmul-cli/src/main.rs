@@ -59,10 +59,6 @@ enum Command {
     /// Search the SIMT kernels' tile parameters on this GPU; `--kernel auto` and `bench` use the winners.
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Tune(tune_cmd::TuneArgs),
-    /// One GEMM across several GPUs over NCCL (row-split, ag-gemm, gemm-rs): timed beside the
-    /// 1-GPU run (scaling efficiency, exposed communication), or checked with --check.
-    #[command(after_help = cli_error::EXIT_STATUSES)]
-    Multi(multi_cmd::MultiArgs),
     /// Judge cases and bench-like runs of every kernel in a loop for a set time, every result
     /// verified; counts launches, failures and memory growth (exit 1 on any failure).
     #[command(after_help = cli_error::EXIT_STATUSES)]
@@ -112,7 +108,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Tune(args) => tune_cmd::tune(args),
-        Command::Multi(args) => multi_cmd::multi(args),
         Command::Soak(args) => soak_cmd::soak(args),
         Command::NewKernel(args) => byok_cmd::new_kernel(args),
     };

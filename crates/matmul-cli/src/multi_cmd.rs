@@ -1,70 +1,113 @@
-//! `matmul multi`: one GEMM across several GPUs over NCCL (matmul::cuda::multi), checked against
-//! the CPU reference (`--check`) or timed beside the 1-GPU run of the same GEMM.
+//! One GEMM across several GPUs over NCCL (matmul::cuda::multi), reached through `matmul run
+//! --gpus N` (each layout run once and checked against the CPU reference), `matmul run --rank R
+//! --world W --id-file F` (one process per GPU) and `matmul bench --gpus N` (timed beside the
+//! 1-GPU run of the same GEMM, C compared with the 1-GPU C, a multi.json/multi.md report).
+//! [`GpuArgs`] and [`RankArgs`] are the options `run` and `bench` flatten in; [`Plan`] is what
+//! they hand over after their own arguments are parsed.
+
+use std::path::PathBuf;
+use std::time::Instant;
 
 use clap::Args;
 use matmul::cpu::reference;
 use matmul::cuda::multi::{self, Layout, MultiOptions};
+use matmul::cuda::nccl::CtaLimit;
 use matmul::verify;
 use matmul::{AnyMatrix, COut, DType, Init, Problem, Shape};
+use matmul_bench::multi::{MultiCase, MultiRun};
 
 use crate::cli_error::{CliError, CliResult};
 
-/// `matmul multi`'s arguments.
-#[derive(Args)]
-pub struct MultiArgs {
-    /// GPUs to use (devices 0..N), at least 2.
-    #[arg(long, default_value_t = 2)]
-    gpus: usize,
-    /// Comma-separated layouts: row-split (B replicated, no communication), ag-gemm (AllGather
-    /// of A's row shards overlapped with the products), gemm-rs (K split, partial products
-    /// reduce-scattered as they finish), or `all`.
-    #[arg(long, default_value = "all")]
-    layout: String,
-    /// Comma-separated dtypes.
-    #[arg(long, value_delimiter = ',', default_value = "f32")]
-    dtypes: Vec<DType>,
-    /// Square sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', conflicts_with = "shapes")]
-    sizes: Vec<usize>,
-    /// Shapes MxNxK, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    shapes: Vec<Shape>,
-    /// The local kernel (registry name or `auto`, chosen for the whole problem).
-    #[arg(long, default_value = "auto")]
-    kernel: String,
-    /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16).
-    #[arg(long, default_value = "f32")]
-    c_dtype: COut,
-    /// gemm-rs: row pieces per GPU's shard of C (default: up to 4 of at least 1024 rows).
-    #[arg(long)]
-    pieces: Option<usize>,
-    /// Check C against the CPU reference instead of timing (keep the sizes small).
-    #[arg(long)]
-    check: bool,
-    /// Untimed runs before timing.
-    #[arg(long, default_value_t = 2)]
-    warmup: usize,
-    /// Timed runs of each mode (overlapped, compute only, communication only).
-    #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
-    iters: usize,
-    /// Skip the 1-GPU run (no scaling efficiency then).
-    #[arg(long)]
-    no_baseline: bool,
-    /// One process per GPU: this process's rank (with --world and --id-file; --check only).
-    /// Start one process per rank, on this host or others; `--gpus` is then ignored.
-    #[arg(long, requires_all = ["world", "id_file"])]
-    rank: Option<usize>,
+/// The multi-GPU options of `run` and `bench`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct GpuArgs {
+    /// One GEMM over N GPUs of this host (devices 0..N, N ≥ 2) through NCCL (docs/multi-gpu.md).
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub gpus: Option<usize>,
+    /// With --gpus or --rank: comma-separated layouts, row-split (B replicated, no
+    /// communication), ag-gemm (AllGather of A's row shards overlapped with the products),
+    /// gemm-rs (K split, partial products reduce-scattered as they finish), or `all`.
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub layout: Option<String>,
+    /// With --gpus: gemm-rs's row pieces per GPU's shard of C (default: up to 4 of at least
+    /// 1024 rows).
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub pieces: Option<usize>,
+    /// With --gpus: at least this many CTAs (SMs) per NCCL collective (ncclConfig_t.minCTAs).
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub nccl_min_ctas: Option<u32>,
+    /// With --gpus: at most this many CTAs (SMs) per NCCL collective (ncclConfig_t.maxCTAs):
+    /// fewer leave more SMs to the overlapped products.
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub nccl_max_ctas: Option<u32>,
+}
+
+/// `run`'s one-process-per-GPU options (each process checks its own blocks of C).
+#[derive(Args, Clone, Debug, Default)]
+pub struct RankArgs {
+    /// One process per GPU: this process's rank (with --world and --id-file). Start one
+    /// process per rank, on this host or others.
+    #[arg(long, requires_all = ["world", "id_file"], conflicts_with = "gpus", help_heading = "Multi-GPU")]
+    pub rank: Option<usize>,
     /// One process per GPU: the number of processes.
-    #[arg(long, requires = "rank")]
-    world: Option<usize>,
+    #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
+    pub world: Option<usize>,
     /// One process per GPU: where rank 0 writes the NCCL unique id for the others (a path every
-    /// rank sees, absent before the run; each case uses PATH.<case number>).
-    #[arg(long, requires = "rank")]
-    id_file: Option<std::path::PathBuf>,
+    /// rank sees, absent before the run; layout i uses PATH.i).
+    #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
+    pub id_file: Option<PathBuf>,
     /// One process per GPU: this process's CUDA device (default: LOCAL_RANK, else the rank
     /// modulo the devices of this host).
-    #[arg(long, requires = "rank")]
-    device: Option<usize>,
+    #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
+    pub device: Option<usize>,
+}
+
+impl GpuArgs {
+    /// Whether `--gpus` routes the command here.
+    pub fn active(&self) -> bool {
+        self.gpus.is_some()
+    }
+
+    /// Refuses the multi-GPU-only options on a one-GPU command (status 2).
+    pub fn refuse_without_gpus(&self) -> CliResult {
+        let given = [
+            (self.layout.is_some(), "--layout"),
+            (self.pieces.is_some(), "--pieces"),
+            (self.nccl_min_ctas.is_some(), "--nccl-min-ctas"),
+            (self.nccl_max_ctas.is_some(), "--nccl-max-ctas"),
+        ];
+        match given.iter().find(|(g, _)| *g) {
+            Some((_, opt)) => Err(CliError::input(format!(
+                "{opt} applies to a multi-GPU product: add --gpus N"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What `run` or `bench` asks of the multi-GPU path, their own arguments parsed.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The multi-GPU options.
+    pub gpu: GpuArgs,
+    /// The dtypes.
+    pub dtypes: Vec<DType>,
+    /// The shapes.
+    pub shapes: Vec<Shape>,
+    /// The local kernel (a registry name or `auto`).
+    pub kernel: String,
+    /// C's type.
+    pub c_dtype: COut,
+    /// How A and B are filled (`run`'s --init/--seed; `bench`: seeded per shape).
+    pub init: Option<(Init, Init)>,
+    /// `run`: check against the CPU reference.
+    pub check: bool,
+    /// `bench`: untimed and timed runs.
+    pub warmup: usize,
+    /// See `warmup`.
+    pub iters: usize,
+    /// `bench`: where multi.json and multi.md go.
+    pub out: Option<PathBuf>,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -78,237 +121,34 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Runs `matmul multi`.
-pub fn multi(args: MultiArgs) -> CliResult {
-    if let Some(rank) = args.rank {
-        return process(&args, rank);
-    }
-    if args.gpus < 2 {
+/// The cases of a plan over `gpus` ranks: dtype × shape × layout, each checked for splitting
+/// (status 2 before any device is opened).
+fn cases(plan: &Plan, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
+    if gpus < 2 {
         return Err(CliError::input(format!(
-            "--gpus {}: a multi-GPU product needs at least 2",
-            args.gpus
+            "--gpus {gpus}: a multi-GPU product needs at least 2 (leave --gpus out for one GPU)"
         )));
     }
-    let layouts = if args.layout.eq_ignore_ascii_case("all") {
-        Layout::ALL.to_vec()
-    } else {
-        args.layout
+    let layouts = match plan.gpu.layout.as_deref() {
+        None => Layout::ALL.to_vec(),
+        Some(s) if s.eq_ignore_ascii_case("all") => Layout::ALL.to_vec(),
+        Some(s) => s
             .split(',')
             .map(|s| Layout::parse(s.trim()))
-            .collect::<Result<Vec<_>, _>>()?
+            .collect::<Result<Vec<_>, _>>()?,
     };
-    let shapes: Vec<Shape> = if !args.shapes.is_empty() {
-        args.shapes.clone()
-    } else if !args.sizes.is_empty() {
-        args.sizes
-            .iter()
-            .map(|&n| Shape { m: n, n, k: n })
-            .collect()
-    } else if args.check {
-        vec![
-            Shape {
-                m: 257,
-                n: 130,
-                k: 301,
-            },
-            Shape {
-                m: 1024,
-                n: 1024,
-                k: 1024,
-            },
-        ]
-    } else {
-        vec![Shape {
-            m: 8192,
-            n: 8192,
-            k: 8192,
-        }]
-    };
-    if let Some(bad) = args.sizes.iter().find(|&&n| n == 0) {
-        return Err(CliError::input(format!("size {bad} must be positive")));
-    }
-    // Input errors first, before any device is opened.
     let mut cases = Vec::new();
-    for &dtype in &args.dtypes {
-        for shape in &shapes {
-            let problem = Problem::new(shape.m, shape.n, shape.k, dtype).with_c(args.c_dtype);
-            for &layout in &layouts {
-                let mut opts = MultiOptions::new(args.gpus, layout);
-                opts.kernel = args.kernel.clone();
-                opts.pieces = args.pieces;
-                multi::check(&problem, &opts)?;
-                cases.push((problem, opts));
-            }
-        }
-    }
-    let nccl = multi::check_environment(args.gpus)?;
-    {
-        let version = nccl
-            .version()
-            .map(|(a, b, c)| format!("{a}.{b}.{c}"))
-            .unwrap_or_else(|e| format!("unknown ({e})"));
-        eprintln!("NCCL {version} from {}", nccl.found);
-    }
-    let mut failed = 0;
-    let mut inputs: Option<(Problem, AnyMatrix, AnyMatrix, Option<f64>)> = None;
-    let mut header = !args.check;
-    for (problem, opts) in &cases {
-        let same = inputs.as_ref().is_some_and(|(p, ..)| p == problem);
-        if !same {
-            let seed = (problem.m * 1_000_003 + problem.n * 1009 + problem.k) as u64;
-            let a =
-                AnyMatrix::generate(problem.dtype, problem.m, problem.k, Init::Random { seed })?;
-            let b = AnyMatrix::generate(
-                problem.dtype,
-                problem.k,
-                problem.n,
-                Init::Random { seed: seed + 1 },
-            )?;
-            let base = if args.check || args.no_baseline {
-                None
-            } else {
-                let (_, t) =
-                    multi::single_gpu_time(problem, &a, &b, &args.kernel, args.warmup, args.iters)?;
-                Some(median(&t))
-            };
-            inputs = Some((*problem, a, b, base));
-        }
-        let (_, a, b, base) = inputs.as_ref().expect("set above");
-        let layout = opts.layout.name();
-        if args.check {
-            let got = match multi::multi_gemm(problem, a, b, opts) {
-                Ok(got) => got,
-                Err(e) => {
-                    eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
-                    failed += 1;
-                    continue;
-                }
-            };
-            let want = reference::matmul(problem, a, b)?;
-            let v = verify::compare_inputs(problem, a, b, &got.c, &want);
-            println!(
-                "{layout:<10} {} gpus={} kernel={} {problem}: {} (rel. Frobenius {:.2e}, max |err| {:.3e}, {} mismatches)",
-                problem.dtype,
-                opts.gpus,
-                got.kernel.name,
-                if v.passed { "ok" } else { "MISMATCH" },
-                v.rel_frobenius,
-                v.max_abs_err,
-                v.mismatches
-            );
-            failed += usize::from(!v.passed);
-            continue;
-        }
-        let t = match multi::multi_time(problem, a, b, opts, args.warmup, args.iters) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
-                failed += 1;
-                continue;
-            }
-        };
-        let (full, compute, comm) = (median(&t.overlapped), median(&t.compute), median(&t.comm));
-        let flops = problem.flops();
-        let rate = |s: f64| flops / s / 1e12;
-        let g = opts.gpus as f64;
-        let (one_ms, one_rate, eff) = match base {
-            Some(t1) => (
-                format!("{:.3}", t1 * 1e3),
-                format!("{:.1}", rate(*t1)),
-                format!("{:.1}%", 100.0 * t1 / (g * full)),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let exposed = full - compute;
-        let hidden = if comm > 0.0 {
-            format!(
-                "{:.0}%",
-                (100.0 * (compute + comm - full) / comm).clamp(0.0, 100.0)
-            )
-        } else {
-            "-".into()
-        };
-        let shape = format!("{}x{}x{}", problem.m, problem.n, problem.k);
-        if header {
-            println!(
-                "{:<10} {:<5} {:<17} {:<22} {:>9} {:>8} | {:>9} {:>8} {:>8} {:>6} | {:>9} {:>8} {:>8} {:>7}",
-                "layout", "dtype", "shape", "kernel", "1-GPU ms", "TFLOP/s", "N-GPU ms", "TFLOP/s",
-                "per-GPU", "eff", "compute", "comm", "exposed", "hidden"
-            );
-            header = false;
-        }
-        println!(
-            "{layout:<10} {:<5} {shape:<17} {:<22} {one_ms:>9} {one_rate:>8} | {:>9.3} {:>8.1} {:>8.1} {eff:>6} | {:>9.3} {:>8.3} {:>8.3} {hidden:>7}",
-            problem.dtype.to_string(),
-            t.kernel.name,
-            full * 1e3,
-            rate(full),
-            rate(full) / g,
-            compute * 1e3,
-            comm * 1e3,
-            exposed * 1e3,
-        );
-        println!(
-            "RESULT multi layout={layout} gpus={} dtype={} m={} n={} k={} kernel={} one_gpu_s={} overlapped_s={full:.6} compute_s={compute:.6} comm_s={comm:.6} exposed_s={exposed:.6} devices=\"{}\"",
-            opts.gpus,
-            problem.dtype,
-            problem.m,
-            problem.n,
-            problem.k,
-            t.kernel.name,
-            base.map_or("-".into(), |s| format!("{s:.6}")),
-            t.devices.join(" | ")
-        );
-    }
-    if failed > 0 {
-        let what = if args.check {
-            "failed or differ from the reference"
-        } else {
-            "failed"
-        };
-        return Err(CliError::failure(format!(
-            "{failed} of {} multi-GPU case(s) {what}",
-            cases.len()
-        )));
-    }
-    Ok(())
-}
-
-/// The cases of a run: dtype × shape × layout, each checked for splitting over `gpus`.
-fn cases(args: &MultiArgs, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
-    let layouts = if args.layout.eq_ignore_ascii_case("all") {
-        Layout::ALL.to_vec()
-    } else {
-        args.layout
-            .split(',')
-            .map(|s| Layout::parse(s.trim()))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let shapes: Vec<Shape> = if !args.shapes.is_empty() {
-        args.shapes.clone()
-    } else if !args.sizes.is_empty() {
-        args.sizes
-            .iter()
-            .map(|&n| Shape { m: n, n, k: n })
-            .collect()
-    } else {
-        vec![Shape {
-            m: 257,
-            n: 130,
-            k: 301,
-        }]
-    };
-    if let Some(bad) = args.sizes.iter().find(|&&n| n == 0) {
-        return Err(CliError::input(format!("size {bad} must be positive")));
-    }
-    let mut cases = Vec::new();
-    for &dtype in &args.dtypes {
-        for shape in &shapes {
-            let problem = Problem::new(shape.m, shape.n, shape.k, dtype).with_c(args.c_dtype);
+    for &dtype in &plan.dtypes {
+        for shape in &plan.shapes {
+            let problem = Problem::new(shape.m, shape.n, shape.k, dtype).with_c(plan.c_dtype);
             for &layout in &layouts {
                 let mut opts = MultiOptions::new(gpus, layout);
-                opts.kernel = args.kernel.clone();
-                opts.pieces = args.pieces;
+                opts.kernel = plan.kernel.clone();
+                opts.pieces = plan.gpu.pieces;
+                opts.nccl_ctas = CtaLimit {
+                    min: plan.gpu.nccl_min_ctas,
+                    max: plan.gpu.nccl_max_ctas,
+                };
                 multi::check(&problem, &opts)?;
                 cases.push((problem, opts));
             }
@@ -317,32 +157,304 @@ fn cases(args: &MultiArgs, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, 
     Ok(cases)
 }
 
-/// One rank of a one-process-per-GPU run: every case checked on this rank's blocks of C (the
+/// A and B of `problem`: the plan's fill, else seeded by the shape.
+fn inputs(plan: &Plan, problem: &Problem) -> CliResult<(AnyMatrix, AnyMatrix)> {
+    let (ia, ib) = plan.init.unwrap_or_else(|| {
+        let seed = (problem.m * 1_000_003 + problem.n * 1009 + problem.k) as u64;
+        (Init::Random { seed }, Init::Random { seed: seed + 1 })
+    });
+    Ok((
+        AnyMatrix::generate(problem.dtype, problem.m, problem.k, ia)?,
+        AnyMatrix::generate(problem.dtype, problem.k, problem.n, ib)?,
+    ))
+}
+
+/// Devices and NCCL present (status 1 naming what is missing); prints NCCL's version.
+fn environment(gpus: usize) -> CliResult<String> {
+    let nccl = multi::check_environment(gpus)?;
+    let version = nccl
+        .version()
+        .map(|(a, b, c)| format!("{a}.{b}.{c}"))
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    let line = format!("NCCL {version} from {}", nccl.found);
+    eprintln!("{line}");
+    Ok(line)
+}
+
+/// `matmul run --gpus N`: each layout run once (the time includes uploads, NCCL's setup and the
+/// download, as `run`'s does) and, when `plan.check`, compared with the CPU reference.
+pub fn run(plan: &Plan) -> CliResult {
+    let gpus = plan.gpu.gpus.unwrap_or(0);
+    let cases = cases(plan, gpus)?;
+    let mut prepared: Option<(Problem, AnyMatrix, AnyMatrix, Option<AnyMatrix>)> = None;
+    // Inputs (and the reference) before any device: a range error is the input's fault.
+    for (problem, _) in cases.iter().take(1) {
+        let (a, b) = inputs(plan, problem)?;
+        let want = if plan.check {
+            let r = reference::matmul(problem, &a, &b)?;
+            verify::check_range(problem, &a, &b, &r)?;
+            Some(r)
+        } else {
+            None
+        };
+        prepared = Some((*problem, a, b, want));
+    }
+    environment(gpus)?;
+    let mut failed = 0;
+    for (problem, opts) in &cases {
+        if prepared.as_ref().is_none_or(|(p, ..)| p != problem) {
+            let (a, b) = inputs(plan, problem)?;
+            let want = if plan.check {
+                Some(reference::matmul(problem, &a, &b)?)
+            } else {
+                None
+            };
+            prepared = Some((*problem, a, b, want));
+        }
+        let (_, a, b, want) = prepared.as_ref().expect("set above");
+        let layout = opts.layout.name();
+        let start = Instant::now();
+        let got = match multi::multi_gemm(problem, a, b, opts) {
+            Ok(got) => got,
+            Err(e) => {
+                eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
+                failed += 1;
+                continue;
+            }
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let verdict = match want {
+            Some(want) => {
+                let v = verify::compare_inputs(problem, a, b, &got.c, want);
+                failed += usize::from(!v.passed);
+                format!(
+                    "{} (rel. Frobenius {:.2e}, max |err| {:.3e}, {} mismatches)",
+                    if v.passed { "PASS" } else { "FAIL" },
+                    v.rel_frobenius,
+                    v.max_abs_err,
+                    v.mismatches
+                )
+            }
+            None => "skipped (m·n·k > 2^28; pass --check to force it)".into(),
+        };
+        println!(
+            "{layout:<10} {} gpus={} kernel={} {problem}: {:.3} ms (one call, with transfers and NCCL setup), check {verdict}",
+            problem.dtype,
+            opts.gpus,
+            got.kernel.name,
+            secs * 1e3,
+        );
+    }
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "{failed} of {} multi-GPU case(s) failed or differ from the reference",
+            cases.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The 1-GPU C of `problem` (device 0, the kernel `kernel` picks for the whole problem).
+fn single_gpu_c(
+    problem: &Problem,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    kernel: &str,
+) -> matmul::Result<AnyMatrix> {
+    let sel = matmul::dispatch::select(
+        kernel,
+        matmul::BackendChoice::Cuda,
+        problem.dtype,
+        Some(problem),
+    )?;
+    let opts = matmul::RunOptions {
+        tiling: sel.tiling,
+        ..Default::default()
+    };
+    sel.backend.run(sel.kernel, problem, a, b, opts)
+}
+
+/// The multi-GPU C against the 1-GPU C: u32 bit for bit, floats within the reference
+/// tolerance (a different summation order).
+fn against_one_gpu(problem: &Problem, got: &AnyMatrix, one: &AnyMatrix) -> (bool, String) {
+    if let (AnyMatrix::U32(g), AnyMatrix::U32(o)) = (got, one) {
+        let wrong = g.data.iter().zip(&o.data).filter(|(x, y)| x != y).count()
+            + g.data.len().abs_diff(o.data.len());
+        return if wrong == 0 {
+            (true, "exact".into())
+        } else {
+            (false, format!("MISMATCH ({wrong} elements differ)"))
+        };
+    }
+    let v = verify::compare(problem, got, one);
+    if v.passed {
+        (true, format!("ok ({:.1e})", v.rel_frobenius))
+    } else {
+        (
+            false,
+            format!(
+                "MISMATCH (rel. Frobenius {:.2e}, {} mismatches)",
+                v.rel_frobenius, v.mismatches
+            ),
+        )
+    }
+}
+
+/// `matmul bench --gpus N`: per dtype and shape, the 1-GPU run of the same GEMM, then per
+/// layout the overlapped product, its compute alone and its communication alone (medians), C
+/// compared with the 1-GPU C; the table on stdout, multi.json and multi.md in `plan.out`.
+pub fn bench(plan: &Plan) -> CliResult {
+    let gpus = plan.gpu.gpus.unwrap_or(0);
+    let cases = cases(plan, gpus)?;
+    if let Some(out) = &plan.out {
+        std::fs::create_dir_all(out)
+            .map_err(|e| CliError::input(format!("--out {}: {e}", out.display())))?;
+    }
+    let nccl = environment(gpus)?;
+    let mut failed = 0;
+    let mut records = Vec::new();
+    let mut devices = Vec::new();
+    let mut inputs_of: Option<(Problem, AnyMatrix, AnyMatrix, f64, AnyMatrix)> = None;
+    let mut header = true;
+    for (problem, opts) in &cases {
+        if inputs_of.as_ref().is_none_or(|(p, ..)| p != problem) {
+            inputs_of = None; // free the last case's matrices first
+            let (a, b) = inputs(plan, problem)?;
+            let one = (|| -> matmul::Result<_> {
+                let (_, t) =
+                    multi::single_gpu_time(problem, &a, &b, &plan.kernel, plan.warmup, plan.iters)?;
+                Ok((median(&t), single_gpu_c(problem, &a, &b, &plan.kernel)?))
+            })();
+            match one {
+                Ok((t1, c1)) => inputs_of = Some((*problem, a, b, t1, c1)),
+                Err(e) => {
+                    eprintln!("matmul: 1-GPU {} {problem}: {e}", problem.dtype);
+                    failed += 1;
+                    continue;
+                }
+            }
+        }
+        let Some((_, a, b, t1, one_c)) = inputs_of.as_ref() else {
+            failed += 1;
+            continue;
+        };
+        let layout = opts.layout.name();
+        let timed = multi::multi_time(problem, a, b, opts, plan.warmup, plan.iters)
+            .and_then(|t| Ok((t, multi::multi_gemm(problem, a, b, opts)?)));
+        let (t, got) = match timed {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
+                failed += 1;
+                continue;
+            }
+        };
+        let (ok, check) = against_one_gpu(problem, &got.c, one_c);
+        failed += usize::from(!ok);
+        if devices.is_empty() {
+            devices = t.devices.clone();
+        }
+        let mut case = MultiCase::new(
+            layout,
+            &problem.dtype.to_string(),
+            (problem.m, problem.n, problem.k),
+            t.kernel.name,
+            gpus,
+            Some(*t1),
+            (median(&t.overlapped), median(&t.compute), median(&t.comm)),
+        );
+        case.check = Some(check);
+        if header {
+            println!(
+                "{:<10} {:<5} {:<17} {:<16} {:>9} | {:>9} {:>8} {:>8} {:>6} | {:>8} {:>8} {:>8} {:>6} | check",
+                "layout", "dtype", "shape", "kernel", "1-GPU ms", "N-GPU ms", "TFLOP/s",
+                "per-GPU", "eff", "compute", "comm", "exposed", "hidden"
+            );
+            header = false;
+        }
+        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", 100.0 * v));
+        println!(
+            "{layout:<10} {:<5} {:<17} {:<16} {:>9.3} | {:>9.3} {:>8.1} {:>8.1} {:>6} | {:>8.3} {:>8.3} {:>8.3} {:>6} | {}",
+            case.dtype,
+            format!("{}x{}x{}", case.m, case.n, case.k),
+            case.kernel,
+            t1 * 1e3,
+            case.overlapped_s * 1e3,
+            case.aggregate_tflops,
+            case.per_gpu_tflops,
+            pct(case.efficiency),
+            case.compute_s * 1e3,
+            case.comm_s * 1e3,
+            case.exposed_s * 1e3,
+            pct(case.hidden()),
+            case.check.as_deref().unwrap_or("-"),
+        );
+        records.push(case);
+        // Written after every case: a run cut short (a time limit) keeps what it measured.
+        if let Some(out) = &plan.out {
+            let run = MultiRun {
+                system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
+                gpus,
+                nccl: nccl.clone(),
+                nccl_min_ctas: plan.gpu.nccl_min_ctas,
+                nccl_max_ctas: plan.gpu.nccl_max_ctas,
+                warmup: plan.warmup,
+                iters: plan.iters,
+                cases: records.clone(),
+            };
+            run.write(out)
+                .map_err(|e| CliError::failure(format!("writing {}: {e}", out.display())))?;
+        }
+    }
+    if let (Some(out), false) = (&plan.out, records.is_empty()) {
+        eprintln!(
+            "wrote {} and {}",
+            out.join(matmul_bench::multi::JSON).display(),
+            out.join(matmul_bench::multi::MARKDOWN).display()
+        );
+    }
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "{failed} of {} multi-GPU case(s) failed or differ from the 1-GPU C",
+            cases.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `matmul run --rank R --world W --id-file F`: one rank of a one-process-per-GPU run, every
+/// layout checked on this rank's blocks of C (the
 /// rest of C is taken from the reference, so only this rank's blocks can differ). A watchdog
 /// ends the process (status 1, naming the rank) when a case outlives the timeout, as a peer
 /// that never joins would leave NCCL's initialization waiting.
-fn process(args: &MultiArgs, rank: usize) -> CliResult {
-    let world = args.world.expect("clap requires --world with --rank");
-    let id_file = args
+pub fn process(plan: &Plan, ranks: &RankArgs) -> CliResult {
+    let rank = ranks.rank.expect("called with --rank");
+    let world = ranks.world.expect("clap requires --world with --rank");
+    // Every error names this process's rank: the launcher's logs interleave them.
+    rank_process(plan, ranks, rank, world).map_err(|mut e| {
+        if !e.message.starts_with("rank ") && !e.message.starts_with("--rank") {
+            e.message = format!("rank {rank} of {world}: {}", e.message);
+        }
+        e
+    })
+}
+
+fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> CliResult {
+    let id_file = ranks
         .id_file
         .clone()
         .expect("clap requires --id-file with --rank");
-    if !args.check {
-        return Err(CliError::input(
-            "the one-process-per-GPU form (--rank) checks only: add --check",
-        ));
-    }
     if world < 2 || rank >= world {
         return Err(CliError::input(format!(
             "--rank {rank} --world {world}: the world must be at least 2 and the rank below it"
         )));
     }
-    let cases = cases(args, world)?;
+    let cases = cases(plan, world)?;
     let devices = matmul::cuda::list_devices()?.len();
     if devices == 0 {
         return Err(CliError::failure("no CUDA device on this host"));
     }
-    let device = args
+    let device = ranks
         .device
         .or_else(|| {
             std::env::var("LOCAL_RANK")
@@ -357,14 +469,7 @@ fn process(args: &MultiArgs, rank: usize) -> CliResult {
     );
     let mut failed = 0;
     for (i, (problem, opts)) in cases.iter().enumerate() {
-        let seed = (problem.m * 1_000_003 + problem.n * 1009 + problem.k) as u64;
-        let a = AnyMatrix::generate(problem.dtype, problem.m, problem.k, Init::Random { seed })?;
-        let b = AnyMatrix::generate(
-            problem.dtype,
-            problem.k,
-            problem.n,
-            Init::Random { seed: seed + 1 },
-        )?;
+        let (a, b) = inputs(plan, problem)?;
         let pr = multi::ProcessRank {
             rank,
             world,

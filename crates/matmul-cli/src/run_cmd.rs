@@ -81,6 +81,10 @@ pub struct RunArgs {
     backend: BackendChoice,
     #[command(flatten)]
     user: crate::byok_cmd::UserKernelArgs,
+    #[command(flatten)]
+    gpu: crate::multi_cmd::GpuArgs,
+    #[command(flatten)]
+    ranks: crate::multi_cmd::RankArgs,
 }
 
 /// The registry's kernels for which `pred` holds, comma-separated (for messages).
@@ -118,6 +122,10 @@ fn check_options(args: &RunArgs, kernel: &KernelSpec, chosen: &str) -> CliResult
 /// checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed check is
 /// exit status 1.
 pub fn run(args: RunArgs) -> CliResult {
+    if args.gpu.active() || args.ranks.rank.is_some() {
+        return run_multi(&args);
+    }
+    args.gpu.refuse_without_gpus()?;
     let problem = Problem::new(args.m, args.n, args.k, args.dtype)
         .with_ops(
             Op::from_flag(args.transpose_a),
@@ -228,6 +236,62 @@ pub fn run(args: RunArgs) -> CliResult {
         println!("check    skipped (m·n·k > 2^28; pass --check to force it)");
     }
     Ok(())
+}
+
+/// `run --gpus N` (every `--layout` once, checked as `run` checks) or `run --rank R` (this
+/// process's rank, its blocks of C checked): the one-GPU options that do not apply refused.
+fn run_multi(args: &RunArgs) -> CliResult {
+    let given = [
+        (args.tile.is_some(), "--tile"),
+        (args.tiling.is_some(), "--tiling"),
+        (args.user.kernel_file.is_some(), "--kernel-file"),
+        (
+            !matches!(args.backend, BackendChoice::Auto | BackendChoice::Cuda),
+            "--backend (other than cuda)",
+        ),
+        (args.init == InitArg::Judge, "--init judge"),
+        (
+            args.transpose_a || args.transpose_b,
+            "--transpose-a/--transpose-b",
+        ),
+    ];
+    if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
+        return Err(CliError::input(format!(
+            "{opt} does not apply to a multi-GPU product (--gpus, --rank; docs/multi-gpu.md)"
+        )));
+    }
+    let init = match args.init {
+        InitArg::Arange => (Init::Arange { scale: 1 }, Init::Arange { scale: 2 }),
+        _ => (
+            Init::Random { seed: args.seed },
+            Init::Random {
+                seed: args.seed.wrapping_add(1),
+            },
+        ),
+    };
+    let problem = Problem::new(args.m, args.n, args.k, args.dtype).with_c(args.c_dtype);
+    matmul::ensure_host_memory(&problem, problem.host_bytes()?)?;
+    let plan = crate::multi_cmd::Plan {
+        gpu: args.gpu.clone(),
+        dtypes: vec![args.dtype],
+        shapes: vec![matmul::Shape {
+            m: args.m,
+            n: args.n,
+            k: args.k,
+        }],
+        kernel: args.kernel.clone(),
+        c_dtype: args.c_dtype,
+        init: Some(init),
+        check: args.check || (!args.no_check && problem.flops() / 2.0 <= AUTO_CHECK_LIMIT),
+        warmup: 0,
+        iters: 1,
+        out: None,
+    };
+    if args.ranks.rank.is_some() {
+        crate::multi_cmd::process(&plan, &args.ranks)
+    } else {
+        crate::multi_cmd::run(&plan)
+    }
 }
 
 /// A and B as stored for `problem`, filled as `--init` and `--seed` say.

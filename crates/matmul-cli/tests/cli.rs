@@ -904,57 +904,143 @@ fn an_interrupted_bench_writes_a_partial_report() {
     }
 }
 
-/// `matmul multi`: bad input is status 2 before any device is looked for; no GPUs (or too few,
-/// or no NCCL) is status 1 with the reason, never a panic.
+/// `run --gpus`, `run --rank` and `bench --gpus`: bad input is status 2 before any device is
+/// looked for (the rule named); no GPUs (or too few, or no NCCL) is status 1 with the reason,
+/// never a panic.
 #[test]
-fn multi_refuses_bad_input_and_a_missing_environment() {
-    for (args, needle) in [
-        (&["multi", "--gpus", "1"][..], "needs at least 2"),
-        (&["multi", "--layout", "ring"][..], "unknown layout `ring`"),
+fn multi_gpu_refuses_bad_input_and_a_missing_environment() {
+    let run = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["run", "-m", "64", "-n", "64", "-k", "64"];
+        v.extend_from_slice(extra);
+        v
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
         (
-            &["multi", "--layout", "gemm-rs", "--shapes", "8x8x1"][..],
-            "K = 1 cannot be split over 2 GPUs",
+            run(&["--gpus", "1"]),
+            "needs at least 2 (leave --gpus out for one GPU)",
+        ),
+        (vec!["bench", "--gpus", "0"], "needs at least 2"),
+        (
+            run(&["--gpus", "2", "--layout", "ring"]),
+            "unknown layout `ring`",
         ),
         (
-            &[
-                "multi",
+            vec![
+                "run", "-m", "8", "-n", "8", "-k", "1", "--gpus", "2", "--layout", "gemm-rs",
+            ],
+            "K = 1 cannot be split over 2 GPUs (layout gemm-rs splits K into 2 parts",
+        ),
+        (
+            vec![
+                "bench", "--gpus", "4", "--layout", "ag-gemm", "--shapes", "64x3x64",
+            ],
+            "N = 3 cannot be split over 4 GPUs",
+        ),
+        (
+            run(&["--gpus", "2", "--transpose-a"]),
+            "does not apply to a multi-GPU product",
+        ),
+        (
+            run(&["--gpus", "2", "--tile", "8"]),
+            "--tile does not apply",
+        ),
+        (
+            run(&["--gpus", "2", "--backend", "cpu"]),
+            "--backend (other than cuda)",
+        ),
+        (
+            run(&["--layout", "ag-gemm"]),
+            "--layout applies to a multi-GPU product: add --gpus N",
+        ),
+        (
+            vec!["bench", "--nccl-max-ctas", "4"],
+            "--nccl-max-ctas applies to a multi-GPU product",
+        ),
+        (
+            vec!["bench", "--gpus", "2", "--suite", "shapes"],
+            "--suite does not apply to `bench --gpus`",
+        ),
+        (
+            vec!["bench", "--gpus", "2", "--kernels", "auto,cublas"],
+            "times one local kernel",
+        ),
+        (
+            vec!["bench", "--gpus", "2", "--kernels", "nope"],
+            "unknown kernel `nope`",
+        ),
+        (
+            vec![
+                "bench",
+                "--gpus",
+                "2",
+                "--nccl-min-ctas",
+                "8",
+                "--nccl-max-ctas",
+                "4",
+            ],
+            "minimum CTAs (8) exceed its maximum (4)",
+        ),
+        (
+            vec!["bench", "--gpus", "2", "--nccl-max-ctas", "0"],
+            "at least 1",
+        ),
+        (
+            run(&["--rank", "2", "--world", "2", "--id-file", "/x/id"]),
+            "the rank below it",
+        ),
+        (
+            run(&["--rank", "0"]),
+            "the following required arguments were not provided",
+        ),
+        (
+            run(&[
                 "--rank",
                 "0",
                 "--world",
                 "2",
                 "--id-file",
-                "/nonexistent/id",
-            ][..],
-            "checks only: add --check",
-        ),
-        (
-            &[
-                "multi",
-                "--check",
-                "--rank",
-                "2",
-                "--world",
-                "2",
-                "--id-file",
                 "/x/id",
-            ][..],
-            "the rank below it",
+                "--gpus",
+                "2",
+            ]),
+            "cannot be used with",
         ),
-    ] {
+    ];
+    for (args, needle) in &cases {
         bad_input(args, "", needle);
     }
-    let out = matmul_env(
-        &["multi", "--sizes", "64"],
-        "",
-        &[("CUDA_VISIBLE_DEVICES", "")],
-    );
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.lines().last().unwrap_or("").starts_with("matmul: "),
-        "{err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
+    for args in [
+        run(&["--gpus", "2"]),
+        vec![
+            "bench",
+            "--gpus",
+            "2",
+            "--sizes",
+            "64",
+            "--out",
+            "/dev/null/x",
+        ],
+        run(&[
+            "--rank",
+            "0",
+            "--world",
+            "2",
+            "--id-file",
+            "/nonexistent/id",
+        ]),
+    ] {
+        let out = matmul_env(&args, "", &[("CUDA_VISIBLE_DEVICES", "")]);
+        let err = stderr(&out);
+        // Without GPUs: status 1 naming what is missing (--out's directory, unwritable, is
+        // status 2 and comes first).
+        let want = if args.contains(&"/dev/null/x") { 2 } else { 1 };
+        assert_eq!(out.status.code(), Some(want), "{args:?}: {err}");
+        assert!(
+            err.lines().last().unwrap_or("").starts_with("matmul: "),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }
 
 /// `matmul soak` on the CPU backend: every job verified, none failed, both CPU kernels ran
