@@ -322,7 +322,7 @@ fn backend_for(
         .iter()
         .filter_map(|k| match k {
             BenchKernel::Named(spec) => Some(*spec),
-            BenchKernel::Auto => None,
+            BenchKernel::Auto | BenchKernel::Int8Ceiling => None,
         })
         .collect();
     let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
@@ -389,6 +389,7 @@ fn check_tiling(kernels: &[BenchKernel], kind: BackendKind) -> CliResult {
     let applies = kernels.iter().any(|k| match k {
         BenchKernel::Named(spec) => spec.tiling(&matmul::RunOptions::default()).is_some(),
         BenchKernel::Auto => kind == BackendKind::Cuda,
+        BenchKernel::Int8Ceiling => false,
     });
     if applies {
         return Ok(());
