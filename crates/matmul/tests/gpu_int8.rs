@@ -51,7 +51,13 @@ fn reference(m: usize, n: usize, k: usize, a: &[i8], bt: &[i8]) -> Vec<i32> {
 fn cublaslt_int8_matches_the_cpu() {
     let Some(backend) = gpu() else { return };
     let mut failures = Vec::new();
-    for (m, n, k) in [(1, 4, 4), (3, 12, 20), (67, 36, 132), (129, 260, 516), (256, 256, 1024)] {
+    for (m, n, k) in [
+        (1, 4, 4),
+        (3, 12, 20),
+        (67, 36, 132),
+        (129, 260, 516),
+        (256, 256, 1024),
+    ] {
         let cases: [(&str, Vec<i8>, Vec<i8>); 3] = [
             ("random", random_i8(m * k, 1), random_i8(n * k, 2)),
             ("-128s", vec![-128; m * k], vec![-128; n * k]),
@@ -85,7 +91,10 @@ fn cublaslt_int8_matches_the_cpu() {
     let t = backend
         .time_cublaslt_int8((256, 256, 1024), 2, 1, 3)
         .unwrap();
-    assert!(t.len() == 3 && t.iter().all(|&s| s > 0.0 && s.is_finite()), "{t:?}");
+    assert!(
+        t.len() == 3 && t.iter().all(|&s| s > 0.0 && s.is_finite()),
+        "{t:?}"
+    );
     println!("RESULT cuBLASLt int8 matches the CPU i32 reference on 5 shapes x 3 inputs");
 }
 
@@ -133,8 +142,7 @@ fn u8x4_prepass_share_of_the_product() {
         let inputs: Vec<Inputs> = (0..sets as u64)
             .map(|s| Inputs {
                 a: AnyMatrix::generate(DType::U32, n, n, Init::Random { seed: 2 * s }).unwrap(),
-                b: AnyMatrix::generate(DType::U32, n, n, Init::Random { seed: 2 * s + 1 })
-                    .unwrap(),
+                b: AnyMatrix::generate(DType::U32, n, n, Init::Random { seed: 2 * s + 1 }).unwrap(),
             })
             .collect();
         let iters = if n >= 16384 { 6 } else { 20 };
@@ -146,7 +154,10 @@ fn u8x4_prepass_share_of_the_product() {
             .unwrap_or_else(|e| panic!("{name} at {n}: {e}"));
         let (p, t) = (median(prepass), median(product));
         assert!(p > 0.0 && t > 0.0, "{name} at {n}: times {p} {t}");
-        assert!(p < t, "{name} at {n}: the pre-pass ({p} s) outlasts the product ({t} s)");
+        assert!(
+            p < t,
+            "{name} at {n}: the pre-pass ({p} s) outlasts the product ({t} s)"
+        );
         let tops = |s: f64| problem.flops() / s / 1e12;
         println!(
             "PREPASS {name} {n:>6} {sets:>4} {:>12.3} {:>12.3} {:>6.1}% {:>14.1} {:>23.1}",

@@ -103,7 +103,8 @@ impl Record {
 pub(super) const U32_RATIO_HEADERS: [&str; 2] = ["vs int8/10", "vs IMAD"];
 
 /// What the u32 ratio columns mean.
-pub(super) const U32_RATIO_CAPTION: &str = "u32 rows: vs int8/10 = rate ÷ (`cublaslt-int8`'s rate ÷ 10), \
+pub(super) const U32_RATIO_CAPTION: &str =
+    "u32 rows: vs int8/10 = rate ÷ (`cublaslt-int8`'s rate ÷ 10), \
      the share of the byte split's 10-product ceiling measured in this run; vs IMAD = speedup over \
      `multistage-raster`. The `cublaslt-int8` row is cuBLASLt's s8·s8→s32 GEMM of the same m, n, k \
      (int8 OP/s): a ceiling, not a u32 product, not verified.";

@@ -151,7 +151,10 @@ impl CudaBackend {
             });
             let _ = lt::destroy_matmul_pref(pref);
             found.ctx(|| {
-                format!("{}: cublasLtMatmulAlgoGetHeuristic found no algorithm", what())
+                format!(
+                    "{}: cublasLtMatmulAlgoGetHeuristic found no algorithm",
+                    what()
+                )
             })?
         };
         if heuristic.workspaceSize > CUBLASLT_WORKSPACE_BYTES {
@@ -252,8 +255,10 @@ impl CudaBackend {
         let sets = sets.max(1);
         let problem = Problem::new(m, n, k, DType::U32);
         let set_bytes = (m * k + n * k) as u64;
-        let needed =
-            sets as u64 * set_bytes + 4 * (m * n) as u64 + CUBLASLT_WORKSPACE_BYTES as u64 + (256 << 20);
+        let needed = sets as u64 * set_bytes
+            + 4 * (m * n) as u64
+            + CUBLASLT_WORKSPACE_BYTES as u64
+            + (256 << 20);
         self.ctx
             .bind_to_thread()
             .ctx(|| "binding the context".into())?;
