@@ -62,7 +62,7 @@ pub fn cublaslt_int8_refusal(m: usize, n: usize, k: usize) -> Option<String> {
     if m == 0 || n == 0 || k == 0 {
         return Some("cuBLASLt int8 needs m, n, k >= 1".into());
     }
-    if k % 4 != 0 || n % 4 != 0 {
+    if !k.is_multiple_of(4) || !n.is_multiple_of(4) {
         return Some(format!(
             "cuBLASLt int8 (TN, IMMA) needs k and n to be multiples of 4 (its leading dimensions); got {m}x{n}x{k}"
         ));
