@@ -21,7 +21,9 @@ use crate::cli_error::{CliError, CliResult};
 pub struct BenchArgs {
     /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend); `auto` is
     /// the kernel and tiling `matmul run --kernel auto` picks for each problem, reported as
-    /// `auto (KERNEL TILING)`.
+    /// `auto (KERNEL TILING)`; `cublaslt-int8` (CUDA, u32 only) adds cuBLASLt's int8 GEMM of the
+    /// same m, n, k as a ceiling row (not a u32 product, not verified; u32 rows then show their
+    /// rate against it ÷ 10).
     #[arg(long, default_value = "all")]
     kernels: String,
     /// Comma-separated dtypes (default: f32,u32,tf32,bf16,f16 on CUDA; f32,u32 on the CPU).
