@@ -303,16 +303,15 @@ impl Record {
         }
     }
 
-    /// The [`INT8_CEILING`] row for u32 `problem` before it is timed: the problem's counts (its
-    /// rate is int8 operations of the same m, n, k), no verification.
+    /// The [`INT8_CEILING`] row for u32 `problem` before it is timed: its rate is int8
+    /// operations of the same m, n, k, its bytes the int8 product's (1-byte A and B, 4-byte C),
+    /// no verification.
     pub fn int8_ceiling(problem: &Problem) -> Record {
-        Record::blank(
-            INT8_CEILING,
-            "cuda".into(),
-            problem,
-            Status::Skipped,
-            problem.min_bytes(),
-        )
+        let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+        let bytes = m * k + k * n + 4.0 * m * n;
+        let mut r = Record::blank(INT8_CEILING, "cuda".into(), problem, Status::Skipped, bytes);
+        r.min_bytes = bytes;
+        r
     }
 
     /// Whether this is the [`INT8_CEILING`] row (not a u32 kernel's).
