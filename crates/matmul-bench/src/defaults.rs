@@ -87,8 +87,9 @@ pub fn sizes(kind: BackendKind, quick: bool) -> Vec<usize> {
 }
 
 /// The kernels `list` names, before a backend is chosen: None for `all` (any case), else
-/// comma-separated registry names or aliases, or `auto` (the library's choice per problem), each
-/// once, in the order given. A name that is not in the registry is an error.
+/// comma-separated registry names or aliases, `auto` (the library's choice per problem) or
+/// `cublaslt-int8` (the int8 ceiling row for u32, CUDA only; never part of `all`), each once, in
+/// the order given. A name that is not in the registry is an error.
 pub fn named_kernels(list: &str) -> matmul::Result<Option<Vec<BenchKernel>>> {
     if list.trim().eq_ignore_ascii_case("all") {
         return Ok(None);
@@ -98,6 +99,12 @@ pub fn named_kernels(list: &str) -> matmul::Result<Option<Vec<BenchKernel>>> {
         if name.eq_ignore_ascii_case("auto") {
             if !out.iter().any(|o| matches!(o, BenchKernel::Auto)) {
                 out.push(BenchKernel::Auto);
+            }
+            continue;
+        }
+        if name.eq_ignore_ascii_case(crate::report::INT8_CEILING) {
+            if !out.iter().any(|o| matches!(o, BenchKernel::Int8Ceiling)) {
+                out.push(BenchKernel::Int8Ceiling);
             }
             continue;
         }
@@ -121,13 +128,16 @@ pub fn select_kernels(
         return Ok(kernels(kind, quick).into_iter().map(Into::into).collect());
     };
     for k in &out {
-        if let BenchKernel::Named(k) = k {
-            if k.backend != kind {
-                return Err(matmul::Error::Invalid(format!(
-                    "kernel `{}` runs on the {} backend, but this bench runs on {kind}",
-                    k.name, k.backend
-                )));
-            }
+        let backend = match k {
+            BenchKernel::Named(k) => k.backend,
+            BenchKernel::Int8Ceiling => BackendKind::Cuda,
+            BenchKernel::Auto => kind,
+        };
+        if backend != kind {
+            return Err(matmul::Error::Invalid(format!(
+                "kernel `{}` runs on the {backend} backend, but this bench runs on {kind}",
+                k.name()
+            )));
         }
     }
     Ok(out)

@@ -38,7 +38,8 @@ pub use ceilings::{datasheet, measure_cpu, measure_gpu, Ceilings, CpuCeilingOpti
 pub use check::{Verification, VerifyMethod};
 pub use report::{
     prepare_report_dir, write_comparison, write_reports, write_views, Baselines, CeilingsInfo,
-    Comparison, Record, Report, ReportFiles, Settings, Status, Timing, SCHEMA_VERSION,
+    Comparison, Record, Report, ReportFiles, Settings, Status, Timing, IMAD_KERNEL, INT8_CEILING,
+    SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 pub use runner::{

@@ -230,6 +230,8 @@ fn best(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
         .iter()
         .filter(|r| r.dtype == dtype && is_square(r, size) && r.status == Status::Ok)
         .filter(|r| Some(r.kernel.as_str()) != vendor && r.rate_gops.is_some())
+        // The int8 ceiling row is cuBLASLt's s8 GEMM, never a u32 result.
+        .filter(|r| !r.is_int8_ceiling())
         .fold(None, |acc: Option<&Record>, r| match acc {
             Some(b) if b.rate_gops >= r.rate_gops => Some(b),
             _ => Some(r),

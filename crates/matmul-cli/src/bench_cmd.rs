@@ -21,7 +21,9 @@ use crate::cli_error::{CliError, CliResult};
 pub struct BenchArgs {
     /// Comma-separated kernel names or aliases, or `all` (every kernel of the backend); `auto` is
     /// the kernel and tiling `matmul run --kernel auto` picks for each problem, reported as
-    /// `auto (KERNEL TILING)`.
+    /// `auto (KERNEL TILING)`; `cublaslt-int8` (CUDA, u32 only) adds cuBLASLt's int8 GEMM of the
+    /// same m, n, k as a ceiling row (not a u32 product, not verified; u32 rows then show their
+    /// rate against it ÷ 10).
     #[arg(long, default_value = "all")]
     kernels: String,
     /// Comma-separated dtypes (default: f32,u32,tf32,bf16,f16 on CUDA; f32,u32 on the CPU).
@@ -396,7 +398,7 @@ fn backend_for(
         .iter()
         .filter_map(|k| match k {
             BenchKernel::Named(spec) => Some(*spec),
-            BenchKernel::Auto => None,
+            BenchKernel::Auto | BenchKernel::Int8Ceiling => None,
         })
         .collect();
     let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
@@ -463,6 +465,7 @@ fn check_tiling(kernels: &[BenchKernel], kind: BackendKind) -> CliResult {
     let applies = kernels.iter().any(|k| match k {
         BenchKernel::Named(spec) => spec.tiling(&matmul::RunOptions::default()).is_some(),
         BenchKernel::Auto => kind == BackendKind::Cuda,
+        BenchKernel::Int8Ceiling => false,
     });
     if applies {
         return Ok(());

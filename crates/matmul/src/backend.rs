@@ -90,6 +90,24 @@ pub trait Backend {
         opts: RunOptions,
     ) -> Result<Vec<f64>>;
 
+    /// Times the int8 ceiling the bench sets beside the byte-split u32 kernels: cuBLASLt's
+    /// s8·s8 → s32 GEMM of m×n×k (CUDA only: [`crate::CudaBackend::time_cublaslt_int8`], whose
+    /// docs give the layout), `warmup` untimed and `iters` timed calls rotating among `sets`
+    /// input pairs. Not a u32 product. Seconds per call; other backends refuse.
+    fn time_int8_ceiling(
+        &self,
+        mnk: (usize, usize, usize),
+        sets: usize,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let _ = (mnk, sets, warmup, iters);
+        Err(Error::Invalid(format!(
+            "the {} backend has no int8 ceiling (cuBLASLt's int8 GEMM is CUDA's)",
+            self.kind()
+        )))
+    }
+
     /// Checks that this backend can run `kernel` on `problem` at all (backend, dtype, shape rules).
     fn check(&self, kernel: &KernelSpec, problem: &Problem, opts: RunOptions) -> Result<()> {
         if kernel.backend != self.kind() {

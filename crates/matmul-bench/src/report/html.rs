@@ -323,7 +323,7 @@ impl Report {
                 .collect();
             let best = at
                 .iter()
-                .filter(|r| Some(r.kernel.as_str()) != vendor)
+                .filter(|r| Some(r.kernel.as_str()) != vendor && !r.is_int8_ceiling())
                 .max_by(|a, b| {
                     a.rate_gops
                         .unwrap_or(0.0)

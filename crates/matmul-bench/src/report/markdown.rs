@@ -25,6 +25,7 @@ impl Report {
             "status",
         ];
         let rounds = self.settings.rounds > 1;
+        let u32_ratios = self.has_u32_ratios();
         let rows: Vec<Vec<String>> = self
             .records
             .iter()
@@ -44,6 +45,9 @@ impl Report {
                 ];
                 let (max, mean) = r.error_texts();
                 row.extend([max, mean, r.status.name().to_string()]);
+                if u32_ratios {
+                    row.extend(r.u32_ratio_texts());
+                }
                 if rounds {
                     row.push(
                         r.round_spread()
@@ -57,6 +61,10 @@ impl Report {
         let mut right = vec![
             false, false, false, true, true, true, true, true, true, true, false,
         ];
+        if u32_ratios {
+            header.extend(super::rows::U32_RATIO_HEADERS);
+            right.extend([true, true]);
+        }
         if rounds {
             header.push("spread");
             right.push(true);
@@ -72,6 +80,9 @@ impl Report {
         );
         if self.has_errors() {
             let _ = writeln!(out, "{}", super::rows::ERROR_CAPTION.replace('`', ""));
+        }
+        if u32_ratios {
+            let _ = writeln!(out, "{}", super::rows::U32_RATIO_CAPTION.replace('`', ""));
         }
         for line in self.above_roof_lines() {
             let _ = writeln!(out, "{line}");
@@ -173,6 +184,9 @@ impl Report {
             out.push_str(&table(&header, &rows));
         }
         let _ = writeln!(out, "\n{}", self.results_caption());
+        if self.has_u32_ratios() {
+            let _ = writeln!(out, "\n{}", super::rows::U32_RATIO_CAPTION);
+        }
         let above = self.above_roof_lines();
         if !above.is_empty() {
             let _ = writeln!(out, "\n**{}**\n", md(&above[0]));

@@ -42,6 +42,16 @@ pub use write::{prepare_report_dir, write_comparison, write_reports, write_views
 /// model; [`Report::from_json`] recomputes the roofs of a schema-1 file.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// The bench's int8 ceiling row (`bench --kernels cublaslt-int8`, u32 problems only): cuBLASLt's
+/// s8·s8 → s32 GEMM of the same m, n, k (`CudaBackend::time_cublaslt_int8`). It does not compute
+/// the u32 product, is not verified against the u32 reference and is never a u32 answer (`auto`,
+/// `run`, `judge` never see it: it is not a registry kernel); the u32 rows' `vs_int8_ceiling`
+/// hold them against its rate ÷ 10 (a byte-split u32 product is 10 such int8 products).
+pub const INT8_CEILING: &str = "cublaslt-int8";
+
+/// The IMAD u32 kernel that the u32 rows' `vs_imad` compare with.
+pub const IMAD_KERNEL: &str = "multistage-raster";
+
 /// What happened to one kernel × dtype × shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
@@ -213,6 +223,13 @@ pub struct Record {
     pub vs_cublas: Option<f64>,
     /// Naive median / this median: the speedup over the seeds' naive kernel.
     pub vs_naive: Option<f64>,
+    /// u32 rows of a run with the [`INT8_CEILING`] row: this rate ÷ (cuBLASLt int8's rate ÷ 10)
+    /// for the same problem, the share of the byte split's 10-product ceiling reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_int8_ceiling: Option<f64>,
+    /// u32 rows of a run with [`IMAD_KERNEL`]: its median / this median (the speedup over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_imad: Option<f64>,
 }
 
 impl Record {
@@ -281,7 +298,25 @@ impl Record {
             roof: None,
             vs_cublas: None,
             vs_naive: None,
+            vs_int8_ceiling: None,
+            vs_imad: None,
         }
+    }
+
+    /// The [`INT8_CEILING`] row for u32 `problem` before it is timed: its rate is int8
+    /// operations of the same m, n, k, its bytes the int8 product's (1-byte A and B, 4-byte C),
+    /// no verification.
+    pub fn int8_ceiling(problem: &Problem) -> Record {
+        let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
+        let bytes = m * k + k * n + 4.0 * m * n;
+        let mut r = Record::blank(INT8_CEILING, "cuda".into(), problem, Status::Skipped, bytes);
+        r.min_bytes = bytes;
+        r
+    }
+
+    /// Whether this is the [`INT8_CEILING`] row (not a u32 kernel's).
+    pub fn is_int8_ceiling(&self) -> bool {
+        self.kernel == INT8_CEILING
     }
 
     /// The kernel as the tables name it: the registry name, or for `auto` what it chose,
@@ -432,7 +467,10 @@ impl Report {
             .records
             .iter()
             .map(|r| {
-                let Some(t) = r.median_s().filter(|_| r.status == Status::Ok) else {
+                let Some(t) = r
+                    .median_s()
+                    .filter(|_| r.status == Status::Ok && !r.is_int8_ceiling())
+                else {
                     return (None, None);
                 };
                 let vendor = median_of(&self.baselines.vendor, &r.problem, &self.records);
@@ -440,10 +478,35 @@ impl Report {
                 (vendor.map(|v| v / t), naive.map(|n| n / t))
             })
             .collect();
-        for (r, (v, n)) in self.records.iter_mut().zip(ratios) {
+        let u32_ratios: Vec<(Option<f64>, Option<f64>)> = self
+            .records
+            .iter()
+            .map(|r| {
+                let Some(t) = r.median_s().filter(|_| {
+                    r.status == Status::Ok && r.dtype == DType::U32 && !r.is_int8_ceiling()
+                }) else {
+                    return (None, None);
+                };
+                let int8 = median_of(&Some(INT8_CEILING.into()), &r.problem, &self.records);
+                let imad = median_of(&Some(IMAD_KERNEL.into()), &r.problem, &self.records);
+                // rate / (int8 rate / 10) = 10 · int8 median / this median.
+                (int8.map(|i| 10.0 * i / t), imad.map(|i| i / t))
+            })
+            .collect();
+        for ((r, (v, n)), (c, i)) in self.records.iter_mut().zip(ratios).zip(u32_ratios) {
             r.vs_cublas = v;
             r.vs_naive = n;
+            r.vs_int8_ceiling = c;
+            r.vs_imad = i;
         }
+    }
+
+    /// Whether any record has a `vs_int8_ceiling` or `vs_imad` ratio (the tables then show
+    /// those two columns).
+    pub fn has_u32_ratios(&self) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.vs_int8_ceiling.is_some() || r.vs_imad.is_some())
     }
 
     /// results.json: pretty-printed JSON.

@@ -99,6 +99,28 @@ impl Record {
     }
 }
 
+/// The headers of the u32 ratio columns ([`Report::has_u32_ratios`]).
+pub(super) const U32_RATIO_HEADERS: [&str; 2] = ["vs int8/10", "vs IMAD"];
+
+/// What the u32 ratio columns mean.
+pub(super) const U32_RATIO_CAPTION: &str =
+    "u32 rows: vs int8/10 = rate ÷ (`cublaslt-int8`'s rate ÷ 10), \
+     the share of the byte split's 10-product ceiling measured in this run; vs IMAD = speedup over \
+     `multistage-raster`. The `cublaslt-int8` row is cuBLASLt's s8·s8→s32 GEMM of the same m, n, k \
+     (int8 OP/s): a ceiling, not a u32 product, not verified.";
+
+impl Record {
+    /// The u32 ratio columns' texts: `vs_int8_ceiling` as a percentage, `vs_imad` as a factor.
+    pub(super) fn u32_ratio_texts(&self) -> [String; 2] {
+        [
+            self.vs_int8_ceiling
+                .map_or("-".into(), |v| format!("{}%", fmt::sig(v * 100.0, 3))),
+            self.vs_imad
+                .map_or("-".into(), |v| format!("{}x", fmt::sig(v, 3))),
+        ]
+    }
+}
+
 impl Report {
     /// The header of the vendor-ratio column ("vs cuBLAS", or "vs " and the vendor baseline).
     pub(super) fn vendor_header(&self) -> String {
@@ -223,6 +245,10 @@ impl Report {
         if errors {
             header.extend(["max err (u)".to_string(), "mean err (u)".into()]);
         }
+        let u32_ratios = self.has_u32_ratios();
+        if u32_ratios {
+            header.extend(U32_RATIO_HEADERS.map(String::from));
+        }
         header.push("verification".into());
         let rows = self
             .records
@@ -245,8 +271,14 @@ impl Report {
                     let (max, mean) = r.error_texts();
                     row.extend([max, mean]);
                 }
+                if u32_ratios {
+                    row.extend(r.u32_ratio_texts());
+                }
                 row.push(match (&r.verification, r.status) {
                     (Some(v), _) => v.summary(),
+                    (None, Status::Ok) if r.is_int8_ceiling() => {
+                        "int8 ceiling: not a u32 product, not verified".into()
+                    }
                     (None, Status::Failed) => "not verified (run failed)".into(),
                     _ => "-".into(),
                 });

@@ -199,6 +199,10 @@ impl Roofs {
     /// [`BYTE_SPLIT_ROOF`]) for u32 on the int8 tensor cores where the ceilings have an int8 peak,
     /// else [`Roofs::compute_for`].
     pub fn compute_for_kernel(&self, kernel: &str, dtype: DType) -> Option<&Roof> {
+        if kernel == crate::report::INT8_CEILING {
+            // cuBLASLt's int8 GEMM (the bench's ceiling row) sits under the int8 tensor peak.
+            return self.compute.iter().find(|r| r.name == "int8");
+        }
         let byte_split =
             dtype == DType::U32 && matmul::registry::find(kernel).is_ok_and(|k| k.is_byte_split());
         byte_split

@@ -6,7 +6,9 @@ use matmul::{
 
 use crate::ceilings::{datasheet, Ceilings};
 use crate::check::Reference;
-use crate::report::{Baselines, Record, Report, Settings, Status, Timing, SCHEMA_VERSION};
+use crate::report::{
+    Baselines, Record, Report, Settings, Status, Timing, INT8_CEILING, SCHEMA_VERSION,
+};
 use crate::stats::Stats;
 use crate::suite::Suite;
 use crate::system::SystemInfo;
@@ -27,6 +29,10 @@ pub enum BenchKernel {
     /// `matmul run --kernel auto`, made with the run's tune table): recorded as kernel `auto`,
     /// the chosen kernel in `chosen` and its tiling in `tiling`.
     Auto,
+    /// [`INT8_CEILING`] (`cublaslt-int8`), u32 problems on CUDA only: cuBLASLt's s8·s8 → s32
+    /// GEMM of the same m, n, k, timed as a ceiling for the byte-split kernels. It does not
+    /// compute the u32 product and is not verified; its record is marked as the ceiling row.
+    Int8Ceiling,
 }
 
 impl BenchKernel {
@@ -35,6 +41,7 @@ impl BenchKernel {
         match self {
             BenchKernel::Named(k) => k.name,
             BenchKernel::Auto => "auto",
+            BenchKernel::Int8Ceiling => INT8_CEILING,
         }
     }
 }
@@ -256,7 +263,7 @@ impl BenchConfig {
             .iter()
             .filter_map(|k| match k {
                 BenchKernel::Named(spec) => Some(*spec),
-                BenchKernel::Auto => None,
+                BenchKernel::Auto | BenchKernel::Int8Ceiling => None,
             })
             .collect();
         if named.len() < self.kernels.len() {
@@ -293,6 +300,7 @@ impl BenchConfig {
         let supported = match kernel {
             BenchKernel::Named(k) => k.supports(problem.dtype),
             BenchKernel::Auto => true,
+            BenchKernel::Int8Ceiling => problem.dtype == DType::U32,
         };
         supported
             && self
@@ -351,8 +359,13 @@ impl BenchConfig {
     ) -> matmul::Result<Resolved> {
         match kernel {
             BenchKernel::Named(spec) => Ok(Resolved {
-                spec,
+                spec: Some(spec),
                 opts: self.options_for(spec, problem),
+                auto: false,
+            }),
+            BenchKernel::Int8Ceiling => Ok(Resolved {
+                spec: None,
+                opts: RunOptions::default(),
                 auto: false,
             }),
             BenchKernel::Auto => {
@@ -365,7 +378,7 @@ impl BenchConfig {
                 let simt = choice.kernel.tiling(&RunOptions::default()).is_some();
                 let tiling = self.tiling.filter(|_| simt).or(choice.tiling);
                 Ok(Resolved {
-                    spec: choice.kernel,
+                    spec: Some(choice.kernel),
                     opts: RunOptions {
                         tiling,
                         ..RunOptions::default()
@@ -379,8 +392,8 @@ impl BenchConfig {
 
 /// A kernel of the run made concrete for one problem.
 struct Resolved {
-    /// The registry kernel that runs.
-    spec: &'static KernelSpec,
+    /// The registry kernel that runs; None for [`BenchKernel::Int8Ceiling`].
+    spec: Option<&'static KernelSpec>,
     /// Its options.
     opts: RunOptions,
     /// Whether `auto` chose it (the record is then named `auto`).
@@ -625,7 +638,10 @@ fn bench_one(
     progress: &mut dyn FnMut(ProgressEvent<'_>),
 ) -> Record {
     let problem = cache.problem;
-    let (kernel, opts) = (resolved.spec, resolved.opts);
+    let Some(kernel) = resolved.spec else {
+        return bench_int8_ceiling(backend, config, &problem, progress, index);
+    };
+    let opts = resolved.opts;
     let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped);
     if resolved.auto {
         rec.chosen = Some(std::mem::replace(&mut rec.kernel, "auto".into()));
@@ -717,8 +733,9 @@ fn bench_one(
         // than hours: one probe launch sizes warm-up and iterations to the per-case budget. The
         // count actually timed is recorded.
         let mut launches = budget;
+        let time = |w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
         if let Some(seconds) = config.max_case_seconds {
-            let probe = backend.time(kernel, &problem, sets, 0, 1, opts)?;
+            let probe = time(0, 1)?;
             let per = probe.first().copied().unwrap_or(0.0).max(1e-9);
             if per * (launches.warmup + launches.first) as f64 > seconds {
                 launches.warmup = launches.warmup.min(1);
@@ -726,7 +743,7 @@ fn bench_one(
             }
         }
         let warmup = launches.warmup;
-        let samples = timed_launches(backend, kernel, &problem, sets, opts, launches)?;
+        let samples = timed_launches(&time, launches)?;
         Ok((warmup, samples))
     })();
     let (warmup, samples) = match timed {
@@ -753,6 +770,85 @@ fn bench_one(
     rec
 }
 
+/// The [`BenchKernel::Int8Ceiling`] row of u32 `problem`: cuBLASLt's int8 GEMM of the same
+/// m, n, k timed as [`bench_one`] times a kernel (warm-up, `min_time` or `iters`, the per-case
+/// budget), its int8 input sets rotated past `cache_bytes`; no verification (it is not a u32
+/// product: `CudaBackend::cublaslt_int8` is checked once by the GPU test tests/gpu_int8.rs).
+fn bench_int8_ceiling(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    problem: &Problem,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+    index: usize,
+) -> Record {
+    let mut rec = Record::int8_ceiling(problem);
+    let mut skip = |why: String| {
+        rec.reason = Some(why);
+        rec.clone()
+    };
+    if let Some(max) = config.max_mnk.filter(|_| config.over_budget(problem)) {
+        return skip(format!(
+            "m·n·k above the run's size budget of {max} (--max-mnk)"
+        ));
+    }
+    if backend.kind() != matmul::BackendKind::Cuda {
+        return skip(format!("{INT8_CEILING} runs on CUDA only"));
+    }
+    if let Some(rule) = matmul::cuda::cublaslt_int8_refusal(problem.m, problem.n, problem.k) {
+        return skip(rule);
+    }
+    let (m, n, k) = (problem.m, problem.n, problem.k);
+    let set_bytes = (m * k + n * k).max(1);
+    let sets = config
+        .cache_bytes
+        .div_ceil(set_bytes)
+        .clamp(1, config.max_input_sets.max(1));
+    progress(ProgressEvent::Timing {
+        index,
+        input_sets: sets,
+        warmup: config.warmup,
+    });
+    let time = |w: usize, i: usize| backend.time_int8_ceiling((m, n, k), sets, w, i);
+    let mut launches = config.round_budget(config.warmup);
+    let timed = (|| -> matmul::Result<Vec<f64>> {
+        if let Some(seconds) = config.max_case_seconds {
+            let per = time(0, 1)?.first().copied().unwrap_or(0.0).max(1e-9);
+            if per * (launches.warmup + launches.first) as f64 > seconds {
+                launches.warmup = launches.warmup.min(1);
+                launches.first = ((seconds / per) as usize).clamp(1, launches.first);
+            }
+        }
+        timed_launches(&time, launches)
+    })();
+    let fail = |mut rec: Record, why: String| {
+        rec.status = Status::Failed;
+        rec.reason = Some(why);
+        rec
+    };
+    let samples = match timed {
+        Ok(s) => s,
+        Err(e) => return fail(rec, format!("timing: {e}")),
+    };
+    if unusable(&samples) {
+        return fail(rec, UNUSABLE_TIME.into());
+    }
+    let Some(stats) = Stats::from_samples(&samples) else {
+        return fail(rec, "timing returned no samples".into());
+    };
+    rec.timing = Some(Timing {
+        warmup: launches.warmup,
+        iters: samples.len(),
+        input_sets: sets,
+        input_set_bytes: set_bytes as u64,
+        stats,
+        samples_s: samples,
+        round_medians_s: Vec::new(),
+    });
+    set_rates(&mut rec, stats.median);
+    rec.status = Status::Ok;
+    rec
+}
+
 const UNUSABLE_TIME: &str = "timing returned a negative or non-finite time";
 
 fn unusable(samples: &[f64]) -> bool {
@@ -769,6 +865,7 @@ fn set_rates(rec: &mut Record, median: f64) {
 
 /// How one case's launches are timed: `first` timed launches after `warmup` untimed ones, then
 /// more until they add up to `min_time` seconds, `max_iters` in all at most.
+#[derive(Clone, Copy)]
 struct Launches {
     warmup: usize,
     first: usize,
@@ -776,15 +873,12 @@ struct Launches {
     max_iters: usize,
 }
 
+/// `time(warmup, iters)` times one batch of launches (seconds each).
 fn timed_launches(
-    backend: &dyn Backend,
-    kernel: &KernelSpec,
-    problem: &Problem,
-    sets: &[Inputs],
-    opts: RunOptions,
+    time: &dyn Fn(usize, usize) -> matmul::Result<Vec<f64>>,
     l: Launches,
 ) -> matmul::Result<Vec<f64>> {
-    let mut samples = backend.time(kernel, problem, sets, l.warmup, l.first, opts)?;
+    let mut samples = time(l.warmup, l.first)?;
     if let Some(min_time) = l.min_time {
         loop {
             let spent: f64 = samples.iter().sum();
@@ -794,7 +888,7 @@ fn timed_launches(
             let per = (spent / samples.len() as f64).max(1e-9);
             let more =
                 (((min_time - spent) / per).ceil() as usize).clamp(1, l.max_iters - samples.len());
-            samples.extend(backend.time(kernel, problem, sets, 0, more, opts)?);
+            samples.extend(time(0, more)?);
         }
     }
     Ok(samples)
@@ -858,12 +952,18 @@ fn time_round(
         return;
     };
     let sets = &cache.sets[..timing.input_sets.min(cache.sets.len())];
-    let (opts, kernel) = (kernel.opts, kernel.spec);
+    let (opts, spec) = (kernel.opts, kernel.spec);
     // Warm-up as in round 1, which the per-case budget may have cut for a slow kernel, and no
     // more launches up front than round 1 timed.
     let mut launches = config.round_budget(timing.warmup);
     launches.first = launches.first.min(first_round.max(1));
-    match timed_launches(backend, kernel, &cache.problem, sets, opts, launches) {
+    let p = &cache.problem;
+    let int8_sets = timing.input_sets;
+    let time = |w: usize, n: usize| match spec {
+        Some(k) => backend.time(k, p, sets, w, n, opts),
+        None => backend.time_int8_ceiling((p.m, p.n, p.k), int8_sets, w, n),
+    };
+    match timed_launches(&time, launches) {
         Ok(samples) => {
             let t = rec.timing.as_mut().expect("checked above");
             if let Some(s) = Stats::from_samples(&samples) {

@@ -571,3 +571,127 @@ fn the_error_column_measures_every_kernel() {
     let row = csv.iter().find(|r| r.contains(&"f32".to_string())).unwrap();
     assert_eq!(row[col].parse::<f64>().unwrap(), max);
 }
+
+/// A CUDA-kind backend that runs every kernel by the CPU reference and answers timings with
+/// fixed medians: multistage-raster 1 ms, other kernels 0.1 ms, the int8 ceiling 5 µs.
+struct FakeCuda;
+
+impl Backend for FakeCuda {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+    fn describe(&self) -> String {
+        "fake cuda".into()
+    }
+    fn limits(&self) -> Option<DeviceLimits> {
+        None
+    }
+    fn run(
+        &self,
+        _kernel: &KernelSpec,
+        problem: &Problem,
+        a: &AnyMatrix,
+        b: &AnyMatrix,
+        opts: RunOptions,
+    ) -> matmul::Result<AnyMatrix> {
+        CpuBackend.run(matmul::find("cpu-reference")?, problem, a, b, opts)
+    }
+    fn time(
+        &self,
+        kernel: &KernelSpec,
+        _problem: &Problem,
+        _inputs: &[Inputs],
+        _warmup: usize,
+        iters: usize,
+        _opts: RunOptions,
+    ) -> matmul::Result<Vec<f64>> {
+        let t = if kernel.name == crate::report::IMAD_KERNEL {
+            1e-3
+        } else {
+            1e-4
+        };
+        Ok(vec![t; iters])
+    }
+    fn time_int8_ceiling(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        sets: usize,
+        _warmup: usize,
+        iters: usize,
+    ) -> matmul::Result<Vec<f64>> {
+        assert!(m * n * k > 0 && sets >= 1);
+        Ok(vec![5e-6; iters])
+    }
+}
+
+#[test]
+fn the_int8_ceiling_row_is_timed_not_verified_and_gives_the_u32_ratios() {
+    let kernels = crate::defaults::select_kernels(
+        "mma-u8x4,multistage-raster,cublaslt-int8",
+        BackendKind::Cuda,
+        false,
+    )
+    .unwrap();
+    assert!(matches!(kernels[2], BenchKernel::Int8Ceiling));
+    let mut c = small_config(vec![]);
+    c.kernels = kernels;
+    c.shapes = vec![Shape {
+        m: 64,
+        n: 64,
+        k: 64,
+    }];
+    // u32 only: f32 has no int8 ceiling row (and no byte-split kernel).
+    let planned = c.planned();
+    let f32_kernels: Vec<&str> = planned
+        .iter()
+        .filter(|(p, _, _)| p.dtype == DType::F32)
+        .flat_map(|(_, _, k)| k.iter().map(BenchKernel::name))
+        .collect();
+    assert_eq!(f32_kernels, ["multistage-raster"]);
+    let report = run(&FakeCuda, &c, &mut |_| {});
+    let find = |k: &str| {
+        report
+            .records
+            .iter()
+            .find(|r| r.kernel == k && r.dtype == DType::U32)
+            .unwrap_or_else(|| panic!("{k}"))
+    };
+    let int8 = find("cublaslt-int8");
+    assert_eq!(int8.status, Status::Ok, "{:?}", int8.reason);
+    assert!(int8.verification.is_none() && int8.is_int8_ceiling());
+    assert_eq!(
+        (int8.vs_int8_ceiling, int8.vs_imad, int8.vs_naive),
+        (None, None, None)
+    );
+    let ours = find("mma-u8x4");
+    assert!(ours.verification.as_ref().is_some_and(|v| v.passed));
+    // 10 × 5 µs / 100 µs and 1 ms / 100 µs.
+    let near = |x: Option<f64>, want: f64| x.is_some_and(|x| (x - want).abs() < 1e-9);
+    assert!(
+        near(ours.vs_int8_ceiling, 0.5),
+        "{:?}",
+        ours.vs_int8_ceiling
+    );
+    assert!(near(ours.vs_imad, 10.0), "{:?}", ours.vs_imad);
+    assert!(near(find("multistage-raster").vs_imad, 1.0));
+    assert!(near(find("multistage-raster").vs_int8_ceiling, 0.05));
+    let table = report.table();
+    assert!(
+        table.contains("vs int8/10") && table.contains("vs IMAD"),
+        "{table}"
+    );
+    assert!(
+        table.contains("50.0%") && table.contains("10.0x"),
+        "{table}"
+    );
+    let md = report.to_markdown("roofline.svg");
+    assert!(
+        md.contains("int8 ceiling: not a u32 product, not verified"),
+        "{md}"
+    );
+    // The ceiling row sits under the int8 roof, not above the int32 one.
+    assert!(report.above_roof().iter().all(|r| !r.is_int8_ceiling()));
+    // On another backend the name is refused.
+    let e = crate::defaults::select_kernels("cublaslt-int8", BackendKind::Cpu, false).unwrap_err();
+    assert!(e.to_string().contains("runs on the cuda backend"), "{e}");
+}

@@ -687,7 +687,7 @@ impl CudaBackend {
     /// Enqueues the byte-split pre-pass for A (rows m, element (r, l) at a[r·ar + l·ac]) and
     /// B^T (rows n, element (r, l) at b[l·br + r·bc]); returns the planes' address and KP for
     /// the main entry.
-    fn launch_split(
+    pub(super) fn launch_split(
         &self,
         planes: &BytePlanes,
         problem: &Problem,

@@ -21,6 +21,7 @@ pub mod compile;
 mod cublas;
 pub mod device;
 pub mod experiment;
+mod int8;
 mod launch;
 pub mod libs;
 pub mod multi;
@@ -43,6 +44,7 @@ pub use compile::{
     nvrtc_version, CompileInfo, Compiled, DiskCache,
 };
 pub use device::{list_devices, DeviceInfo};
+pub use int8::{cublaslt_int8_refusal, CUBLASLT_WORKSPACE_BYTES};
 pub use split_tail::{
     split_k_pieces, split_tail_plan, TailPlan, SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES,
     TAIL_EXTRA_EIGHTHS, TAIL_MIN_SLICES, TAIL_PIECE_SLICES,
@@ -403,6 +405,16 @@ impl Backend for CudaBackend {
         self.launch(&launcher, problem, &ops)?;
         self.sync(|| format!("running {} on {problem}", kernel.name))?;
         self.download(&c, problem)
+    }
+
+    fn time_int8_ceiling(
+        &self,
+        mnk: (usize, usize, usize),
+        sets: usize,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        self.time_cublaslt_int8(mnk, sets, warmup, iters)
     }
 
     fn time(
