@@ -11,18 +11,21 @@
 //     second plane of the same swizzled layout), then publish the stage (fence.proxy.async, so
 //     that wgmma's async-proxy reads see the generic writes). No pre-pass, no workspace.
 // Promotion (PROMOTE = P ≥ 1, entries -p1, -p4): the tensor cores' accumulation is not IEEE
-// round-to-nearest (it truncates), which over a long K biases the main sum; every P k-blocks the
-// main partial (restarted with scale-d = 0) is added into an FP32 register total by FADD (round to
-// nearest). PROMOTE = 0 accumulates the main products over the whole K on the tensor cores.
-// C = total (or main) + small in the epilogue; a NaN small term (∞·0 of a cross term: small(∞)
-// is 0) is dropped where the main sum is not NaN, so ∞ and NaN propagate as SGEMM's do.
+// round-to-nearest (it truncates), which over a long K biases the main sum; every P k-blocks a
+// partial (restarted with scale-d = 0) is added into an FP32 register total by FADD (round to
+// nearest). The 168 registers a thread (__launch_bounds__(384, 1)) hold two 64-float accumulators
+// and the fragments, not three, so with promotion the cross terms go into the partial with the
+// main products. PROMOTE = 0 keeps main and cross terms apart over the whole K.
+// C = main + cross (PROMOTE = 0: a NaN cross term next to a non-NaN main sum, ∞·small(x) = ∞·0
+// since small(∞) is 0, is dropped, so ∞ propagates as in SGEMM) or the total (PROMOTE ≥ 1: an ∞
+// input meets 0 in a cross term and C is NaN where SGEMM gives ±∞; tests/gpu_fp32.rs measures it).
 // Why faster than SGEMM: three tf32 products at ~half the 16-bit tensor rate, ~165 TFLOP/s ceiling
 // on an H100 against SGEMM's 67 (SIMT FP32 peak).
 // Geometry: THREADS = 384 (producer warpgroup: thread 0 issues TMA, warps 1–3 split S; two
 // consumer warpgroups of 64×128); a persistent grid of at most one block per SM.
 // Shared memory (dynamic): STAGES·(BM + 2·BN)·BK·4 bytes (128×128×32, 4 stages: 192 KB: R, S_big,
 // S_small per stage), + 1 KB to align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB.
-// Registers per consumer thread: 64 main + 64 small (+ 64 total with PROMOTE) + 32 fragments.
+// Registers per consumer thread: two accumulators of 64 + two fragment sets of 8 (big, small).
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM = float, IN_F32,
 // BM = 128, BN = 128, BK = 32, STAGES, THREADS, CLUSTER = 1, STORE_BOXES, PROMOTE. Kernel ABI: the
 // usual arguments, then tensor maps of A and B (boxed per role, src/cuda/tma.rs `tf32_maps`, type
@@ -203,7 +206,7 @@ __device__ __forceinline__ void split_s(unsigned char* smem, u64* loaded, u64* f
 // One instantiation per R layout; the orientation (`swapped`) matters only to the epilogue. (Three
 // instantiations, as 16_wgmma_tf32.cu has, made ptxas spill here.)
 template <int R_PMAJOR>
-__device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, float* __restrict__ C, int M,
+__device__ __forceinline__ void consume(unsigned char* smem, u64* loaded, u64* full, u64* empty, float* __restrict__ C, int M,
                                         int N, const TmaMap* map_c, Units units, int kblocks, bool swapped)
 {
     const int wg = threadIdx.x / 128 - 1;
@@ -230,7 +233,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     unsigned it = 0;  // k-blocks consumed so far
     auto k_step = [&](unsigned (&big)[4], unsigned (&small)[4], int kb, int kk, int n) {
         const int s = it % STAGES;
-        if (kk == 0) mbar_wait(&full[s], (it / STAGES) & 1);
+        if (kk == 0) {
+            // The TMA's bytes (R) directly, then the split of S (the splitters waited on the
+            // same phase of `loaded`: it cannot have moved on, the buffer is not released).
+            mbar_wait(&loaded[s], (it / STAGES) & 1);
+            mbar_wait(&full[s], (it / STAGES) & 1);
+        }
         const unsigned r = smem_u32(smem + s * STAGE_BYTES), sb = r + R_STAGE_BYTES, ss = sb + S_STAGE_BYTES;
         {
             unsigned raw[4];
@@ -357,8 +365,8 @@ wgmma_3xtf32(const float* A, const float* B, float* C, int M, int N, int K, int 
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
-        if (swapped || !a_kmajor) consume<1>(smem, full, empty, C, M, N, &map_c, units, kblocks, swapped);
-        else consume<0>(smem, full, empty, C, M, N, &map_c, units, kblocks, false);
+        if (swapped || !a_kmajor) consume<1>(smem, loaded, full, empty, C, M, N, &map_c, units, kblocks, swapped);
+        else consume<0>(smem, loaded, full, empty, C, M, N, &map_c, units, kblocks, false);
     }
     __syncthreads();
 }

@@ -71,7 +71,8 @@ pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPL
 /// wgmma wrappers, the split.
 pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, U8X4_SPLIT];
 /// The includes of 21_wgmma_3xtf32.cu: 16_wgmma_tf32.cu's, and tf32.cuh's rounding for the split.
-pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE, TF32];
+pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] =
+    &[TILE_ORDER, SM80, HOPPER, EPILOGUE, TF32];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 
