@@ -68,7 +68,7 @@ else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
 fi
 cp -r tests/data "$out/tests/data"
-cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh \
+cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh scripts/gpu-fp32.sh \
     scripts/gpu-nccl.sh scripts/gpu-byok.sh "$out/"
 cp -r examples/kernels "$out/kernels"
 # The Vulkan loader for the wgpu backend (it needs only libc and libm).
