@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The FP32-emulating (3xTF32) kernels' GPU check, run on the GPU host from the repo root over a
-# bundle made by scripts/gpu-bundle.sh (dist/gpu/), in about 5–8 minutes of an H100. Steps, each
-# logged to $OUT/fp32/<step>.log:
+# bundle made by scripts/gpu-bundle.sh (dist/gpu/), in about 5–8 minutes of an H100 (12 at most: the
+# steps' time limits; a step that hangs ends the run). Steps, each logged to $OUT/fp32/<step>.log:
 #   1. test-gpu_fp32: the accuracy tables (tests/gpu_fp32.rs): every 3xtf32 kernel, cuBLAS SGEMM
 #      and cuBLAS TF32 against the f64 reference on uniform, exponent-spread, cancellation,
 #      all-positive, K = 65,536 and 1×1×20000 inputs, and the subnormal/inf/NaN case;
@@ -34,15 +34,21 @@ for k in "${names[@]}"; do sweeps+=("sweep_${k//-/_}"); done
 "$bin" list --verbose --kernels "$kernels" 2>&1 | sed -n '/^ptxas/,$p' >"$out/ptxas.txt"
 cat "$out/ptxas.txt"
 
-step test-gpu_fp32 240 "$here/bin/test-gpu_fp32" --include-ignored --nocapture --test-threads 1
-grep -h "^RESULT\|^test .*\(ok\|FAILED\)$" "$out/test-gpu_fp32.log"
+# hung: whether the last step ran out of time (a kernel that deadlocks would hang every later step
+# too, so the rest is skipped and the run stays within its budget).
+hung() { [[ ${results[-1]} == *"exit 124"* ]]; }
 
-step test-gpu-sweep-3xtf32 240 "$here/bin/test-gpu" --include-ignored --nocapture "${sweeps[@]}"
+step test-gpu_fp32 180 "$here/bin/test-gpu_fp32" --include-ignored --nocapture --test-threads 1
+grep -h "^RESULT\|^test .*\(ok\|FAILED\)$" "$out/test-gpu_fp32.log"
+hung && { summary gpu-fp32; exit 1; }
+
+step test-gpu-sweep-3xtf32 150 "$here/bin/test-gpu" --include-ignored --nocapture "${sweeps[@]}"
 grep -h "^test .*\(ok\|FAILED\)$" "$out/test-gpu-sweep-3xtf32.log"
+hung && { summary gpu-fp32; exit 1; }
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1)
 if [[ -n $sanitizer ]]; then
-    MATMUL_TEST_SMALL=1 step sanitizer-memcheck-3xtf32 240 "$sanitizer" --tool memcheck --error-exitcode 99 \
+    MATMUL_TEST_SMALL=1 step sanitizer-memcheck-3xtf32 150 "$sanitizer" --tool memcheck --error-exitcode 99 \
         "$here/bin/test-gpu" --include-ignored --test-threads 4 "${sweeps[@]}"
     grep -h "ERROR SUMMARY" "$out/sanitizer-memcheck-3xtf32.log" | sort | uniq -c
 else
@@ -51,7 +57,7 @@ fi
 
 # f32: the 3xtf32 kernels and cuBLAS SGEMM; tf32: cuBLAS TF32 (the 3xtf32 kernels are f32 only,
 # bench leaves them out of tf32 cases).
-step bench-fp32 300 "$bin" bench --kernels "$kernels,cublas" --dtypes f32,tf32 \
+step bench-fp32 240 "$bin" bench --kernels "$kernels,cublas" --dtypes f32,tf32 \
     --sizes "${FP32_SIZES:-2048,4096,8192}" --rounds "${FP32_ROUNDS:-3}" --no-ceilings --out "$out/report"
 grep -v "^\s*$" "$out/bench-fp32.log" | tail -n 40
 
