@@ -70,7 +70,7 @@ else
 fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh \
-    scripts/gpu-nccl.sh scripts/gpu-byok.sh scripts/gpu-soak.sh "$out/"
+    scripts/gpu-fp32.sh scripts/gpu-nccl.sh scripts/gpu-byok.sh scripts/gpu-soak.sh "$out/"
 cp -r examples/kernels "$out/kernels"
 # The Vulkan loader for the wgpu backend (it needs only libc and libm).
 loader=$({ ldconfig -p 2>/dev/null || true; } | awk '/libvulkan\.so\.1 .*x86-64/ {print $NF; exit}')

@@ -85,7 +85,8 @@ pub(crate) fn maps(
     let input = match problem.dtype {
         DType::Bf16 | DType::F16 => data_type(problem.dtype),
         // Only the tf32 wgmma kernel reads f32 through TMA, with its boxes chosen by role.
-        DType::Tf32 => return tf32_maps(problem, tile, a, b, c),
+        // f32 through TMA is the 3xTF32 kernel's: the same boxes, raw f32 (FLOAT32).
+        DType::Tf32 | DType::F32 => return tf32_maps(problem, tile, a, b, c),
         other => {
             return Err(Error::Invalid(format!(
                 "the TMA kernels read bf16, f16 or tf32 inputs, not {other}"
@@ -220,14 +221,15 @@ fn tf32_maps(
     b: Pitched,
     c: u64,
 ) -> Result<[TensorMap; 3]> {
-    if problem.dtype != DType::Tf32 {
+    if !matches!(problem.dtype, DType::Tf32 | DType::F32) {
         return Err(Error::Invalid(format!(
-            "the tf32 tensor maps are for tf32 problems, not {}",
+            "the tf32 tensor maps are for tf32 or f32 problems, not {}",
             problem.dtype
         )));
     }
     let inner = (SWIZZLE_BYTES / 4) as u32;
-    let tf32 = data_type(DType::Tf32);
+    // TFLOAT32 rounds as it copies (wgmma-tf32); FLOAT32 copies raw f32 (3xTF32 splits it).
+    let tf32 = data_type(problem.dtype);
     let map = |ptr, stored, rows, what| encode(tf32, 4, ptr, stored, (rows, inner), SWIZZLED, what);
     let (a_box, b_box) = tf32_box_rows(problem, tile)?;
     Ok([

@@ -23,7 +23,8 @@ use crate::dtype::DType;
 use crate::error::Error;
 use sources::{
     tc_ladder_kernel, with_split_tail, HOPPER, MMA_U8X4_INCLUDES, SIMT_TILE, SM80, TF32,
-    TILE_ORDER, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES, WGMMA_U8X4_TMA_INCLUDES,
+    TILE_ORDER, WGMMA_3XTF32_INCLUDES, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES,
+    WGMMA_U8X4_TMA_INCLUDES,
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
@@ -39,6 +40,9 @@ const WGMMA_N64: TcTile = TcTile::new(128, 64, 64, 8, 384).with_store_boxes(2);
 /// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages, C staged
 /// through 2 boxes per consumer warpgroup (wgmma's epilogue).
 const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384).with_store_boxes(2);
+/// FP32 emulated by 3xTF32 (21_wgmma_3xtf32.cu): 128×128 tiles (two accumulators per consumer
+/// warpgroup), 32 of K per stage, 4 stages of 48 KB (R, S_big, S_small), C staged through 2 boxes.
+const WGMMA_3XTF32: TcTile = TcTile::new(128, 128, 32, 4, 384).with_store_boxes(2);
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
@@ -332,6 +336,24 @@ pub static KERNELS: &[KernelSpec] = &[
         "wgmma-tf32-cluster",
         "wgmma-tf32 with clusters of 2 blocks sharing the shared-memory operand by TMA multicast (cuBLAS's tf32 kernel runs clusters of 2)",
         WGMMA_TF32.with_cluster(2)
+    ),
+    wgmma_3xtf32_kernel!(
+        "wgmma-3xtf32",
+        "FP32 emulated on tf32 tensor cores (Hopper, opt-in): 3xTF32 (big*big + big*small + small*big, cross terms in their own accumulator) on the wgmma-tf32 pipeline, 128x128 tiles",
+        WGMMA_3XTF32,
+        "0"
+    ),
+    wgmma_3xtf32_kernel!(
+        "wgmma-3xtf32-p1",
+        "wgmma-3xtf32 with the main sum moved into an FP32 register total (round to nearest) after every k-block of 32",
+        WGMMA_3XTF32,
+        "1"
+    ),
+    wgmma_3xtf32_kernel!(
+        "wgmma-3xtf32-p4",
+        "wgmma-3xtf32 with the main sum moved into an FP32 register total (round to nearest) every 4 k-blocks (128 of K)",
+        WGMMA_3XTF32,
+        "4"
     ),
     tc_ladder_kernel(
         "mma-u8x4",

@@ -70,6 +70,9 @@ pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPL
 /// The includes of 20_wgmma_u8x4_tma.cu: the grouped tile order, hopper.cuh's mbarrier, TMA and
 /// wgmma wrappers, the split.
 pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, U8X4_SPLIT];
+/// The includes of 21_wgmma_3xtf32.cu: 16_wgmma_tf32.cu's, and tf32.cuh's rounding for the split.
+pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] =
+    &[TILE_ORDER, SM80, HOPPER, EPILOGUE, TF32];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 
@@ -145,6 +148,26 @@ macro_rules! wgmma_tf32_kernel {
                 includes: WGMMA_TF32_INCLUDES,
                 split_k: true,
                 ..cu_source!("16_wgmma_tf32.cu", Geometry::WgmmaTf32 { tile: $tile })
+            },
+        )
+    };
+}
+
+/// A kernel of 21_wgmma_3xtf32.cu (entry `wgmma_3xtf32`): f32 emulated by 3xTF32 on the tf32
+/// wgmma pipeline at tile `$tile`, with the main sum promoted into FP32 every `$promote` k-blocks
+/// ("0": never); 16_wgmma_tf32.cu's layout rule, Hopper.
+macro_rules! wgmma_3xtf32_kernel {
+    ($name:literal, $summary:literal, $tile:expr, $promote:literal) => {
+        tc_ladder_kernel(
+            $name,
+            $summary,
+            &[DType::F32],
+            &[Constraint::TcTf32Layout, Constraint::Sm90a],
+            CudaSource {
+                entry: Some("wgmma_3xtf32"),
+                includes: WGMMA_3XTF32_INCLUDES,
+                defines: &[("PROMOTE", $promote)],
+                ..cu_source!("21_wgmma_3xtf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )
     };

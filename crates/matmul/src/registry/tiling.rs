@@ -80,9 +80,12 @@ impl TcTile {
     /// Dynamic shared memory: STAGES slices of A (BM×BK) and B (BK×BN); for a persistent kernel
     /// 1 KiB more to align its buffers to the 1024-byte period of the 128-byte swizzle; and the
     /// staged boxes of C (`store_boxes` per consumer warpgroup, BM rows in all).
+    /// f32 inputs on a tensor-core tile are the 3xTF32 kernel's (21_wgmma_3xtf32.cu), which keeps
+    /// B's side twice per stage (its big and small tf32 planes).
     pub fn shared_bytes(&self, dtype: DType, persistent: bool) -> usize {
+        let b_planes = if dtype == DType::F32 { 2 } else { 1 };
         let slices = self.stages as usize
-            * (self.bm + self.bn) as usize
+            * (self.bm + b_planes * self.bn) as usize
             * self.bk as usize
             * dtype.input_bytes();
         let c_boxes = (self.store_boxes * self.bm * Self::C_BOX_ROW_BYTES) as usize;
