@@ -727,47 +727,10 @@ fn bench_one(
         input_sets: sets.len(),
         warmup: config.warmup,
     });
+    let time = |w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
     let budget = config.round_budget(config.warmup);
-    let timed = (|| -> matmul::Result<(usize, Vec<f64>)> {
-        // A slow kernel (the seeds' row-per-thread kernels at large n) gets fewer launches rather
-        // than hours: one probe launch sizes warm-up and iterations to the per-case budget. The
-        // count actually timed is recorded.
-        let mut launches = budget;
-        let time = |w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
-        if let Some(seconds) = config.max_case_seconds {
-            let probe = time(0, 1)?;
-            let per = probe.first().copied().unwrap_or(0.0).max(1e-9);
-            if per * (launches.warmup + launches.first) as f64 > seconds {
-                launches.warmup = launches.warmup.min(1);
-                launches.first = ((seconds / per) as usize).clamp(1, launches.first);
-            }
-        }
-        let warmup = launches.warmup;
-        let samples = timed_launches(&time, launches)?;
-        Ok((warmup, samples))
-    })();
-    let (warmup, samples) = match timed {
-        Ok(s) => s,
-        Err(e) => return fail(rec, format!("timing: {e}")),
-    };
-    if unusable(&samples) {
-        return fail(rec, UNUSABLE_TIME.into());
-    }
-    let Some(stats) = Stats::from_samples(&samples) else {
-        return fail(rec, "timing returned no samples".into());
-    };
-    rec.timing = Some(Timing {
-        warmup,
-        iters: samples.len(),
-        input_sets: sets.len(),
-        input_set_bytes: set_bytes as u64,
-        stats,
-        samples_s: samples,
-        round_medians_s: Vec::new(),
-    });
-    set_rates(&mut rec, stats.median);
-    rec.status = Status::Ok;
-    rec
+    let timed = budgeted_launches(&time, budget, config.max_case_seconds);
+    with_timing(rec, timed, sets.len(), set_bytes)
 }
 
 /// The [`BenchKernel::Int8Ceiling`] row of u32 `problem`: cuBLASLt's int8 GEMM of the same
@@ -809,36 +772,57 @@ fn bench_int8_ceiling(
         warmup: config.warmup,
     });
     let time = |w: usize, i: usize| backend.time_int8_ceiling((m, n, k), sets, w, i);
-    let mut launches = config.round_budget(config.warmup);
-    let timed = (|| -> matmul::Result<Vec<f64>> {
-        if let Some(seconds) = config.max_case_seconds {
-            let per = time(0, 1)?.first().copied().unwrap_or(0.0).max(1e-9);
-            if per * (launches.warmup + launches.first) as f64 > seconds {
-                launches.warmup = launches.warmup.min(1);
-                launches.first = ((seconds / per) as usize).clamp(1, launches.first);
-            }
+    let budget = config.round_budget(config.warmup);
+    let timed = budgeted_launches(&time, budget, config.max_case_seconds);
+    with_timing(rec, timed, sets, set_bytes)
+}
+
+/// One case's launches: `budget`'s warm-up and timed launches of `time`, fewer where
+/// `max_case_seconds` (`--max-case-seconds`) says a probe launch would overrun it (the seeds'
+/// row-per-thread kernels at large n get fewer launches rather than hours; the count actually
+/// timed is recorded). (Warm-up launches run, seconds per timed launch.)
+fn budgeted_launches(
+    time: &dyn Fn(usize, usize) -> matmul::Result<Vec<f64>>,
+    mut launches: Launches,
+    max_case_seconds: Option<f64>,
+) -> matmul::Result<(usize, Vec<f64>)> {
+    if let Some(seconds) = max_case_seconds {
+        let per = time(0, 1)?.first().copied().unwrap_or(0.0).max(1e-9);
+        if per * (launches.warmup + launches.first) as f64 > seconds {
+            launches.warmup = launches.warmup.min(1);
+            launches.first = ((seconds / per) as usize).clamp(1, launches.first);
         }
-        timed_launches(&time, launches)
-    })();
-    let fail = |mut rec: Record, why: String| {
+    }
+    Ok((launches.warmup, timed_launches(time, launches)?))
+}
+
+/// `rec` with the timing of `timed` (warm-up launches, samples) over `input_sets` sets of
+/// `set_bytes` each and the rates of its median: status Ok; or Failed, saying why.
+fn with_timing(
+    mut rec: Record,
+    timed: matmul::Result<(usize, Vec<f64>)>,
+    input_sets: usize,
+    set_bytes: usize,
+) -> Record {
+    let failed = |mut rec: Record, why: String| {
         rec.status = Status::Failed;
         rec.reason = Some(why);
         rec
     };
-    let samples = match timed {
+    let (warmup, samples) = match timed {
         Ok(s) => s,
-        Err(e) => return fail(rec, format!("timing: {e}")),
+        Err(e) => return failed(rec, format!("timing: {e}")),
     };
     if unusable(&samples) {
-        return fail(rec, UNUSABLE_TIME.into());
+        return failed(rec, UNUSABLE_TIME.into());
     }
     let Some(stats) = Stats::from_samples(&samples) else {
-        return fail(rec, "timing returned no samples".into());
+        return failed(rec, "timing returned no samples".into());
     };
     rec.timing = Some(Timing {
-        warmup: launches.warmup,
+        warmup,
         iters: samples.len(),
-        input_sets: sets,
+        input_sets,
         input_set_bytes: set_bytes as u64,
         stats,
         samples_s: samples,

@@ -17,8 +17,7 @@
 use std::ffi::c_void;
 
 use cudarc::cublaslt::{result as lt, sys};
-use cudarc::driver::sys as cu_sys;
-use cudarc::driver::{CudaEvent, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::launch::Launcher;
 use super::libs::{self, Context};
@@ -300,11 +299,11 @@ impl CudaBackend {
             .iter()
             .map(|(a, b)| (a.device_ptr(s).0, b.device_ptr(s).0))
             .collect();
-        let launch = |i: usize| {
+        let launch = |_: &(), i: usize| {
             let (a, b) = ptrs[i % ptrs.len()];
             self.enqueue_int8(&plan, a, b, cp)
         };
-        self.timed(warmup, iters, launch, what)
+        self.timed(&mut (), warmup, iters, |_| Ok(()), launch, what)
     }
 
     /// Times the byte-split pre-pass of `kernel` (a `*-u8x4*` kernel) on `problem` alone: the
@@ -346,51 +345,18 @@ impl CudaBackend {
             .iter()
             .map(|(a, b)| self.operands(&launcher, problem, a, b, &c))
             .collect::<Result<Vec<_>>>()?;
-        let launch = |i: usize| {
+        let launch = |_: &(), i: usize| {
             let o = &ops[i % ops.len()];
             self.launch_split(planes, problem, (o.a, o.b), o.strides)
                 .map(|_| ())
         };
-        self.timed(warmup, iters, launch, || {
-            format!("timing {}'s pre-pass on {problem}", kernel.name)
-        })
-    }
-
-    /// `warmup` untimed calls of `launch(i)`, then `iters` timed ones between CUDA events;
-    /// seconds per timed call.
-    fn timed(
-        &self,
-        warmup: usize,
-        iters: usize,
-        launch: impl Fn(usize) -> Result<()>,
-        what: impl Fn() -> String,
-    ) -> Result<Vec<f64>> {
-        let event = || -> Result<CudaEvent> {
-            self.ctx
-                .new_event(Some(cu_sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .ctx(|| "creating a timing event".into())
-        };
-        let events = (0..iters)
-            .map(|_| Ok((event()?, event()?)))
-            .collect::<Result<Vec<_>>>()?;
-        for i in 0..warmup {
-            launch(i)?;
-        }
-        let s = &self.stream;
-        for (i, (start, end)) in events.iter().enumerate() {
-            start.record(s).ctx(|| "recording a timing event".into())?;
-            launch(warmup + i)?;
-            end.record(s).ctx(|| "recording a timing event".into())?;
-        }
-        self.sync(&what)?;
-        events
-            .iter()
-            .map(|(start, end)| {
-                start
-                    .elapsed_ms(end)
-                    .map(|ms| ms as f64 / 1e3)
-                    .ctx(|| "reading a timing event".into())
-            })
-            .collect()
+        self.timed(
+            &mut (),
+            warmup,
+            iters,
+            |_| Ok(()),
+            launch,
+            || format!("timing {}'s pre-pass on {problem}", kernel.name),
+        )
     }
 }

@@ -443,7 +443,39 @@ impl Backend for CudaBackend {
             .collect::<Result<Vec<_>>>()?;
         let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
         self.fill_output(&mut c, zero)?;
-        let s = &self.stream;
+        // Accumulating kernels start from zero each time (outside the timed region).
+        let reset = |c: &mut buffers::DeviceBuf| {
+            if zero {
+                self.fill_output(c, true)
+            } else {
+                Ok(())
+            }
+        };
+        let launch = |_: &buffers::DeviceBuf, i: usize| {
+            self.launch(&launcher, problem, &sets[i % sets.len()])
+        };
+        let times = self.timed(&mut c, warmup, iters, reset, launch, || {
+            format!("timing {} on {problem}", kernel.name)
+        })?;
+        self.print_probe(&launcher)?;
+        Ok(times)
+    }
+}
+
+impl CudaBackend {
+    /// The timing loop every CUDA timer shares: `warmup` untimed runs of `launch`, then `iters`
+    /// timed ones, each between two CUDA events on the stream; `reset` runs before each, outside
+    /// the timed region (an accumulating kernel's C zeroed). `state` is what both need (C), lent
+    /// to each in turn. Seconds per timed run; `what` names the work in a failure.
+    pub(crate) fn timed<S>(
+        &self,
+        state: &mut S,
+        warmup: usize,
+        iters: usize,
+        mut reset: impl FnMut(&mut S) -> Result<()>,
+        mut launch: impl FnMut(&S, usize) -> Result<()>,
+        what: impl Fn() -> String,
+    ) -> Result<Vec<f64>> {
         let event = || -> Result<CudaEvent> {
             self.ctx
                 .new_event(Some(cu_sys::CUevent_flags::CU_EVENT_DEFAULT))
@@ -453,22 +485,17 @@ impl Backend for CudaBackend {
             .map(|_| Ok((event()?, event()?)))
             .collect::<Result<Vec<_>>>()?;
         for i in 0..warmup {
-            if zero {
-                // Accumulating kernels start from zero each time (outside the timed region).
-                self.fill_output(&mut c, true)?;
-            }
-            self.launch(&launcher, problem, &sets[i % sets.len()])?;
+            reset(state)?;
+            launch(state, i)?;
         }
+        let s = &self.stream;
         for (i, (start, end)) in events.iter().enumerate() {
-            if zero {
-                self.fill_output(&mut c, true)?;
-            }
+            reset(state)?;
             start.record(s).ctx(|| "recording a timing event".into())?;
-            self.launch(&launcher, problem, &sets[i % sets.len()])?;
+            launch(state, warmup + i)?;
             end.record(s).ctx(|| "recording a timing event".into())?;
         }
-        self.sync(|| format!("timing {} on {problem}", kernel.name))?;
-        self.print_probe(&launcher)?;
+        self.sync(what)?;
         events
             .iter()
             .map(|(start, end)| {

@@ -3,8 +3,7 @@
 //! the user's grid, block and shared memory and the usual ten arguments, C poisoned (or zeroed),
 //! the context's error state checked after every synchronize.
 
-use cudarc::driver::sys as cu_sys;
-use cudarc::driver::{CudaEvent, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::buffers::DeviceBuf;
 use super::libs::Context;
@@ -148,42 +147,20 @@ impl CudaBackend {
             .collect::<Result<Vec<_>>>()?;
         let mut c = self.alloc_output(problem)?;
         self.fill_output(&mut c, kernel.zero_c)?;
-        let event = || -> Result<CudaEvent> {
-            self.ctx
-                .new_event(Some(cu_sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .ctx(|| "creating a timing event".into())
+        let zero = kernel.zero_c;
+        let reset = |c: &mut DeviceBuf| {
+            if zero {
+                self.fill_output(c, true)
+            } else {
+                Ok(())
+            }
         };
-        let events = (0..iters)
-            .map(|_| Ok((event()?, event()?)))
-            .collect::<Result<Vec<_>>>()?;
-        for i in 0..warmup {
-            if kernel.zero_c {
-                self.fill_output(&mut c, true)?;
-            }
+        let launch = |c: &DeviceBuf, i: usize| {
             let (a, b) = &bufs[i % bufs.len()];
-            self.user_launch(&loaded, &config, problem, a, b, &c)?;
-        }
-        for (i, (start, end)) in events.iter().enumerate() {
-            if kernel.zero_c {
-                self.fill_output(&mut c, true)?;
-            }
-            let (a, b) = &bufs[i % bufs.len()];
-            start
-                .record(&self.stream)
-                .ctx(|| "recording a timing event".into())?;
-            self.user_launch(&loaded, &config, problem, a, b, &c)?;
-            end.record(&self.stream)
-                .ctx(|| "recording a timing event".into())?;
-        }
-        self.sync(|| format!("timing {} on {problem}", kernel.label()))?;
-        events
-            .iter()
-            .map(|(start, end)| {
-                start
-                    .elapsed_ms(end)
-                    .map(|ms| ms as f64 / 1e3)
-                    .ctx(|| "reading a timing event".into())
-            })
-            .collect()
+            self.user_launch(&loaded, &config, problem, a, b, c)
+        };
+        self.timed(&mut c, warmup, iters, reset, launch, || {
+            format!("timing {} on {problem}", kernel.label())
+        })
     }
 }
