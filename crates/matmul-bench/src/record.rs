@@ -43,6 +43,13 @@ pub const README_WGPU_RUNS: [&str; 2] = ["h100-80gb-hbm3/wgpu", "h100-80gb-hbm3/
 /// The wgpu table's columns.
 pub const README_WGPU_SIZES: &[usize] = &[1024, 2048, 4096, 8192];
 
+/// The run the README's accuracy table (FP32 emulated on tensor cores beside cuBLAS SGEMM and
+/// TF32, speed and error) is rendered from, under [`BASELINES_DIR`] (`scripts/gpu-fp32.sh`).
+pub const README_FP32_RUN: &str = "h100-80gb-hbm3/fp32-emulated";
+
+/// The accuracy table's columns.
+pub const README_FP32_SIZES: &[usize] = &[2048, 4096, 8192];
+
 /// The table's columns: square products m = n = k of these sizes.
 pub const README_SIZES: &[usize] = &[1024, 2048, 4096, 8192, 16384];
 
@@ -111,7 +118,87 @@ pub fn readme_section(root: &Path) -> io::Result<String> {
         README_WGPU_RUNS.map(|run| load(&root.join(BASELINES_DIR).join(run).join("results.json")));
     out.push('\n');
     out.push_str(&wgpu_table(&wgpu?, &cuda?, README_WGPU_SIZES));
+    let fp32 = load(
+        &root
+            .join(BASELINES_DIR)
+            .join(README_FP32_RUN)
+            .join("results.json"),
+    )?;
+    out.push('\n');
+    out.push_str(&accuracy_table(&fp32, README_FP32_SIZES));
     Ok(out)
+}
+
+/// Speed and error side by side: one row per kernel and dtype of `report`, one column per size;
+/// each cell the rate and the largest error |C − C_f64| / (|A|·|B|) in units u of C's type (the
+/// bench's error column), then the run's device, date, commit and command.
+pub fn accuracy_table(report: &Report, sizes: &[usize]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "FP32 on tensor cores (`wgmma-3xtf32`, opt-in: [docs/ladder/tensor-cores.md]\
+         (docs/ladder/tensor-cores.md)) beside cuBLAS's SGEMM and TF32, speed and error:\n\n",
+    );
+    out.push_str("| kernel | dtype |");
+    for s in sizes {
+        let _ = write!(out, " {s}³ |");
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---|".repeat(sizes.len()));
+    out.push('\n');
+    let vendor_name = report.baselines.vendor.as_deref();
+    let mut rows: Vec<(&str, DType)> = Vec::new();
+    for r in &report.records {
+        if !rows.contains(&(r.kernel.as_str(), r.dtype)) {
+            rows.push((&r.kernel, r.dtype));
+        }
+    }
+    for (kernel, dtype) in rows {
+        let _ = write!(out, "| `{kernel}` | {dtype} |");
+        for &size in sizes {
+            let rec = report.records.iter().find(|r| {
+                r.kernel == kernel
+                    && r.dtype == dtype
+                    && is_square(r, size)
+                    && r.status == Status::Ok
+            });
+            let max_u = rec
+                .and_then(|r| r.verification.as_ref())
+                .and_then(|v| v.error.as_ref())
+                .and_then(|e| e.max_u);
+            let Some(rate) = rec.and_then(|r| r.rate_gops) else {
+                out.push_str(" — |");
+                continue;
+            };
+            let _ = write!(out, " {}", tera(rate));
+            // f32 kernels other than cuBLAS's: the speedup over cuBLAS SGEMM in the same run.
+            let sgemm = vendor(report, DType::F32, size).and_then(|r| r.rate_gops);
+            if let (DType::F32, Some(sgemm), false) = (dtype, sgemm, Some(kernel) == vendor_name) {
+                let _ = write!(out, " ({:.2}×)", rate / sgemm);
+            }
+            if let Some(u) = max_u {
+                let digits = if u >= 100.0 {
+                    0
+                } else if u >= 10.0 {
+                    1
+                } else {
+                    2
+                };
+                let _ = write!(out, " · {u:.digits$} u");
+            }
+            out.push_str(" |");
+        }
+        out.push('\n');
+    }
+    let s = &report.system;
+    let (date, commit) = date_and_commit(s);
+    let _ = writeln!(
+        out,
+        "\nEach cell: TFLOP/s from the median launch time (f32: in brackets the speedup over cuBLAS SGEMM) · the largest |C − C_f64| / (|A|·|B|) over the \
+         checked elements, in units u = 2⁻²⁴ (uniform inputs in [−1, 1)). On {}: {date}, commit {commit}, `{}`.",
+        s.device,
+        command(&s.command_line)
+    );
+    out
 }
 
 /// The portable backend against CUDA on the same device: one row per kernel and dtype of `wgpu`

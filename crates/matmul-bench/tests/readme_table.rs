@@ -28,6 +28,7 @@ fn runs_of_record_are_small_and_load() {
         .iter()
         .chain([&record::README_SUITE_RUN])
         .chain(&record::README_WGPU_RUNS)
+        .chain([&record::README_FP32_RUN])
     {
         let path = root
             .join(record::BASELINES_DIR)
