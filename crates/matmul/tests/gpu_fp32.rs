@@ -3,8 +3,9 @@
 //! (`matmul::verify::ErrorStats`), side by side with cuBLAS SGEMM on the same inputs. These are
 //! the numbers the FP32-emulating tensor-core kernel (3xTF32, `wgmma-3xtf32`) must match: at most
 //! twice SGEMM's max error on zero-mean inputs, 4× on all-positive long sums (its known weakness),
-//! and SGEMM's NaN/∞ except ∞ → NaN (its known limitation). Ignored unless built with MATMUL_REQUIRE_GPU=1 (build.rs), as
-//! tests/gpu.rs; on the GPU host: `dist/gpu/bin/test-gpu_fp32 --include-ignored --nocapture`.
+//! and SGEMM's NaN/∞ except ∞ → NaN (its known limitation). Ignored unless built with
+//! MATMUL_REQUIRE_GPU=1 (build.rs), as tests/gpu.rs; on the GPU host:
+//! `dist/gpu/bin/test-gpu_fp32 --include-ignored --nocapture`.
 
 use matmul::cpu::reference;
 use matmul::matrix::SplitMix64;
