@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The FP32-emulating (3xTF32) kernels' GPU check, run on the GPU host from the repo root over a
+# The FP32-emulating (3xTF32) kernel's GPU check (wgmma-3xtf32; any other *3xtf32 kernel too), run on the GPU host from the repo root over a
 # bundle made by scripts/gpu-bundle.sh (dist/gpu/), in about 5–8 minutes of an H100 (12 at most: the
 # steps' time limits; a step that hangs ends the run). Steps, each logged to $OUT/fp32/<step>.log:
 #   1. test-gpu_fp32: the accuracy tables (tests/gpu_fp32.rs): every 3xtf32 kernel, cuBLAS SGEMM
@@ -27,7 +27,7 @@ kernels=${FP32_KERNELS:-$("$bin" list 2>/dev/null | awk '$1 ~ /3xtf32/ {print $1
 [[ -n $kernels ]] || kernels=wgmma-3xtf32
 echo "3xtf32 kernels: $kernels"
 IFS=, read -ra names <<<"$kernels"
-# libtest filters (substrings) for their sweeps: sweep_wgmma_3xtf32 also matches sweep_wgmma_3xtf32_p1.
+# libtest filters (substrings) for their sweeps (tests/gpu.rs sweep_<name with _>).
 sweeps=()
 for k in "${names[@]}"; do sweeps+=("sweep_${k//-/_}"); done
 

@@ -54,7 +54,8 @@ impl Ceilings {
     }
 
     /// Every roof with a value, as (name, value): "memory" in GB/s, the rest in GFLOP/s (GOP/s);
-    /// with an int8 tensor peak also [`BYTE_SPLIT_ROOF`], that peak ÷ 10.
+    /// with an int8 tensor peak also [`BYTE_SPLIT_ROOF`], that peak ÷ 10, and with a tf32 tensor
+    /// peak also [`TF32X3_ROOF`], that peak ÷ 3.
     pub fn roofs(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         if let Some(v) = self.memory_bandwidth_gbs {
@@ -69,6 +70,9 @@ impl Ceilings {
         out.extend(self.tensor.iter().cloned());
         if let Some(v) = self.tensor_peak("int8") {
             out.push((BYTE_SPLIT_ROOF.to_string(), v / BYTE_SPLIT_PRODUCTS));
+        }
+        if let Some(v) = self.tensor_peak("tf32") {
+            out.push((TF32X3_ROOF.to_string(), v / TF32X3_PRODUCTS));
         }
         out
     }
@@ -112,6 +116,11 @@ const AMPERE_TENSOR: &[(&str, f64)] = &[
 pub const BYTE_SPLIT_ROOF: &str = "int8/10";
 /// The u8 products per u32 multiply-add of the byte split.
 pub const BYTE_SPLIT_PRODUCTS: f64 = 10.0;
+/// The roof of f32 emulated by 3xTF32 (`KernelSpec::is_tf32x3`): the tf32 tensor peak ÷ 3, one
+/// f32 multiply-add being 3 tf32 products (big·big, big·small, small·big).
+pub const TF32X3_ROOF: &str = "tf32/3";
+/// The tf32 products per f32 multiply-add of 3xTF32.
+pub const TF32X3_PRODUCTS: f64 = 3.0;
 
 /// NVIDIA datasheet figures (dense, no sparsity), most specific rows first.
 pub static DATASHEET: &[DatasheetRow] = &[

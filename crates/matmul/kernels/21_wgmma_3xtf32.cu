@@ -1,24 +1,23 @@
-// wgmma-3xtf32, wgmma-3xtf32-p1, wgmma-3xtf32-p4 — FP32 emulated on Hopper's tf32 tensor cores
+// wgmma-3xtf32 — FP32 emulated on Hopper's tf32 tensor cores
 // (sm_90a, f32 inputs and C): 16_wgmma_tf32.cu's pipeline (TMA → mbarrier ring → wgmma, two
 // consumer warpgroups, persistent grid, R from registers, S by descriptor, K-major) with 3xTF32.
 // Changes from wgmma-tf32: every input x is split into big = tf32(x) (to nearest) and small =
-// tf32(x − big) (split_tf32), and D = big·big + (big·small + small·big), the cross terms in an
-// accumulator of their own (they are 2⁻¹¹ of the main products: added into the main accumulator
-// they would be truncated away). The tensor maps are of TMA type FLOAT32 (raw f32, no rounding).
+// tf32(x − big) (split_tf32), and D = big·big + big·small + small·big. The tensor maps are of TMA type FLOAT32 (raw f32, no rounding).
 //   R (registers): the consumers load raw f32 fragments and split them in registers.
 //   S (descriptor): wgmma reads it from shared memory, so the three idle warps of the producer
 //     warpgroup split each stage's raw S tile in place (big over the raw values, small into a
 //     second plane of the same swizzled layout), then publish the stage (fence.proxy.async, so
 //     that wgmma's async-proxy reads see the generic writes). No pre-pass, no workspace.
-// Promotion (PROMOTE = P ≥ 1, entries -p1, -p4): the tensor cores' accumulation is not IEEE
-// round-to-nearest (it truncates), which over a long K biases the main sum; every P k-blocks a
-// partial (restarted with scale-d = 0) is added into an FP32 register total by FADD (round to
-// nearest). The 168 registers a thread (__launch_bounds__(384, 1)) hold two 64-float accumulators
-// and the fragments, not three, so with promotion the cross terms go into the partial with the
-// main products. PROMOTE = 0 keeps main and cross terms apart over the whole K.
-// C = main + cross (PROMOTE = 0: a NaN cross term next to a non-NaN main sum, ∞·small(x) = ∞·0
-// since small(∞) is 0, is dropped, so ∞ propagates as in SGEMM) or the total (PROMOTE ≥ 1: an ∞
-// input meets 0 in a cross term and C is NaN where SGEMM gives ±∞; tests/gpu_fp32.rs measures it).
+// Promotion: the tensor cores' accumulation is not IEEE round-to-nearest (it truncates), which over
+// a long K biases the sum; every PROMOTE = 4 k-blocks (128 of K) a partial (restarted with
+// scale-d = 0) is added into an FP32 register total by FADD (round to nearest). The 168 registers a
+// thread (__launch_bounds__(384, 1)) hold two 64-float accumulators and the fragments, not three,
+// so the cross terms go into the partial with the main products. Why 4 (H100, 8192³): 87.0 TFLOP/s
+// against 79.6 promoting every k-block, at equal accuracy; never promoting (main and cross terms in
+// two accumulators over the whole K) lost accuracy at long K (7,631 u at 64x64x65536).
+// Known limits (tests/gpu_fp32.rs measures both): the truncation inside a 4-k-block partial still
+// biases all-positive long sums (37.5 u against SGEMM's 10.0 u at 64x64x65536); an ∞ input meets 0
+// in a cross term (small(∞) = 0), so C is NaN where SGEMM gives ±∞.
 // Why faster than SGEMM: three tf32 products at ~half the 16-bit tensor rate, ~165 TFLOP/s ceiling
 // on an H100 against SGEMM's 67 (SIMT FP32 peak).
 // Geometry: THREADS = 384 (producer warpgroup: thread 0 issues TMA, warps 1–3 split S; two
@@ -27,7 +26,7 @@
 // S_small per stage), + 1 KB to align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB.
 // Registers per consumer thread: two accumulators of 64 + two fragment sets of 8 (big, small).
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM = float, IN_F32,
-// BM = 128, BN = 128, BK = 32, STAGES, THREADS, CLUSTER = 1, STORE_BOXES, PROMOTE. Kernel ABI: the
+// BM = 128, BN = 128, BK = 32, STAGES, THREADS, CLUSTER = 1, STORE_BOXES. Kernel ABI: the
 // usual arguments, then tensor maps of A and B (boxed per role, src/cuda/tma.rs `tf32_maps`, type
 // FLOAT32) and of C. No split-K.
 // Constraints: sm_90a; op(A) = N or op(B) = T; any M, N, K (rows that are not 16-byte multiples are
@@ -36,15 +35,13 @@
 #if !defined(IN_F32)
 #error "wgmma-3xtf32: compile with IN_F32"
 #endif
-#ifndef PROMOTE
-#define PROMOTE 0
-#endif
+// The k-blocks per partial (see Promotion above).
+constexpr int PROMOTE = 4;
 
 static_assert(sizeof(ELEM) == 4, "wgmma-3xtf32: f32 storage");
 static_assert(BM == 128 && BN == 128 && BK == 32, "wgmma-3xtf32: the 128x128x32 tile is what the code below spells out");
 static_assert(THREADS == 384, "wgmma-3xtf32: one producer and two consumer warpgroups");
 static_assert(STAGES >= 2, "wgmma-3xtf32: at least two buffers");
-static_assert(PROMOTE >= 0, "wgmma-3xtf32: PROMOTE is a k-block count (0: off)");
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
@@ -217,10 +214,9 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* loaded, u64* f
     unsigned off[4];
     if (R_PMAJOR) frag_offsets_pmajor(off, p0, lane);
     else frag_offsets_kmajor(off, p0, lane);
-    // PROMOTE = 0: acc = the main products, acc2 = the cross terms, both over the whole K.
-    // PROMOTE = P: acc = this partial's products, cross terms included (168 registers a thread,
-    // the cap of __launch_bounds__(384, 1), leave no room for a third accumulator), restarted
-    // every P k-blocks; acc2 = the FP32 total of the partials.
+    // acc = this partial's products, cross terms included (168 registers a thread, the cap of
+    // __launch_bounds__(384, 1), leave no room for a third accumulator), restarted every PROMOTE
+    // k-blocks; acc2 = the FP32 total of the partials.
     float acc[ACC_N], acc2[ACC_N];
     auto release = [&](int s) {
         __syncwarp();
@@ -255,23 +251,15 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* loaded, u64* f
         for (int i = 0; i < ACC_N; ++i) fence_operand(acc[i]);
         wgmma_fence();
         const u64 big_desc = smem_desc(sb, 16, 1024) + 2 * kk, small_desc = smem_desc(ss, 16, 1024) + 2 * kk;
-#if PROMOTE > 0
         // The cross terms first, then the main product, into the partial.
         const int fresh = kb % PROMOTE == 0 && kk == 0;
         wgmma_m64n128k8_tf32(acc, big, small_desc, fresh ? 0 : 1);
         wgmma_m64n128k8_tf32(acc, small, big_desc, 1);
         wgmma_m64n128k8_tf32(acc, big, big_desc, 1);
-#else
-        const int fresh = kb == 0 && kk == 0;
-        wgmma_m64n128k8_tf32(acc, big, big_desc, fresh ? 0 : 1);
-        wgmma_m64n128k8_tf32(acc2, big, small_desc, fresh ? 0 : 1);
-        wgmma_m64n128k8_tf32(acc2, small, big_desc, 1);
-#endif
         wgmma_commit();
         wgmma_wait<1>();
         if (kk == 0 && kb > 0) release((it - 1) % STAGES);
         if (kk == BK / 8 - 1) {
-#if PROMOTE > 0
             if ((kb + 1) % PROMOTE == 0 || kb + 1 == n) {
                 // The partial is complete once no group is in flight; added by FADD (to nearest).
                 wgmma_wait<0>();
@@ -281,7 +269,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* loaded, u64* f
                     acc2[i] = kb < PROMOTE ? acc[i] : acc2[i] + acc[i];  // the first partial: the total
                 }
             }
-#endif
             ++it;
         }
     };
@@ -305,20 +292,9 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* loaded, u64* f
             fence_operand(acc2[i]);
         }
         if (n > 0) release((it - 1) % STAGES);
-#if PROMOTE > 0
         // C = the FP32 total; K = 0 stores zeros.
 #pragma unroll
         for (int i = 0; i < ACC_N; ++i) acc[i] = n > 0 ? acc2[i] : 0.0f;
-#else
-        // C = main + the cross terms; K = 0 stores zeros. A NaN cross term next to a non-NaN main
-        // sum can only come from ∞·small(finite) = ∞·0 (small(∞) is 0 by split_tf32; a true NaN
-        // or ∞ − ∞ reaches the main sum too): dropped, so ∞ propagates as in SGEMM.
-#pragma unroll
-        for (int i = 0; i < ACC_N; ++i) {
-            const float m = n > 0 ? acc[i] : 0.0f, c = n > 0 ? acc2[i] : 0.0f;
-            acc[i] = isnan(c) ? m : m + c;
-        }
-#endif
         if (tp * BM >= P) continue;
         unsigned char* boxes = smem + STAGES * STAGE_BYTES + wg * STORE_BOXES * C_BOX_BYTES;
         if (swapped) store_c<true>(acc, staged, boxes, map_c, C, M, N, wg, warp, lane, tq * BN, tp * BM + wg * 64);

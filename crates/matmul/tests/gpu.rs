@@ -347,8 +347,6 @@ kernel_tests! {
     sweep_wgmma_tf32 => "wgmma-tf32",
     sweep_wgmma_tf32_cluster => "wgmma-tf32-cluster",
     sweep_wgmma_3xtf32 => "wgmma-3xtf32",
-    sweep_wgmma_3xtf32_p1 => "wgmma-3xtf32-p1",
-    sweep_wgmma_3xtf32_p4 => "wgmma-3xtf32-p4",
     sweep_mma_u8x4 => "mma-u8x4",
     sweep_wgmma_u8x4 => "wgmma-u8x4",
     sweep_wgmma_u8x4_tma => "wgmma-u8x4-tma",

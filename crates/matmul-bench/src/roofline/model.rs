@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use matmul::DType;
 
-use crate::ceilings::{Ceilings, BYTE_SPLIT_ROOF};
+use crate::ceilings::{Ceilings, BYTE_SPLIT_ROOF, TF32X3_ROOF};
 
 /// Where a roof's value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,21 +197,25 @@ impl Roofs {
 
     /// The compute roof for `kernel` (a registry name) on `dtype`: the byte-split roof (int8 ÷ 10,
     /// [`BYTE_SPLIT_ROOF`]) for u32 on the int8 tensor cores where the ceilings have an int8 peak,
-    /// else [`Roofs::compute_for`].
+    /// the 3xTF32 roof (tf32 ÷ 3, [`TF32X3_ROOF`]) for f32 emulated on the tf32 tensor cores where
+    /// they have a tf32 peak, else [`Roofs::compute_for`].
     pub fn compute_for_kernel(&self, kernel: &str, dtype: DType) -> Option<&Roof> {
         if kernel == crate::report::INT8_CEILING {
             // cuBLASLt's int8 GEMM (the bench's ceiling row) sits under the int8 tensor peak.
             return self.compute.iter().find(|r| r.name == "int8");
         }
-        let byte_split =
-            dtype == DType::U32 && matmul::registry::find(kernel).is_ok_and(|k| k.is_byte_split());
-        byte_split
-            .then(|| {
+        let spec = matmul::registry::find(kernel).ok();
+        let emulated = match dtype {
+            DType::U32 if spec.is_some_and(|k| k.is_byte_split()) => Some(BYTE_SPLIT_ROOF),
+            DType::F32 if spec.is_some_and(|k| k.is_tf32x3()) => Some(TF32X3_ROOF),
+            _ => None,
+        };
+        emulated
+            .and_then(|roof| {
                 self.compute
                     .iter()
-                    .find(|r| r.name.eq_ignore_ascii_case(BYTE_SPLIT_ROOF))
+                    .find(|r| r.name.eq_ignore_ascii_case(roof))
             })
-            .flatten()
             .or_else(|| self.compute_for(dtype))
     }
 
@@ -415,6 +419,40 @@ mod tests {
                 .compute_for_kernel("wgmma-u8x4", DType::U32)
                 .map(|r| r.name.as_str()),
             Some("int32")
+        );
+    }
+
+    /// The 3xTF32 kernel (f32 emulated on the tf32 tensor cores) sits under the tf32 peak ÷ 3, not
+    /// under the fp32 (SIMT) roof it runs above (measured 87 TFLOP/s at 8192 on an H100); SIMT f32
+    /// kernels stay under fp32, and without a tf32 peak (the CPU) it falls back to fp32.
+    #[test]
+    fn tf32x3_kernels_have_their_own_roof() {
+        let ds = datasheet("NVIDIA H100 80GB HBM3").unwrap();
+        let roofs = Roofs::effective(None, Some(&ds));
+        let at = Placement::compulsory(1e4);
+        let b = roofs
+            .bound_for_kernel("wgmma-3xtf32", DType::F32, at, Some(87_000.0))
+            .unwrap();
+        assert_eq!(b.compute_roof.as_deref(), Some(TF32X3_ROOF));
+        assert_eq!(b.roof, TF32X3_ROOF);
+        assert!(
+            (b.bound_gops - 494_700.0 / 3.0).abs() < 1e-6,
+            "{}",
+            b.bound_gops
+        );
+        assert!(!b.above_roof(), "{:?}", b.percent);
+        // The same rate under fp32 is "above the roof" (the report's old flag).
+        let simt = roofs
+            .bound_for_kernel("multistage-raster", DType::F32, at, Some(87_000.0))
+            .unwrap();
+        assert_eq!(simt.compute_roof.as_deref(), Some("fp32"));
+        assert!(simt.above_roof());
+        let cpu_roofs = Roofs::effective(Some(&cpu()), None);
+        assert_eq!(
+            cpu_roofs
+                .compute_for_kernel("wgmma-3xtf32", DType::F32)
+                .map(|r| r.name.as_str()),
+            Some("fp32")
         );
     }
 }

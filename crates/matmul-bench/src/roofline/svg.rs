@@ -29,6 +29,7 @@ const ROOF_COLORS: &[(&str, &str)] = &[
     ("f16", "#8c564b"),
     ("int8", "#e377c2"),
     ("int8/10", "#e377c2"),
+    ("tf32/3", "#2ca02c"),
 ];
 
 pub(crate) fn roof_color(name: &str) -> &'static str {

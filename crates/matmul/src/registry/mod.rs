@@ -339,21 +339,8 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     wgmma_3xtf32_kernel!(
         "wgmma-3xtf32",
-        "FP32 emulated on tf32 tensor cores (Hopper, opt-in): 3xTF32 (big*big + big*small + small*big, cross terms in their own accumulator) on the wgmma-tf32 pipeline, 128x128 tiles",
-        WGMMA_3XTF32,
-        "0"
-    ),
-    wgmma_3xtf32_kernel!(
-        "wgmma-3xtf32-p1",
-        "wgmma-3xtf32 with the main sum moved into an FP32 register total (round to nearest) after every k-block of 32",
-        WGMMA_3XTF32,
-        "1"
-    ),
-    wgmma_3xtf32_kernel!(
-        "wgmma-3xtf32-p4",
-        "wgmma-3xtf32 with the main sum moved into an FP32 register total (round to nearest) every 4 k-blocks (128 of K)",
-        WGMMA_3XTF32,
-        "4"
+        "FP32 emulated on tf32 tensor cores (Hopper, opt-in): 3xTF32 (big*big + big*small + small*big) on the wgmma-tf32 pipeline, partials of 4 k-blocks summed in FP32 registers, 128x128 tiles",
+        WGMMA_3XTF32
     ),
     tc_ladder_kernel(
         "mma-u8x4",
@@ -572,6 +559,19 @@ pub fn judge_flag(flag: &str) -> &'static KernelSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only the 3xTF32 kernel is marked as f32 emulated on tf32 (its roof is tf32 ÷ 3): not the
+    /// tf32 kernel of the same geometry, not the SIMT f32 kernels.
+    #[test]
+    fn tf32x3_marks_the_emulated_f32_kernel_only() {
+        let marked: Vec<&str> = KERNELS
+            .iter()
+            .filter(|k| k.is_tf32x3())
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(marked, ["wgmma-3xtf32"]);
+        assert!(!find("wgmma-tf32").unwrap().is_tf32x3());
+    }
 
     #[test]
     fn names_are_unique_and_aliases_resolve() {

@@ -154,10 +154,9 @@ macro_rules! wgmma_tf32_kernel {
 }
 
 /// A kernel of 21_wgmma_3xtf32.cu (entry `wgmma_3xtf32`): f32 emulated by 3xTF32 on the tf32
-/// wgmma pipeline at tile `$tile`, with the main sum promoted into FP32 every `$promote` k-blocks
-/// ("0": never); 16_wgmma_tf32.cu's layout rule, Hopper.
+/// wgmma pipeline at tile `$tile`; 16_wgmma_tf32.cu's layout rule, Hopper.
 macro_rules! wgmma_3xtf32_kernel {
-    ($name:literal, $summary:literal, $tile:expr, $promote:literal) => {
+    ($name:literal, $summary:literal, $tile:expr) => {
         tc_ladder_kernel(
             $name,
             $summary,
@@ -166,7 +165,6 @@ macro_rules! wgmma_3xtf32_kernel {
             CudaSource {
                 entry: Some("wgmma_3xtf32"),
                 includes: WGMMA_3XTF32_INCLUDES,
-                defines: &[("PROMOTE", $promote)],
                 ..cu_source!("21_wgmma_3xtf32.cu", Geometry::WgmmaTf32 { tile: $tile })
             },
         )

@@ -374,6 +374,16 @@ impl KernelSpec {
         })
     }
 
+    /// Whether this kernel computes f32 emulated by 3xTF32 on the tf32 tensor cores (f32 on a tf32
+    /// wgmma tile, 21_wgmma_3xtf32.cu): 3 tf32 products per f32 multiply-add, so its compute roof is
+    /// the tf32 peak ÷ 3, not the fp32 (SIMT) peak.
+    pub fn is_tf32x3(&self) -> bool {
+        self.supports(DType::F32)
+            && self
+                .cuda_source()
+                .is_some_and(|c| matches!(c.geometry, Geometry::WgmmaTf32 { .. }))
+    }
+
     /// The tile of a tensor-core kernel (None for other kernels).
     pub fn tc_tile(&self) -> Option<TcTile> {
         match self.cuda_source()?.geometry {
