@@ -146,21 +146,10 @@ pub fn accuracy_table(report: &Report, sizes: &[usize]) -> String {
     out.push_str(&"---|".repeat(sizes.len()));
     out.push('\n');
     let vendor_name = report.baselines.vendor.as_deref();
-    let mut rows: Vec<(&str, DType)> = Vec::new();
-    for r in &report.records {
-        if !rows.contains(&(r.kernel.as_str(), r.dtype)) {
-            rows.push((&r.kernel, r.dtype));
-        }
-    }
-    for (kernel, dtype) in rows {
+    for (kernel, dtype) in kernel_rows(report) {
         let _ = write!(out, "| `{kernel}` | {dtype} |");
         for &size in sizes {
-            let rec = report.records.iter().find(|r| {
-                r.kernel == kernel
-                    && r.dtype == dtype
-                    && is_square(r, size)
-                    && r.status == Status::Ok
-            });
+            let rec = square_record(report, kernel, dtype, size);
             let max_u = rec
                 .and_then(|r| r.verification.as_ref())
                 .and_then(|v| v.error.as_ref())
@@ -221,21 +210,10 @@ pub fn wgpu_table(wgpu: &Report, cuda: &Report, sizes: &[usize]) -> String {
     out.push('\n');
     let cublas = |dtype: DType, size: usize| vendor(cuda, dtype, size).and_then(|r| r.rate_gops);
     for (report, backend) in [(wgpu, "wgpu"), (cuda, "cuda")] {
-        let mut rows: Vec<(&str, DType)> = Vec::new();
-        for r in &report.records {
-            if !rows.contains(&(r.kernel.as_str(), r.dtype)) {
-                rows.push((&r.kernel, r.dtype));
-            }
-        }
-        for (kernel, dtype) in rows {
+        for (kernel, dtype) in kernel_rows(report) {
             let _ = write!(out, "| `{kernel}` | {backend} | {dtype} |");
             for &size in sizes {
-                let rec = report.records.iter().find(|r| {
-                    r.kernel == kernel
-                        && r.dtype == dtype
-                        && is_square(r, size)
-                        && r.status == Status::Ok
-                });
+                let rec = square_record(report, kernel, dtype, size);
                 match rec.and_then(|r| r.rate_gops) {
                     None => out.push_str(" — |"),
                     Some(rate) => {
@@ -309,6 +287,29 @@ fn is_square(r: &Record, size: usize) -> bool {
         && !p.types().narrow_c()
 }
 
+/// The (kernel, dtype) pairs of `report`'s records, in their first appearance's order.
+fn kernel_rows(report: &Report) -> Vec<(&str, DType)> {
+    let mut rows: Vec<(&str, DType)> = Vec::new();
+    for r in &report.records {
+        if !rows.contains(&(r.kernel.as_str(), r.dtype)) {
+            rows.push((&r.kernel, r.dtype));
+        }
+    }
+    rows
+}
+
+/// `kernel`'s verified record on `dtype` at `size`³ in `report`.
+fn square_record<'a>(
+    report: &'a Report,
+    kernel: &str,
+    dtype: DType,
+    size: usize,
+) -> Option<&'a Record> {
+    report.records.iter().find(|r| {
+        r.kernel == kernel && r.dtype == dtype && is_square(r, size) && r.status == Status::Ok
+    })
+}
+
 /// Our fastest verified kernel (not the vendor's) on `dtype` at `size`³ in `report`.
 fn best(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
     let vendor = report.baselines.vendor.as_deref();
@@ -327,10 +328,7 @@ fn best(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
 
 /// The vendor library's verified record on `dtype` at `size`³.
 fn vendor(report: &Report, dtype: DType, size: usize) -> Option<&Record> {
-    let vendor = report.baselines.vendor.as_deref()?;
-    report.records.iter().find(|r| {
-        r.kernel == vendor && r.dtype == dtype && is_square(r, size) && r.status == Status::Ok
-    })
+    square_record(report, report.baselines.vendor.as_deref()?, dtype, size)
 }
 
 /// G(FL)OP/s as T(FL)OP/s with three significant digits (52.4, 743, 0.0198).
