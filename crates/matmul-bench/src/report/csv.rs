@@ -49,6 +49,8 @@ const CSV_HEADER: &[&str] = &[
     "error_unit_log2",
     "error_elements",
     "error_wrong",
+    "vs_int8_ceiling",
+    "vs_imad",
 ];
 
 /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
@@ -141,6 +143,8 @@ impl Report {
                 opt(e.and_then(|e| e.unit_log2)),
                 opt(e.map(|e| e.elements)),
                 opt(e.map(|e| e.wrong)),
+                opt_num(r.vs_int8_ceiling),
+                opt_num(r.vs_imad),
             ];
             debug_assert_eq!(fields.len(), CSV_HEADER.len());
             let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

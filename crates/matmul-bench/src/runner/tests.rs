@@ -684,6 +684,20 @@ fn the_int8_ceiling_row_is_timed_not_verified_and_gives_the_u32_ratios() {
         table.contains("50.0%") && table.contains("10.0x"),
         "{table}"
     );
+    let csv = report.to_csv();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("mma-u8x4,"))
+        .unwrap()
+        .split(',')
+        .collect::<Vec<_>>();
+    assert_eq!(
+        (row[col("vs_int8_ceiling")], row[col("vs_imad")]),
+        ("0.5", "10"),
+        "{csv}"
+    );
     let md = report.to_markdown("roofline.svg");
     assert!(
         md.contains("int8 ceiling: not a u32 product, not verified"),
