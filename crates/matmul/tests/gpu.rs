@@ -93,6 +93,10 @@ const TINY: &[(usize, usize, usize)] = &[
     (64, 64, 64),
 ];
 
+/// Set in the child process that [`a_faulting_kernel_loses_the_context_cleanly`] starts: the
+/// child runs the fault itself.
+const FAULT_CHILD: &str = "MATMUL_TEST_FAULT_CHILD";
+
 /// The device, or None after printing SKIP (a failure under MATMUL_REQUIRE_GPU=1).
 fn gpu() -> Option<CudaBackend> {
     match CudaBackend::new(0) {
@@ -759,17 +763,50 @@ fn staged_operands() {
     );
 }
 
-/// A kernel that faults (examples/kernels/broken/oob.cu: a write far past C, run in this
-/// process through the library, not the CLI's child) is an error naming the kernel, the shape
-/// and CUDA's illegal address, and leaves the backend lost: the next run, of a registry kernel,
-/// fails at once with the same fault rather than hanging or returning a wrong C.
+/// A kernel that faults (examples/kernels/broken/oob.cu: a write far past C, run through the
+/// library, not the CLI's child) is an error naming the kernel, the shape and CUDA's illegal
+/// address, and leaves the backend lost: the next run, of a registry kernel, fails at once with
+/// the same fault rather than hanging or returning a wrong C.
+///
+/// A fault loses the CUDA context of the whole process, and every test of this file shares it:
+/// so the fault happens in a child process (this test binary again, running this test alone,
+/// marked by [`FAULT_CHILD`]) and the test asserts on the child's exit and output. Run in the
+/// same process, it failed every GPU test after it.
 #[test]
 #[cfg_attr(
     not(matmul_require_gpu),
     ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
 )]
 fn a_faulting_kernel_loses_the_context_cleanly() {
-    let Some(backend) = gpu() else { return };
+    if std::env::var_os(FAULT_CHILD).is_none() {
+        if gpu().is_none() {
+            return;
+        }
+        let name = "a_faulting_kernel_loses_the_context_cleanly";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--include-ignored", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env(FAULT_CHILD, "1")
+            .output()
+            .expect("the test binary runs again");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in text.lines().filter(|l| l.starts_with("RESULT")) {
+            println!("{line}");
+        }
+        assert!(out.status.success(), "the faulting child failed:\n{text}");
+        assert!(
+            text.contains("RESULT fault:") && text.contains("1 passed"),
+            "the child did not run the fault:\n{text}"
+        );
+        return;
+    }
+    let Some(backend) = gpu() else {
+        panic!("{FAULT_CHILD} is set but there is no GPU")
+    };
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/kernels/broken/oob.cu"
