@@ -258,19 +258,13 @@ impl CudaBackend {
             + 4 * (m * n) as u64
             + CUBLASLT_WORKSPACE_BYTES as u64
             + (256 << 20);
-        self.ctx
-            .bind_to_thread()
-            .ctx(|| "binding the context".into())?;
-        let (free, _) = self
-            .ctx
-            .mem_get_info()
-            .ctx(|| "asking the device for its free memory".into())?;
-        if needed > free as u64 {
+        let (free, _) = self.memory()?;
+        if needed > free {
             return Err(Error::DeviceMemory {
                 problem,
                 what: format!("{sets} int8 input sets, an s32 C and cuBLASLt's workspace"),
                 needed,
-                free: free as u64,
+                free,
             });
         }
         let plan = self.plan_int8(m, n, k)?;
