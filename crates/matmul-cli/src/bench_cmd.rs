@@ -94,9 +94,17 @@ pub struct BenchArgs {
     /// Skip measuring the ceilings (the datasheet values are still shown).
     #[arg(long)]
     no_ceilings: bool,
-    /// Run the SIMT kernels at their registry tilings even when `matmul tune` has found others.
+    /// Ignore the tune tables (this machine's and the built-in one for the GPU's class): the
+    /// SIMT kernels run at their registry tilings and `auto` decides by its cost model alone, as
+    /// on a GPU never tuned.
     #[arg(long)]
     no_tuned: bool,
+    /// `auto` times its top 3 candidates on the first case of each shape bucket without a
+    /// measured choice (not counted in the case's timing), runs the fastest, and saves the
+    /// choices into this device class's tune table for later runs (`matmul tune --suite` does
+    /// the same for a whole suite ahead of time).
+    #[arg(long)]
+    autotune: bool,
     /// Measure each verified CUDA kernel's DRAM bytes with Nsight Compute (ncu) and place it on
     /// the roofline by that measured intensity (a note, not an error, when ncu is absent).
     #[arg(long)]
@@ -513,6 +521,44 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The choices `--autotune` measured, merged into this device class's tune table on disk.
+fn save_measured(
+    cuda: &matmul::cuda::CudaBackend,
+    config: &matmul_bench::BenchConfig,
+) -> CliResult {
+    let measured = config
+        .measured
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_default();
+    if measured.is_empty() {
+        return Ok(());
+    }
+    let Some(path) = matmul::dispatch::tune::table_path(cuda.info()) else {
+        eprintln!("matmul: no cache directory: the measured choices are not saved");
+        return Ok(());
+    };
+    let info = cuda.info();
+    let class = matmul::dispatch::tune::class_of(info);
+    let mut table = match matmul::tune::TuneTable::load(&path) {
+        Ok(Some(t)) => t,
+        _ => matmul::dispatch::tune::builtin_for_class(&class).unwrap_or_default(),
+    };
+    table.device = info.name.clone();
+    table.class = class;
+    table.driver = info.driver_version.clone();
+    table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
+    for c in measured {
+        table.insert_choice(c);
+    }
+    table.save(&path)?;
+    eprintln!(
+        "matmul: auto's measured choices saved in {}",
+        path.display()
+    );
+    Ok(())
+}
+
 /// `matmul bench`: checks the command line (kernels, shapes, memory, --tiling, --out) before a
 /// device is opened, opens the backend, measures its ceilings (unless `--no-ceilings`), times
 /// every selected kernel × dtype × shape with `matmul_bench::run`, prints the table and writes
@@ -615,6 +661,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         }
         Opened::Cuda(cuda) => {
             config.use_cuda_device(cuda.info());
+            config.autotune = args.autotune;
             if !args.no_tuned {
                 let lookup = matmul::dispatch::tune::load_table(cuda.info());
                 if let Some(w) = lookup.warning {
@@ -676,6 +723,11 @@ pub fn bench(args: BenchArgs) -> CliResult {
         ProgressEvent::Finished { .. } => bar.inc(1),
     });
     progress.finish();
+    if config.autotune {
+        if let Opened::Cuda(cuda) = &opened {
+            save_measured(cuda, &config)?;
+        }
+    }
     let mut report = report;
     if args.profile {
         profile(&mut report);

@@ -40,15 +40,23 @@ pub struct TuneArgs {
     /// Timed launches per candidate (the median counts).
     #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     iters: usize,
-    /// The table to write (default: tune-<device>-<driver>.json in the kernel cache directory);
-    /// checked before the device is opened.
+    /// The table to write (default: tune-<class>-<driver>.json in the kernel cache directory,
+    /// the class being the architecture and SM count, e.g. sm_90-132, so that every GPU of the
+    /// class shares it); checked before the device is opened.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Measure `auto`'s choice for each case of a suite (a built-in name such as `shapes`, or a
+    /// file in its format) instead of searching tilings: the model's top candidates per case
+    /// are verified and timed, and the fastest becomes the choice for the case's shape bucket.
+    #[arg(long)]
+    suite: Option<String>,
 }
 
 /// Awkward shapes for `verify`: no edge a multiple of a tile. The second has every stored row a
-/// multiple of 16 bytes, for the TMA kernels, which refuse the first.
-const AWKWARD: [(usize, usize, usize); 2] = [(257, 131, 67), (260, 132, 68)];
+/// multiple of 16 bytes, for the TMA kernels, which refuse the first; the last two have few
+/// rows, for kernels made for small M.
+const AWKWARD: [(usize, usize, usize); 4] =
+    [(257, 131, 67), (260, 132, 68), (17, 131, 67), (16, 132, 68)];
 
 /// Runs `kernel` with `opts` against the CPU reference, both layouts, on the first of [`AWKWARD`]
 /// it can run (a kernel that runs neither gets the first, and its refusal is the error).
@@ -136,6 +144,12 @@ fn check_out(path: &Path) -> CliResult {
 /// table (this machine's, else the built-in one for the GPU) after every winner; without a
 /// CUDA device, exit status 1.
 pub fn tune(args: TuneArgs) -> CliResult {
+    let suite = match &args.suite {
+        Some(name) => Some(
+            matmul_bench::suite::Suite::load(name).map_err(|e| CliError::input(e.to_string()))?,
+        ),
+        None => None,
+    };
     let kernels: Vec<&'static KernelSpec> = if args.kernels.is_empty() {
         search::tunable_kernels()
     } else {
@@ -171,9 +185,10 @@ pub fn tune(args: TuneArgs) -> CliResult {
             .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
     };
     let info = backend.info().clone();
-    // Starts from this machine's table, else the built-in one for its GPU model.
+    let class = tune::class_of(&info);
+    // Starts from this machine's table, else the built-in one for its device class.
     let mut table =
-        match TuneTable::load(&path).map(|t| t.or_else(|| tune::builtin(&backend.info().name))) {
+        match TuneTable::load(&path).map(|t| t.or_else(|| tune::builtin_for_class(&class))) {
             Ok(Some(t)) => t,
             Ok(None) => TuneTable::default(),
             Err(e) => {
@@ -182,8 +197,12 @@ pub fn tune(args: TuneArgs) -> CliResult {
             }
         };
     table.device = info.name.clone();
+    table.class = class;
     table.driver = info.driver_version.clone();
     table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
+    if let Some(suite) = suite {
+        return tune_suite(&backend, &suite, &args.dtypes, &mut table, &path);
+    }
     let max_shared = info.shared_per_block_optin;
     eprintln!("matmul: tuning on {}", backend.describe());
     for &dtype in &args.dtypes {
@@ -316,5 +335,84 @@ pub fn tune(args: TuneArgs) -> CliResult {
         }
     }
     eprintln!("matmul: tune table written to {}", path.display());
+    Ok(())
+}
+
+/// `matmul tune --suite`: for each case × dtype, the model's top candidates ([`measure::TOP`])
+/// are verified (each kernel and tiling once, on an awkward shape) and timed on the case's
+/// shape; the fastest becomes the choice for the case's shape bucket, saved after each case.
+fn tune_suite(
+    backend: &CudaBackend,
+    suite: &matmul_bench::suite::Suite,
+    dtypes: &[DType],
+    table: &mut TuneTable,
+    path: &Path,
+) -> CliResult {
+    use matmul::dispatch::measure;
+    eprintln!(
+        "matmul: measuring auto's top {} candidates on {} cases of {} on {}",
+        measure::TOP,
+        suite.cases.len(),
+        suite.file,
+        backend.describe()
+    );
+    let mut verified: Vec<(String, Option<matmul::Tiling>, DType)> = Vec::new();
+    let mut failed: Vec<(String, Option<matmul::Tiling>, DType)> = Vec::new();
+    for &dtype in dtypes {
+        for case in &suite.cases {
+            let problem = case.problem(dtype, matmul::COut::Accumulator);
+            let limits = backend.limits();
+            // Verify every candidate the measure may time, once each.
+            let extra = limits
+                .as_ref()
+                .map(|l| table.calibrated(&problem, &matmul::dispatch::model::DeviceModel::of(l)))
+                .unwrap_or_default();
+            let ranked = limits
+                .as_ref()
+                .map(|l| matmul::dispatch::model::rank(&problem, l, &extra))
+                .unwrap_or_default();
+            for (c, _) in ranked.iter().take(measure::TOP) {
+                let key = (c.kernel.name.to_string(), c.tiling, dtype);
+                if verified.contains(&key) || failed.contains(&key) {
+                    continue;
+                }
+                match verify(backend, c.kernel, dtype, c.options()) {
+                    Ok(()) => verified.push(key),
+                    Err(why) => {
+                        eprintln!("  {} {dtype}: not verified, left out: {why}", c.kernel.name);
+                        failed.push(key);
+                    }
+                }
+            }
+            if ranked
+                .iter()
+                .take(measure::TOP)
+                .any(|(c, _)| failed.contains(&(c.kernel.name.to_string(), c.tiling, dtype)))
+            {
+                return Err(CliError::failure(format!(
+                    "a candidate for {problem} failed verification; not measuring it"
+                )));
+            }
+            match measure::measure(backend, &problem, Some(table), measure::TOP) {
+                Ok(choice) => {
+                    let timed: Vec<String> = choice
+                        .timed
+                        .iter()
+                        .map(|(n, s)| format!("{n} {:.1} us", s * 1e6))
+                        .collect();
+                    println!(
+                        "{:<24} {:<4} {}",
+                        problem.shape_label(),
+                        dtype.name(),
+                        timed.join(" | ")
+                    );
+                    table.insert_choice(choice);
+                    table.save(path)?;
+                }
+                Err(e) => eprintln!("  {problem}: {e}"),
+            }
+        }
+    }
+    eprintln!("matmul: measured choices written to {}", path.display());
     Ok(())
 }

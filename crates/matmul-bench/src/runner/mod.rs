@@ -128,6 +128,12 @@ pub struct BenchConfig {
     pub max_case_seconds: Option<f64>,
     /// Tilings found by `matmul tune` for this device (None: every kernel's registry default).
     pub tuned: Option<matmul::tune::TuneTable>,
+    /// `auto` measures its top candidates on the first case of each shape bucket that neither
+    /// `tuned` nor an earlier case has a measured choice for ([`matmul::dispatch::measure`]);
+    /// what it measured is in [`BenchConfig::measured`].
+    pub autotune: bool,
+    /// The choices `autotune` measured in this run (shared by the clones of this config).
+    pub measured: std::sync::Arc<std::sync::Mutex<Vec<matmul::tune::MeasuredChoice>>>,
     /// One tiling for every SIMT-ladder kernel of the run (overrides `tuned`).
     pub tiling: Option<matmul::Tiling>,
     /// Limits the run to these kernel × dtype pairs (each up to its size): the cases of
@@ -172,6 +178,8 @@ impl BenchConfig {
             gpu_info: None,
             max_case_seconds: None,
             tuned: None,
+            autotune: false,
+            measured: Default::default(),
             tiling: None,
             plan: None,
             rounds: 1,
@@ -348,6 +356,34 @@ impl BenchConfig {
         out
     }
 
+    /// With `autotune` on CUDA: the run's table with the choices measured so far, after measuring
+    /// `problem`'s bucket if nothing has a choice for it yet. None otherwise.
+    fn autotuned_table(
+        &self,
+        backend: &dyn Backend,
+        problem: &Problem,
+    ) -> matmul::Result<Option<matmul::tune::TuneTable>> {
+        if !self.autotune || backend.kind() != matmul::registry::BackendKind::Cuda {
+            return Ok(None);
+        }
+        let mut table = self.tuned.clone().unwrap_or_default();
+        let mut measured = self.measured.lock().unwrap_or_else(|e| e.into_inner());
+        for c in measured.iter() {
+            table.insert_choice(c.clone());
+        }
+        if table.choice(problem, backend.limits().as_ref()).is_none() {
+            let choice = matmul::dispatch::measure::measure(
+                backend,
+                problem,
+                Some(&table),
+                matmul::dispatch::measure::TOP,
+            )?;
+            measured.push(choice.clone());
+            table.insert_choice(choice);
+        }
+        Ok(Some(table))
+    }
+
     /// `kernel` made concrete for `problem`: the registry kernel and the options it runs with.
     /// `auto` asks `matmul::dispatch` with this run's tune table; `tiling`, when set, overrides
     /// the tiling it chose for a SIMT-ladder kernel, as `matmul run --tiling` does.
@@ -369,11 +405,12 @@ impl BenchConfig {
                 auto: false,
             }),
             BenchKernel::Auto => {
+                let table = self.autotuned_table(backend, problem)?;
                 let choice = matmul::dispatch::auto_with_table(
                     backend,
                     problem.dtype,
                     Some(problem),
-                    self.tuned.as_ref(),
+                    table.as_ref().or(self.tuned.as_ref()),
                 )?;
                 let simt = choice.kernel.tiling(&RunOptions::default()).is_some();
                 let tiling = self.tiling.filter(|_| simt).or(choice.tiling);

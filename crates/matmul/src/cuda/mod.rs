@@ -380,6 +380,9 @@ impl Backend for CudaBackend {
             max_shared_per_block: self.info.shared_per_block_optin,
             sm90a: self.info.arch == "sm_90a",
             sms: self.info.sm_count,
+            compute_capability: self.info.compute_capability,
+            sm_clock_mhz: self.info.sm_clock_khz / 1000,
+            dram_gbs: self.info.peak_memory_bandwidth_gbs() as u32,
         })
     }
 

@@ -20,13 +20,14 @@
 //! # Ok::<(), matmul::Error>(())
 //! ```
 
+pub mod measure;
+pub mod model;
 pub mod search;
 pub mod tune;
 
 use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::family::wgmma::Wgmma;
 use crate::problem::Problem;
 use crate::registry::{find, BackendKind, DeviceLimits, KernelSpec, Tiling};
 use crate::{open_backend, BackendChoice};
@@ -172,18 +173,13 @@ pub fn choose(
     })
 }
 
-/// `auto` on an open `backend`: on CUDA with a `problem`, the fastest tune-table entry for its
-/// dtype and shape class that can run it; otherwise the first kernel of the backend's list for
-/// `dtype` that can run `problem` on this device (every one can when there is no problem), the
-/// last of the list when none can (which then refuses with a clear error).
-///
-/// u32 on CUDA takes the int8 tensor-core kernels ([`TENSOR_CORE_U32`]) before any tune-table
-/// entry, wherever one can run.
-///
-/// The lists: the CPU's fast kernel on the CPU; on CUDA `warptile` for f32, `wgmma-u8x4-tma`,
-/// `wgmma-u8x4`, `mma-u8x4` then `warptile` for u32,
-/// `wgmma-tf32` then `mma-sync-wide` for tf32, and for bf16/f16 the wgmma kernel that suits the
-/// problem's tile count, then the others, then `mma-sync` (which runs any shape).
+/// `auto` on an open `backend`. On CUDA with a `problem`: the measured choice for the problem's
+/// shape bucket where the device's tune table has one, else the fastest candidate by the cost
+/// model ([`model::rank`]: every eligible registry kernel and SIMT tiling that can run the
+/// problem, the table's tilings calibrated to their measured rates). Otherwise (no problem, the
+/// CPU, wgpu) the first kernel of the backend's list for `dtype` that can run `problem` (every
+/// one can when there is no problem), the last of the list when none can (which then refuses
+/// with a clear error).
 pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> Result<Choice> {
     let mut notes = Vec::new();
     let table = match (backend.kind(), problem) {
@@ -196,36 +192,34 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
 }
 
 /// [`auto`] with the tune table given instead of read from device 0: what `matmul bench` runs
-/// for its kernel `auto`, with the table it loaded (None under `--no-tuned`). The table is
-/// consulted on CUDA with a `problem` only, as in [`auto`].
+/// for its kernel `auto`, with the table it loaded (None under `--no-tuned`: the model alone).
+/// The table is consulted on CUDA with a `problem` only, as in [`auto`].
 pub fn auto_with_table(
     backend: &dyn Backend,
     dtype: DType,
     problem: Option<&Problem>,
     table: Option<&tune::TuneTable>,
 ) -> Result<Choice> {
-    if let (BackendKind::Cuda, Some(p)) = (backend.kind(), problem) {
-        let limits = backend.limits();
-        // u32 on the int8 tensor cores (the byte split) beats every IMAD kernel a tune table can
-        // name (H100: 68.9 against 31.1 TOPS at 4096³, 28.1 against 26.1 at 1024³), so where one
-        // runs it goes first; the table's SIMT winners are the fallback.
-        if let Some(kernel) = tensor_core_u32(p, limits.as_ref()) {
+    let limits = backend.limits();
+    if let (BackendKind::Cuda, Some(p), Some(l)) = (backend.kind(), problem, limits.as_ref()) {
+        if let Some((kernel, tiling)) = table.and_then(|t| t.choice(p, Some(l))) {
             return Ok(Choice {
                 kernel,
-                tiling: None,
+                tiling,
                 notes: Vec::new(),
             });
         }
-        if let Some((kernel, tiling)) = table.and_then(|t| t.best(p, limits.as_ref())) {
+        let device = model::DeviceModel::of(l);
+        let extra = table.map_or_else(Vec::new, |t| t.calibrated(p, &device));
+        if let Some((best, _)) = model::rank(p, l, &extra).first() {
             return Ok(Choice {
-                kernel,
-                tiling: Some(tiling),
+                kernel: best.kernel,
+                tiling: best.tiling,
                 notes: Vec::new(),
             });
         }
     }
-    let limits = backend.limits();
-    let specs = default_kernels(backend.kind(), dtype, problem, limits.as_ref())
+    let specs = default_kernels(backend.kind(), dtype)
         .iter()
         .map(|name| find(name))
         .collect::<Result<Vec<_>>>()?;
@@ -237,82 +231,29 @@ pub fn auto_with_table(
     })
 }
 
-/// The byte-split u32 kernels `auto` prefers to the IMAD ones, fastest first: `wgmma-u8x4-tma`
-/// and `wgmma-u8x4` (Hopper), `mma-u8x4` (sm_80+). Measured on H100 (u32 TOPS, n³, the int8 run
+/// The byte-split u32 kernels, fastest first on Hopper at large sizes: `wgmma-u8x4-tma` and
+/// `wgmma-u8x4` (Hopper), `mma-u8x4` (sm_80+). Measured on H100 (u32 TOPS, n³, the int8 run
 /// of record): 1024 — 32.7 / 28.1 / 23.5 against 26.2 for `multistage-raster`; 2048 — 114 / 62.0
 /// / 51.0 / 30.7; 4096 — 129 / 68.8 / 55.4 / 31.1; 8192 — 140 / 64.1 / 54.9 / 32.0.
 pub const TENSOR_CORE_U32: [&str; 3] = ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x4"];
 
-/// The first of [`TENSOR_CORE_U32`] that can run `problem` (u32 only) on a device with `limits`.
-fn tensor_core_u32(
-    problem: &Problem,
-    limits: Option<&DeviceLimits>,
-) -> Option<&'static KernelSpec> {
-    if problem.dtype != DType::U32 {
-        return None;
-    }
-    TENSOR_CORE_U32
-        .iter()
-        .filter_map(|n| find(n).ok())
-        .find(|k| k.can_run(problem, limits, &Default::default()).is_ok())
-}
-
-/// The kernels `auto` tries, in order, on a backend for a dtype without a tune table: the fastest
-/// of our own kernels measured on H100 (lab/notebook.md) first, then the ones that run what the
-/// faster ones refuse (GPUs other than Hopper; tf32's op(A) = T with op(B) = N). For tf32 that is
-/// `mma-sync-wide` (128×256 tiles: on H100 +9 % at 8192 and +24 % on 4097×4095×4093 over
-/// `mma-sync`, 2026-11-24); for 16-bit inputs `mma-sync`. The TMA kernels run rows of any length
-/// (an operand whose stored rows are not 16-byte multiples is staged: cuda/staging.rs).
-///
-/// For 16-bit inputs the three wgmma tiles (128×256, 128×128, 128×64) go in the order of the
-/// time model ([`Wgmma::estimate`], with each kernel's split-K plan): waves of tiles on the
-/// device's SMs, the padding of a narrow C in a wide tile, the compulsory DRAM traffic. Measured
-/// points it agrees with (H100, lab/notebook.md): 1024³ bf16 `wgmma-n64` 205 TFLOP/s, `wgmma-n128`
-/// 178, `wgmma` 122; 2048³ `wgmma` 588, `wgmma-n128` 542. From [`LARGE_TILES`] tiles of 128×256 on,
-/// `wgmma-cluster` goes first: in 30-round benches on H100 (2026-11-25) it ran 0.2–1.8 % ahead of
-/// `wgmma` at 6144³ and 8192³ (bf16 and f16, three runs) and 0.3–4.4 % ahead or 0.8 % behind at
-/// 16384³, and level at 512 tiles (4096³, 4096²×14336) and 8192²×2048 (lab/notebook.md 15v).
-fn default_kernels(
-    backend: BackendKind,
-    dtype: DType,
-    problem: Option<&Problem>,
-    limits: Option<&DeviceLimits>,
-) -> Vec<&'static str> {
+/// The kernels `auto` tries, in order, where the model has nothing to rank (no problem given, or
+/// a backend other than CUDA): the fastest first, then the ones that run what the faster ones
+/// refuse (GPUs other than Hopper; tf32's op(A) = T with op(B) = N).
+fn default_kernels(backend: BackendKind, dtype: DType) -> Vec<&'static str> {
     match (backend, dtype) {
         (BackendKind::Cpu, _) => vec!["cpu"],
         (BackendKind::Wgpu, _) => vec!["wgpu-regtile"],
-        (BackendKind::Cuda, DType::F32) => vec!["warptile"],
+        (BackendKind::Cuda, DType::F32) => vec!["multistage-raster"],
         (BackendKind::Cuda, DType::U32) => {
             let mut list = TENSOR_CORE_U32.to_vec();
-            list.push("warptile");
+            list.push("multistage-raster");
             list
         }
         (BackendKind::Cuda, DType::Tf32) => vec!["wgmma-tf32", "mma-sync-wide"],
-        (BackendKind::Cuda, DType::Bf16 | DType::F16) => {
-            let mut list = vec!["wgmma", "wgmma-n128", "wgmma-n64"];
-            if let Some(p) = problem {
-                let sms = limits.map_or(H100_SMS, |l| l.sms) as u64;
-                let time = |name: &str| {
-                    let k = find(name).expect("a registry kernel");
-                    Wgmma::estimate(k, p, sms, Wgmma::splits(k, p, sms))
-                };
-                list.sort_by(|a, b| time(a).total_cmp(&time(b))); // stable: ties keep the order
-                if wgmma_tiles(p).is_some_and(|t| t >= LARGE_TILES) {
-                    list.insert(0, "wgmma-cluster");
-                }
-            }
-            list.push("mma-sync");
-            list
-        }
+        (BackendKind::Cuda, DType::Bf16 | DType::F16) => vec!["wgmma", "mma-sync"],
     }
 }
-
-/// The SM count `auto` assumes where the device does not say (an H100 SXM's).
-const H100_SMS: u32 = 132;
-
-/// From this many tiles of `wgmma`'s 128×256 on (about eight waves of an H100's 132 SMs), `auto`
-/// prefers the two-block clusters of `wgmma-cluster`.
-const LARGE_TILES: usize = 1024;
 
 /// The first of `specs` that can run `problem` (every one can when there is no problem) on a
 /// device with `limits`; the last when none can, which then refuses with a clear error.
@@ -330,14 +271,6 @@ fn first_runnable(
         .unwrap_or(specs[specs.len() - 1])
 }
 
-/// How many tiles of `wgmma`'s block tile (the registry's) `problem` has.
-fn wgmma_tiles(problem: &Problem) -> Option<usize> {
-    find("wgmma")
-        .ok()
-        .and_then(|k| k.block_tile(&Default::default()))
-        .map(|(bm, bn)| problem.m.div_ceil(bm as usize) * problem.n.div_ceil(bn as usize))
-}
-
 /// Device 0's tune table (the user's, else the built-in one for its name), read without a second
 /// context; why a corrupt file was skipped goes to `notes`.
 fn tuned_table(notes: &mut Vec<String>) -> Option<tune::TuneTable> {
@@ -349,194 +282,4 @@ fn tuned_table(notes: &mut Vec<String>) -> Option<tune::TuneTable> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Op;
-
-    fn specs(backend: BackendKind, dtype: DType) -> Vec<&'static KernelSpec> {
-        default_kernels(backend, dtype, None, None)
-            .iter()
-            .map(|n| find(n).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn every_default_kernel_exists_and_takes_its_dtype() {
-        for backend in [BackendKind::Cpu, BackendKind::Cuda] {
-            for dtype in DType::ALL {
-                for k in specs(backend, dtype) {
-                    assert!(k.supports(dtype), "{} does not take {dtype}", k.name);
-                    assert_eq!(k.backend, backend, "{}", k.name);
-                }
-            }
-        }
-    }
-
-    /// tf32 on CUDA: wgmma-tf32 where it can run (Hopper, op(A) = N or op(B) = T), mma-sync-wide
-    /// otherwise.
-    #[test]
-    fn auto_tf32_prefers_wgmma_tf32_and_falls_back_to_mma_sync_wide() {
-        let tf32 = specs(BackendKind::Cuda, DType::Tf32);
-        let hopper = crate::registry::rules::test_limits::HOPPER;
-        let ampere = crate::registry::rules::test_limits::AMPERE;
-        let pick = |p: &Problem, l: &DeviceLimits| first_runnable(&tf32, Some(p), Some(l)).name;
-        let square = Problem::square(4096, DType::Tf32);
-        for ops in [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::T)] {
-            let p = square.with_ops(ops.0, ops.1);
-            assert_eq!(pick(&p, &hopper), "wgmma-tf32", "{p}");
-            assert_eq!(pick(&p, &ampere), "mma-sync-wide", "{p}");
-        }
-        assert_eq!(
-            pick(&square.with_ops(Op::T, Op::N), &hopper),
-            "mma-sync-wide"
-        );
-        // A stored row of 4097 floats is not a 16-byte multiple: staged, then read by TMA.
-        assert_eq!(
-            pick(&Problem::new(64, 64, 4097, DType::Tf32), &hopper),
-            "wgmma-tf32"
-        );
-        assert_eq!(
-            first_runnable(&tf32, None, Some(&hopper)).name,
-            "wgmma-tf32"
-        );
-    }
-
-    #[test]
-    fn auto_picks_the_wgmma_kernel_by_the_problems_tile_count() {
-        let first = |m, n| {
-            let p = Problem::new(m, n, 1024, DType::Bf16);
-            default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p), None)[0]
-        };
-        assert_eq!(first(1024, 1024), "wgmma-n64"); // 8 × 4 = 32 tiles of 128×256
-        assert_eq!(first(2048, 2048), "wgmma"); // 16 × 8 = 128
-        assert_eq!(first(1024, 4096), "wgmma"); // 8 × 16 = 128
-        assert_eq!(first(4096, 4096), "wgmma"); // 32 × 16 = 512
-        assert_eq!(first(8192, 4096), "wgmma-cluster"); // 64 × 16 = 1024
-        assert_eq!(first(16384, 16384), "wgmma-cluster");
-        // A large problem whose stored rows TMA cannot read as they are runs staged; only a GPU
-        // other than Hopper falls through to mma-sync.
-        let hopper = crate::registry::rules::test_limits::HOPPER;
-        let pick = |k, limits: &DeviceLimits| {
-            let p = Problem::new(8192, 8192, k, DType::Bf16);
-            let specs = default_kernels(BackendKind::Cuda, DType::Bf16, Some(&p), Some(limits))
-                .iter()
-                .map(|n| find(n).unwrap())
-                .collect::<Vec<_>>();
-            first_runnable(&specs, Some(&p), Some(limits)).name
-        };
-        assert_eq!(pick(1024, &hopper), "wgmma-cluster");
-        assert_eq!(pick(1023, &hopper), "wgmma-cluster"); // rows of 2,046 bytes: staged
-        let ampere = crate::registry::rules::test_limits::AMPERE;
-        assert_eq!(pick(1024, &ampere), "mma-sync");
-        assert_eq!(
-            default_kernels(BackendKind::Cuda, DType::F16, None, None)[0],
-            "wgmma"
-        );
-    }
-
-    /// The CPU: `auto` is the fast kernel; a named kernel is found by name or alias in any case
-    /// and refuses a backend it does not run on.
-    #[test]
-    fn select_on_the_cpu() {
-        let p = Problem::new(3, 5, 7, DType::U32);
-        let sel = select("AUTO", BackendChoice::Cpu, DType::U32, Some(&p)).unwrap();
-        assert_eq!((sel.kernel.name, sel.tiling), ("cpu", None));
-        assert_eq!(sel.backend.kind(), BackendKind::Cpu);
-        assert!(sel.notes.is_empty());
-        let sel = select("Reference", BackendChoice::Auto, DType::U32, Some(&p)).unwrap();
-        assert_eq!(sel.kernel.name, "cpu-reference");
-        assert_eq!(sel.backend.kind(), BackendKind::Cpu);
-        let e = select("tiled", BackendChoice::Cpu, DType::F32, None).unwrap_err();
-        assert!(matches!(e, Error::Invalid(_)), "{e}");
-        assert!(e.to_string().contains("runs on the cuda backend"), "{e}");
-        assert!(matches!(
-            select("quantum", BackendChoice::Cpu, DType::F32, None),
-            Err(Error::UnknownKernel(_))
-        ));
-        let cpu = crate::cpu::CpuBackend;
-        assert!(matches!(
-            choose("TILING", &cpu, DType::U32, Some(&p)),
-            Err(Error::WrongBackend { .. })
-        ));
-        assert_eq!(
-            choose("cpu-fast", &cpu, DType::U32, Some(&p))
-                .unwrap()
-                .kernel
-                .name,
-            "cpu"
-        );
-    }
-
-    /// A CUDA device for `auto` without one: its limits only (nothing runs).
-    struct FakeCuda(DeviceLimits);
-
-    impl Backend for FakeCuda {
-        fn kind(&self) -> BackendKind {
-            BackendKind::Cuda
-        }
-        fn describe(&self) -> String {
-            "fake".into()
-        }
-        fn limits(&self) -> Option<DeviceLimits> {
-            Some(self.0)
-        }
-        fn run(
-            &self,
-            _: &KernelSpec,
-            _: &Problem,
-            _: &crate::AnyMatrix,
-            _: &crate::AnyMatrix,
-            _: crate::RunOptions,
-        ) -> Result<crate::AnyMatrix> {
-            Err(Error::Invalid("fake".into()))
-        }
-        fn time(
-            &self,
-            _: &KernelSpec,
-            _: &Problem,
-            _: &[crate::Inputs],
-            _: usize,
-            _: usize,
-            _: crate::RunOptions,
-        ) -> Result<Vec<f64>> {
-            Err(Error::Invalid("fake".into()))
-        }
-    }
-
-    /// u32 on CUDA: the int8 tensor-core kernels first (wgmma-u8x4 on Hopper, mma-u8x4 off it),
-    /// before the built-in H100 tune table's SIMT winners, which stay the choice for f32; with
-    /// no problem the list's order (wgmma-u8x4, mma-u8x4, warptile).
-    #[test]
-    fn auto_u32_prefers_the_int8_tensor_cores_over_the_tune_table() {
-        let hopper = FakeCuda(crate::registry::rules::test_limits::HOPPER);
-        let ampere = FakeCuda(crate::registry::rules::test_limits::AMPERE);
-        let table = tune::builtin("NVIDIA H100 80GB HBM3").expect("the built-in H100 table");
-        for p in [
-            Problem::square(4096, DType::U32),
-            Problem::new(1, 1, 1, DType::U32),
-            Problem::new(127, 4099, 70_001, DType::U32).with_ops(Op::T, Op::N),
-        ] {
-            // The table alone would name an IMAD kernel.
-            if let Some((k, _)) = table.best(&p, hopper.limits().as_ref()) {
-                assert!(!k.is_byte_split(), "{}", k.name);
-            }
-            let pick = |b: &FakeCuda| {
-                auto_with_table(b, DType::U32, Some(&p), Some(&table))
-                    .unwrap()
-                    .kernel
-                    .name
-            };
-            assert_eq!(pick(&hopper), "wgmma-u8x4-tma", "{p}");
-            assert_eq!(pick(&ampere), "mma-u8x4", "{p}");
-        }
-        let f32 = Problem::square(4096, DType::F32);
-        let k = auto_with_table(&hopper, DType::F32, Some(&f32), Some(&table))
-            .unwrap()
-            .kernel;
-        assert!(!k.is_byte_split() && k.supports(DType::F32), "{}", k.name);
-        assert_eq!(
-            default_kernels(BackendKind::Cuda, DType::U32, None, None),
-            ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x4", "warptile"]
-        );
-    }
-}
+mod tests;

@@ -19,6 +19,8 @@ use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::registry::{DeviceLimits, KernelSpec, Tiling};
 
+use super::model::{Candidate, DeviceModel};
+
 /// Shapes are tuned by class: the best tiling for 1024² is not the best for 8192².
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -95,17 +97,67 @@ pub struct TuneEntry {
     pub default_rate_gops: f64,
 }
 
-/// The winners for one device and driver.
+/// A measured choice: the fastest of `auto`'s top candidates timed on `shape`, which serves every
+/// problem of its [`bucket`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredChoice {
+    /// The input dtype.
+    pub dtype: DType,
+    /// The shape bucket ([`bucket`]).
+    pub bucket: String,
+    /// The shape it was measured on (e.g. "16x14336x4096 NT").
+    pub shape: String,
+    /// The registry name of the fastest kernel.
+    pub kernel: String,
+    /// Its tiling (SIMT ladder), None for the registry's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<Tiling>,
+    /// Its median time, seconds.
+    pub seconds: f64,
+    /// The candidates timed with it (name or name@tiling, and median seconds), fastest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timed: Vec<(String, f64)>,
+}
+
+/// The shape bucket of `problem`: its dtype, ops and each side rounded to the nearest power of
+/// two in log scale ("f32 NT 16x16384x4096"): problems of one bucket share a measured choice.
+pub fn bucket(problem: &Problem) -> String {
+    let round = |x: usize| -> usize {
+        if x <= 1 {
+            return x;
+        }
+        1usize << (x as f64).log2().round() as u32
+    };
+    format!(
+        "{} {:?}{:?} {}x{}x{}",
+        problem.dtype.name(),
+        problem.op_a,
+        problem.op_b,
+        round(problem.m),
+        round(problem.n),
+        round(problem.k)
+    )
+}
+
+/// The winners for one device class (architecture and SM count), or one device model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TuneTable {
-    /// The device name the driver reports (e.g. "NVIDIA H100 80GB HBM3").
+    /// The device name the driver reports (e.g. "NVIDIA H100 80GB HBM3") where the table was
+    /// measured.
     pub device: String,
+    /// The device class it serves ([`DeviceLimits::class`], e.g. "sm_90-132"); empty in a table
+    /// written for one model only.
+    #[serde(default)]
+    pub class: String,
     /// The driver's CUDA version (e.g. "13.0").
     pub driver: String,
     /// When the table was last written (RFC 3339, UTC).
     pub date: String,
     /// One winner per kernel × dtype × shape class.
     pub entries: Vec<TuneEntry>,
+    /// Measured choices per shape bucket (`matmul tune --suite`, `--autotune`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<MeasuredChoice>,
 }
 
 impl TuneTable {
@@ -117,6 +169,57 @@ impl TuneTable {
                 .find(|e| e.kernel == kernel && e.dtype == problem.dtype && e.class == class)
                 .map(|e| e.tiling)
         })
+    }
+
+    /// The measured choice for `problem`'s bucket, if any, and if its kernel can still run the
+    /// problem on a device with `limits`.
+    pub fn choice(
+        &self,
+        problem: &Problem,
+        limits: Option<&DeviceLimits>,
+    ) -> Option<(&'static KernelSpec, Option<Tiling>)> {
+        let key = bucket(problem);
+        let c = self
+            .choices
+            .iter()
+            .find(|c| c.dtype == problem.dtype && c.bucket == key)?;
+        let kernel = crate::registry::find(&c.kernel).ok()?;
+        let opts = c.tiling.map(RunOptions::tiling).unwrap_or_default();
+        kernel
+            .can_run(problem, limits, &opts)
+            .is_ok()
+            .then_some((kernel, c.tiling))
+    }
+
+    /// Adds or replaces the measured choice of `choice.bucket`.
+    pub fn insert_choice(&mut self, choice: MeasuredChoice) {
+        self.choices
+            .retain(|c| !(c.dtype == choice.dtype && c.bucket == choice.bucket));
+        self.choices.push(choice);
+        self.choices
+            .sort_by(|a, b| (a.dtype.name(), &a.bucket).cmp(&(b.dtype.name(), &b.bucket)));
+    }
+
+    /// The table's tilings for `problem`'s dtype as `auto` candidates, each calibrated to its
+    /// measured rate on `device` ([`Candidate::calibrated`]); the entries of the problem's own
+    /// shape class first.
+    pub fn calibrated(&self, problem: &Problem, device: &DeviceModel) -> Vec<Candidate> {
+        let class = ShapeClass::of(problem);
+        let mut entries: Vec<&TuneEntry> = self
+            .entries
+            .iter()
+            .filter(|e| e.dtype == problem.dtype && e.rate_gops > 0.0)
+            .collect();
+        entries.sort_by_key(|e| e.class != class);
+        entries
+            .into_iter()
+            .filter_map(|e| {
+                let kernel = crate::registry::find(&e.kernel).ok()?;
+                let shape = parse_shape(&e.shape, e.dtype)?;
+                let measured = shape.flops() / (e.rate_gops * 1e9);
+                Some(Candidate::new(kernel, Some(e.tiling)).calibrated(&shape, measured, device))
+            })
+            .collect()
     }
 
     /// Replaces any entry of the same kernel, dtype and class.
@@ -167,7 +270,8 @@ impl TuneTable {
         })
     }
 
-    /// The file for `device` and `driver` under `dir`.
+    /// The file for `device` and `driver` under `dir` (a device class, such as "sm_90-132", or
+    /// a model name).
     pub fn path_in(dir: &Path, device: &str, driver: &str) -> PathBuf {
         let slug: String = format!("{device}-{driver}")
             .chars()
@@ -213,27 +317,42 @@ impl TuneTable {
     }
 }
 
-/// Tables this project measured on known GPUs (device name, JSON): what `--kernel auto` and
-/// `matmul bench` use on such a GPU until the user runs `matmul tune` there.
-const BUILTIN: &[(&str, &str)] = &[(
-    "NVIDIA H100 80GB HBM3",
-    include_str!("../../tuned/h100-80gb-hbm3.json"),
-)];
+/// Tables this project measured (JSON), each serving its device class ([`TuneTable::class`]):
+/// what `--kernel auto` and `matmul bench` use on a GPU of that class until the user runs `matmul
+/// tune` there. An H100 SXM's table serves an H200 and a GH200 (sm_90, 132 SMs).
+const BUILTIN: &[&str] = &[include_str!("../../tuned/sm_90-132.json")];
 
-/// The built-in table for a GPU named `device`, if this project has measured one.
+/// The built-in table measured on the GPU model `device`, if any.
 pub fn builtin(device: &str) -> Option<TuneTable> {
-    BUILTIN
-        .iter()
-        .find(|(name, _)| *name == device)
-        .and_then(|(_, json)| serde_json::from_str(json).ok())
+    builtin_tables().into_iter().find(|t| t.device == device)
 }
 
-/// Every built-in table (for tests that must verify each tiling they hold).
+/// The built-in table for device class `class` (e.g. "sm_90-132"), if any.
+pub fn builtin_for_class(class: &str) -> Option<TuneTable> {
+    builtin_tables().into_iter().find(|t| t.class == class)
+}
+
+/// Every built-in table.
 pub fn builtin_tables() -> Vec<TuneTable> {
     BUILTIN
         .iter()
-        .filter_map(|(name, _)| builtin(name))
+        .filter_map(|json| serde_json::from_str(json).ok())
         .collect()
+}
+
+/// "MxNxK" (op N·N), or "N" for a cube, as a problem of `dtype`.
+fn parse_shape(shape: &str, dtype: DType) -> Option<Problem> {
+    let dims: Vec<usize> = shape
+        .split_whitespace()
+        .next()?
+        .split('x')
+        .map(|d| d.parse().ok())
+        .collect::<Option<_>>()?;
+    match dims[..] {
+        [n] => Some(Problem::square(n, dtype)),
+        [m, n, k] => Some(Problem::new(m, n, k, dtype)),
+        _ => None,
+    }
 }
 
 /// Where a device's tune table came from.
@@ -241,10 +360,12 @@ pub fn builtin_tables() -> Vec<TuneTable> {
 pub enum TableSource {
     /// The file `matmul tune` wrote on this machine.
     File(PathBuf),
-    /// The table this project measured on the same GPU model, compiled in.
+    /// The table this project measured on a GPU of the same class, compiled in.
     Builtin {
-        /// The GPU model's name.
+        /// The GPU model it was measured on.
         device: String,
+        /// The class it serves.
+        class: String,
         /// When it was measured.
         date: String,
     },
@@ -254,9 +375,14 @@ impl fmt::Display for TableSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TableSource::File(path) => write!(f, "{}", path.display()),
-            TableSource::Builtin { device, date } => {
-                write!(f, "the built-in table for {device}, measured {date}")
-            }
+            TableSource::Builtin {
+                device,
+                class,
+                date,
+            } => write!(
+                f,
+                "the built-in table for {class} GPUs, measured on an {device} {date}"
+            ),
         }
     }
 }
@@ -271,27 +397,49 @@ pub struct TableLookup {
     pub warning: Option<String>,
 }
 
-/// Where the tune table of device `info` lives (None: no cache directory).
+/// The device class of `info` ([`DeviceLimits::class`]): architecture and SM count.
+pub fn class_of(info: &DeviceInfo) -> String {
+    let (major, minor) = info.compute_capability;
+    format!("sm_{major}{minor}-{}", info.sm_count)
+}
+
+/// Where `matmul tune` writes the table of device `info`'s class (None: no cache directory).
 pub fn table_path(info: &DeviceInfo) -> Option<PathBuf> {
+    let dir = DiskCache::from_env().dir()?.to_path_buf();
+    Some(TuneTable::path_in(
+        &dir,
+        &class_of(info),
+        &info.driver_version,
+    ))
+}
+
+/// Where a table for device `info`'s model alone lives: it overrides the class's table.
+pub fn model_table_path(info: &DeviceInfo) -> Option<PathBuf> {
     let dir = DiskCache::from_env().dir()?.to_path_buf();
     Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
 }
 
-/// The table for device `info`: the one `matmul tune` wrote, else the one this project measured
-/// on the same GPU model (compiled in). A corrupt file is skipped, and the lookup says why.
+/// The table for device `info`: one written for its model (an override), else the one `matmul
+/// tune` wrote for its class, else the one this project measured on its class (compiled in). A
+/// corrupt file is skipped, and the lookup says why.
 pub fn load_table(info: &DeviceInfo) -> TableLookup {
     let mut warning = None;
-    let user = table_path(info).and_then(|path| match TuneTable::load(&path) {
-        Ok(t) => t.map(|t| (TableSource::File(path), t)),
-        Err(e) => {
-            warning = Some(e.to_string());
-            None
-        }
-    });
+    let mut read = |path: Option<PathBuf>| {
+        path.and_then(|path| match TuneTable::load(&path) {
+            Ok(t) => t.map(|t| (TableSource::File(path), t)),
+            Err(e) => {
+                warning = Some(e.to_string());
+                None
+            }
+        })
+    };
+    let user = read(model_table_path(info)).or_else(|| read(table_path(info)));
+    let class = class_of(info);
     let found = user.or_else(|| {
-        builtin(&info.name).map(|t| {
+        builtin_for_class(&class).map(|t| {
             let source = TableSource::Builtin {
-                device: info.name.clone(),
+                device: t.device.clone(),
+                class: class.clone(),
                 date: t.date.clone(),
             };
             (source, t)
@@ -448,9 +596,17 @@ mod tests {
 
     #[test]
     fn builtin_tables_parse_and_name_registry_kernels() {
-        for (device, _) in BUILTIN {
-            let t = builtin(device).expect("a built-in table parses");
-            assert_eq!(&t.device, device);
+        assert_eq!(
+            builtin_tables().len(),
+            BUILTIN.len(),
+            "every built-in table parses"
+        );
+        for t in builtin_tables() {
+            assert!(
+                !t.class.is_empty(),
+                "{}: a built-in table serves a class",
+                t.device
+            );
             assert!(!t.entries.is_empty());
             for e in &t.entries {
                 let k = crate::registry::find(&e.kernel).unwrap();
@@ -465,6 +621,7 @@ mod tests {
                     e.tiling,
                     e.tiling.check()
                 );
+                assert!(parse_shape(&e.shape, e.dtype).is_some(), "{}", e.shape);
             }
         }
         assert!(builtin("no such GPU").is_none());

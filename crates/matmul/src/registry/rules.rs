@@ -24,6 +24,22 @@ pub struct DeviceLimits {
     pub sm90a: bool,
     /// Streaming multiprocessors: one wave of a persistent grid (`auto` weighs tile counts by it).
     pub sms: u32,
+    /// Compute capability (major, minor); (0, 0) where the device has none (wgpu, CPU).
+    pub compute_capability: (u32, u32),
+    /// SM clock, MHz (0: unknown).
+    pub sm_clock_mhz: u32,
+    /// DRAM bandwidth, GB/s: memory clock × bus width × 2 (0: unknown).
+    pub dram_gbs: u32,
+}
+
+impl DeviceLimits {
+    /// The device class `auto`'s measurements are keyed by: architecture and SM count (an H100
+    /// SXM and an H200 are both `sm_90-132`), so what was measured on one part serves its
+    /// siblings; `None` without a compute capability.
+    pub fn class(&self) -> Option<String> {
+        let (major, minor) = self.compute_capability;
+        (major > 0).then(|| format!("sm_{major}{minor}-{}", self.sms))
+    }
 }
 
 /// Device limits for tests: an H100's, and an Ampere part's (no sm_90a).
@@ -36,13 +52,39 @@ pub(crate) mod test_limits {
         max_shared_per_block: 232_448,
         sm90a: true,
         sms: 132,
+        compute_capability: (9, 0),
+        sm_clock_mhz: 1980,
+        dram_gbs: 3352,
     };
 
-    /// An A100-like device: 163 KiB per block, no sm_90a.
+    /// An H200: an H100's SMs and clocks with 4.8 TB/s of HBM3e.
+    pub(crate) const H200: DeviceLimits = DeviceLimits {
+        dram_gbs: 4800,
+        ..HOPPER
+    };
+
+    /// An A100-like device: 163 KiB per block, no sm_90a (132 SMs, as the rules' tests want
+    /// the H100's wave).
     pub(crate) const AMPERE: DeviceLimits = DeviceLimits {
         max_shared_per_block: 166_912,
         sm90a: false,
         sms: 132,
+        compute_capability: (8, 0),
+        sm_clock_mhz: 1410,
+        dram_gbs: 2039,
+    };
+
+    /// An A100 SXM as it is: 108 SMs at 1410 MHz, 2.0 TB/s.
+    pub(crate) const A100: DeviceLimits = DeviceLimits { sms: 108, ..AMPERE };
+
+    /// An L40S-like Ada part: 142 SMs, 99 KiB per block, 864 GB/s.
+    pub(crate) const ADA: DeviceLimits = DeviceLimits {
+        max_shared_per_block: 101_376,
+        sm90a: false,
+        sms: 142,
+        compute_capability: (8, 9),
+        sm_clock_mhz: 2520,
+        dram_gbs: 864,
     };
 }
 
@@ -287,7 +329,7 @@ mod tests {
         let limits = DeviceLimits {
             max_shared_per_block: 1024,
             sm90a: false,
-            sms: 132,
+            ..test_limits::AMPERE
         };
         let e = rowpack
             .can_run(

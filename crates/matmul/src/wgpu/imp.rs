@@ -680,6 +680,9 @@ impl Backend for WgpuBackend {
             max_shared_per_block: self.caps.limits.max_compute_workgroup_storage_size as usize,
             sm90a: false,
             sms: 0,
+            compute_capability: (0, 0),
+            sm_clock_mhz: 0,
+            dram_gbs: 0,
         })
     }
 
