@@ -38,17 +38,17 @@ cat "$out/ptxas.txt"
 # too, so the rest is skipped and the run stays within its budget).
 hung() { [[ ${results[-1]} == *"exit 124"* ]]; }
 
-step test-gpu_fp32 180 "$here/bin/test-gpu_fp32" --include-ignored --nocapture --test-threads 1
+test_step test-gpu_fp32 180 "$here/bin/test-gpu_fp32" --include-ignored --nocapture --test-threads 1
 grep -h "^RESULT\|^test .*\(ok\|FAILED\)$" "$out/test-gpu_fp32.log"
 hung && { summary gpu-fp32; exit 1; }
 
-step test-gpu-sweep-3xtf32 150 "$here/bin/test-gpu" --include-ignored --nocapture "${sweeps[@]}"
+test_step test-gpu-sweep-3xtf32 150 "$here/bin/test-gpu" --include-ignored --nocapture "${sweeps[@]}"
 grep -h "^test .*\(ok\|FAILED\)$" "$out/test-gpu-sweep-3xtf32.log"
 hung && { summary gpu-fp32; exit 1; }
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1)
 if [[ -n $sanitizer ]]; then
-    MATMUL_TEST_SMALL=1 step sanitizer-memcheck-3xtf32 150 "$sanitizer" --tool memcheck --error-exitcode 99 \
+    MATMUL_TEST_SMALL=1 test_step sanitizer-memcheck-3xtf32 150 "$sanitizer" --tool memcheck --error-exitcode 99 \
         "$here/bin/test-gpu" --include-ignored --test-threads 4 "${sweeps[@]}"
     grep -h "ERROR SUMMARY" "$out/sanitizer-memcheck-3xtf32.log" | sort | uniq -c
 else

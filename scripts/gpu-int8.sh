@@ -44,22 +44,22 @@ echo "u8x4 kernels: $kernels"
 
 # (libtest filters are substrings: `u8x4` takes every u8x4 test, the wgmma-u8x4-tma sweep included.)
 tests=(u8x4 every_cuda_kernel_has_a_sweep)
-step test-gpu-u8x4 300 "$here/bin/test-gpu" --include-ignored --nocapture "${tests[@]}"
+test_step test-gpu-u8x4 300 "$here/bin/test-gpu" --include-ignored --nocapture "${tests[@]}"
 grep -h "^RESULT\|^test .*\(ok\|FAILED\)$" "$out/test-gpu-u8x4.log"
 
 # cuBLASLt's int8 GEMM checked, then the pre-pass's share of the product (one test at a time:
 # the timings must not share the GPU).
-step test-gpu-int8 240 "$here/bin/test-gpu_int8" --include-ignored --nocapture --test-threads 1
+test_step test-gpu-int8 240 "$here/bin/test-gpu_int8" --include-ignored --nocapture --test-threads 1
 grep -h "^RESULT\|^PREPASS\|^test .*\(ok\|FAILED\)$" "$out/test-gpu-int8.log"
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n1)
 if [[ ${INT8_SANITIZER:-1} == 0 ]]; then
     echo "(compute-sanitizer left out: INT8_SANITIZER=0)"
 elif [[ -n $sanitizer ]]; then
-    MATMUL_TEST_SMALL=1 step sanitizer-memcheck-u8x4 300 "$sanitizer" --tool memcheck --error-exitcode 99 \
+    MATMUL_TEST_SMALL=1 test_step sanitizer-memcheck-u8x4 300 "$sanitizer" --tool memcheck --error-exitcode 99 \
         "$here/bin/test-gpu" --include-ignored --test-threads 4 sweep_mma_u8x4 sweep_wgmma_u8x4 u8x4_wraps u8x4_many
     grep -h "ERROR SUMMARY" "$out/sanitizer-memcheck-u8x4.log" | sort | uniq -c
-    MATMUL_TEST_SMALL=tiny step sanitizer-racecheck-u8x4 300 "$sanitizer" --tool racecheck --error-exitcode 99 \
+    MATMUL_TEST_SMALL=tiny test_step sanitizer-racecheck-u8x4 300 "$sanitizer" --tool racecheck --error-exitcode 99 \
         "$here/bin/test-gpu" --include-ignored --test-threads 4 sweep_mma_u8x4 sweep_wgmma_u8x4
     grep -h "RACECHECK SUMMARY\|ERROR SUMMARY" "$out/sanitizer-racecheck-u8x4.log" | sort | uniq -c
 else

@@ -40,8 +40,11 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 export MATMUL_CACHE_DIR=$cache
 
-# bstep NAME LIMIT COMMAND...: `step` with the limit cut to what is left of the budget.
+# bstep [--test] NAME LIMIT COMMAND...: `step` (with --test: `test_step`, for a test executable,
+# judged by its counts) with the limit cut to what is left of the budget.
 bstep() {
+    local run=step
+    [[ $1 == --test ]] && run=test_step && shift
     local name=$1 limit=$2 left
     shift 2
     left=$((budget - ($(date +%s) - t0)))
@@ -50,7 +53,7 @@ bstep() {
         return
     fi
     ((limit > left)) && limit=$left
-    step "$name" "$limit" "$@"
+    "$run" "$name" "$limit" "$@"
 }
 
 echo "== diagnostics ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
@@ -124,12 +127,12 @@ else
 fi
 
 if [[ -x $here/bin/test-lib ]]; then
-    bstep nccl-load 60 "$here/bin/test-lib" nccl --nocapture
+    bstep --test nccl-load 60 "$here/bin/test-lib" nccl --nocapture
     grep -h "^NCCL" "$out/nccl-load.log"
 fi
 
 if [[ -x $here/bin/test-multi_gpu ]]; then
-    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep tests 150 "$here/bin/test-multi_gpu" \
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P bstep --test tests 150 "$here/bin/test-multi_gpu" \
         --include-ignored --test-threads 1 --nocapture
     grep -h "^test \|test result" "$out/tests.log" | grep -v " ok$" | head -n 12
     grep -c "^RESULT multi.*: ok" "$out/tests.log" | sed 's/^/checked cases ok: /'

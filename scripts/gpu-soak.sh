@@ -27,7 +27,7 @@ source "$here/gpu-steps.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader 2>&1 | head -n 2
 
 # The fault: its own process, since a fault leaves the context unusable until the process ends.
-step fault 120 "$here/bin/test-gpu" --include-ignored --exact a_faulting_kernel_loses_the_context_cleanly --nocapture
+test_step fault 120 "$here/bin/test-gpu" --include-ignored --exact a_faulting_kernel_loses_the_context_cleanly --nocapture
 grep -h "^RESULT fault\|^test result" "$out/fault.log"
 
 step soak $((seconds + 240)) "$bin" soak --backend cuda --seconds "$seconds"

@@ -38,7 +38,7 @@ export MATMUL_REQUIRE_WGPU=1 WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 bin=$here/bin/matmul
 step devices 60 "$bin" devices
 cat "$out/devices.log"
-step test-wgpu 600 "$here/bin/test-wgpu" --nocapture
+test_step test-wgpu 600 "$here/bin/test-wgpu" --nocapture
 grep RESULT "$out/test-wgpu.log"
 step judge-wgpu 120 "$bin" judge --backend wgpu --kernel TILING "$here/tests/data/public.in"
 for p in naive single-block tiled idiomatic-tiled p14-naive p14-tiled; do

@@ -13,6 +13,17 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
+    // The browser tests (tests/browser.rs) are #[ignore]d unless built with CI=true (.ci/run
+    // installs Chromium) or MATMUL_REQUIRE_BROWSER=1, which set the cfg `matmul_require_browser`:
+    // without a browser `cargo test` counts them as ignored, not passed.
+    println!("cargo::rustc-check-cfg=cfg(matmul_require_browser)");
+    println!("cargo:rerun-if-env-changed=CI");
+    println!("cargo:rerun-if-env-changed=MATMUL_REQUIRE_BROWSER");
+    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1"))
+        || std::env::var("MATMUL_REQUIRE_BROWSER").as_deref() == Ok("1")
+    {
+        println!("cargo:rustc-cfg=matmul_require_browser");
+    }
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         let dir = Path::new(&dir);
         // Rebuild when HEAD moves (a checkout or a commit) or the index changes.

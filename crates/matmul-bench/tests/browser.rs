@@ -5,8 +5,10 @@
 //! on (`data-pixels`, counted by the page from the canvas), the table's row count. A screenshot of
 //! each page is saved under target/tmp/browser/.
 //!
-//! Without Chromium the tests are skipped, saying so, except with CI=true, where they fail: CI
-//! installs it (.ci/run). The browser: $MATMUL_CHROMIUM, else the first of chromium,
+//! The tests are `#[ignore]`d unless built with CI=true or MATMUL_REQUIRE_BROWSER=1 (build.rs), so
+//! that without Chromium `cargo test` counts them as ignored, not passed. Under either variable at
+//! run time a missing browser fails them (CI installs it: .ci/run); run with `--include-ignored`
+//! and neither, a missing browser is skipped, saying so. The browser: $MATMUL_CHROMIUM, else the first of chromium,
 //! chromium-browser, google-chrome on the PATH.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +21,12 @@ use matmul::{DType, Problem, Shape};
 use matmul_bench::{
     datasheet, measure_cpu, run, write_reports, BenchConfig, CpuCeilingOptions, Report, Status,
 };
+
+/// Whether the browser tests must run: CI=true or MATMUL_REQUIRE_BROWSER=1.
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("MATMUL_REQUIRE_BROWSER").as_deref() == Ok("1")
+}
 
 /// The browser to run, or None (after saying why) when the test is to be skipped.
 fn chromium() -> Option<String> {
@@ -43,8 +51,8 @@ fn chromium() -> Option<String> {
         "no headless browser: none of {} runs (apt-get install chromium, or set MATMUL_CHROMIUM)",
         candidates.join(", ")
     );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true: {why}");
+    if required() {
+        panic!("CI=true or MATMUL_REQUIRE_BROWSER=1: {why}");
     }
     eprintln!("SKIPPED: {why}");
     None
@@ -242,6 +250,10 @@ fn cpu_config(kernels: &[&str], dtypes: Vec<DType>, shapes: Vec<Shape>) -> Bench
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn one_result() {
     let Some(browser) = chromium() else { return };
     let mut config = cpu_config(
@@ -261,6 +273,10 @@ fn one_result() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn failures_and_skips() {
     let Some(browser) = chromium() else { return };
     // naive is a CUDA kernel: skipped on the CPU.
@@ -300,6 +316,10 @@ fn failures_and_skips() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn the_table_sorts_and_filters() {
     let Some(browser) = chromium() else { return };
     let config = cpu_config(
@@ -380,6 +400,10 @@ fn the_table_sorts_and_filters() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn hovering_shows_kernel_shape_rate_ratio_and_verification() {
     let Some(browser) = chromium() else { return };
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -439,6 +463,10 @@ fn hovering_shows_kernel_shape_rate_ratio_and_verification() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn hundreds_of_results() {
     let Some(browser) = chromium() else { return };
     let config = cpu_config(&["cpu"], vec![DType::F32], vec![Shape { m: 8, n: 8, k: 8 }]);
@@ -497,6 +525,10 @@ fn hundreds_of_results() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn the_suite_run_of_record() {
     let Some(browser) = chromium() else { return };
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -519,6 +551,10 @@ fn the_suite_run_of_record() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_browser),
+    ignore = "needs Chromium: MATMUL_REQUIRE_BROWSER=1 cargo test, or -- --include-ignored"
+)]
 fn a_broken_page_is_caught() {
     let Some(browser) = chromium() else { return };
     // The check itself: a page whose data block does not parse must show an error and no chart.
@@ -545,4 +581,17 @@ fn a_broken_page_is_caught() {
         "the browser logs it too: {page:?}"
     );
     assert!(!page.ready && page.pixels.is_empty(), "{page:?}");
+}
+
+/// CI=true or MATMUL_REQUIRE_BROWSER=1 promises that the browser tests ran. A binary built
+/// without either has them ignored: run without `--include-ignored`, it fails here rather than
+/// passing with every browser test ignored.
+#[test]
+fn require_browser_includes_the_ignored_browser_tests() {
+    let included = std::env::args().any(|a| a == "--include-ignored" || a == "--ignored");
+    assert!(
+        !required() || cfg!(matmul_require_browser) || included,
+        "CI=true or MATMUL_REQUIRE_BROWSER=1, but this test binary was built without either, so \
+         its browser tests are ignored: pass --include-ignored"
+    );
 }

@@ -2,9 +2,11 @@
 //! verify on a wgpu adapter (lavapipe in CI), the broken ones give the right message and exit
 //! status (a syntax error: naga's log with the file and line, exit 2; a wrong result: exit 1; an
 //! endless loop: the watchdog, exit 1), and `new-kernel`'s stubs compile and fail verification.
-//! The CUDA files compile with NVRTC alone (skipped without libnvrtc unless
-//! MATMUL_REQUIRE_NVRTC=1); running them needs a GPU (`#[ignore]`d; scripts/gpu-byok.sh runs
-//! the same on the GPU host).
+//! The CUDA files compile with NVRTC alone; running them needs a GPU (scripts/gpu-byok.sh runs
+//! the same on the GPU host). As in the matmul crate (its build.rs), the tests that need an
+//! adapter, NVRTC or a GPU are `#[ignore]`d unless built with CI=true or MATMUL_REQUIRE_WGPU=1,
+//! MATMUL_REQUIRE_NVRTC=1 or MATMUL_REQUIRE_GPU=1 respectively, and fail without it under the
+//! same variable at run time.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -32,8 +34,8 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
-/// Whether a wgpu adapter opens; without one the WGSL tests print SKIP and pass, unless CI=true
-/// or MATMUL_REQUIRE_WGPU=1.
+/// Whether a wgpu adapter opens; without one a test run with `--include-ignored` prints SKIP and
+/// returns, unless CI=true or MATMUL_REQUIRE_WGPU=1 (then it fails).
 fn wgpu_ok() -> bool {
     match matmul::WgpuBackend::new() {
         Ok(_) => true,
@@ -76,6 +78,10 @@ fn gpu_ok() -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgsl_examples_verify() {
     if !wgpu_ok() {
         return;
@@ -151,6 +157,10 @@ fn wgsl_examples_verify() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgsl_bench_places_the_kernel_beside_ours() {
     if !wgpu_ok() {
         return;
@@ -190,6 +200,10 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn judge_runs_a_users_u32_kernel() {
     if !wgpu_ok() {
         return;
@@ -225,6 +239,10 @@ fn judge_runs_a_users_u32_kernel() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgsl_syntax_error_shows_naga_log_exit_2() {
     if !wgpu_ok() {
         return;
@@ -238,6 +256,10 @@ fn wgsl_syntax_error_shows_naga_log_exit_2() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgsl_wrong_result_fails_verification_exit_1() {
     if !wgpu_ok() {
         return;
@@ -261,6 +283,10 @@ fn wgsl_wrong_result_fails_verification_exit_1() {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn wgsl_endless_loop_is_stopped_by_the_watchdog() {
     if !wgpu_ok() {
         return;
@@ -344,6 +370,10 @@ fn temp_dir(tag: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn new_kernel_wgsl_stub_compiles_and_fails_until_filled_in() {
     let dir = temp_dir("wgsl");
     let d = dir.to_string_lossy().into_owned();
@@ -404,6 +434,10 @@ fn new_kernel_wgsl_stub_compiles_and_fails_until_filled_in() {
 /// Every CUDA file here (the examples, the broken ones but the syntax error, and the stub)
 /// compiles with NVRTC; the syntax error's log names its file and line.
 #[test]
+#[cfg_attr(
+    not(matmul_require_nvrtc),
+    ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
+)]
 fn cuda_files_compile_with_nvrtc() {
     if !nvrtc_ok() {
         return;
@@ -445,7 +479,10 @@ fn cuda_files_compile_with_nvrtc() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU: -- --include-ignored (scripts/gpu-byok.sh runs the same)"]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored (scripts/gpu-byok.sh runs the same)"
+)]
 fn cuda_examples_verify_and_time() {
     if !gpu_ok() {
         return;
@@ -523,7 +560,10 @@ fn cuda_examples_verify_and_time() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU: -- --include-ignored (scripts/gpu-byok.sh runs the same)"]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored (scripts/gpu-byok.sh runs the same)"
+)]
 fn cuda_broken_kernels_fail_cleanly() {
     if !gpu_ok() {
         return;

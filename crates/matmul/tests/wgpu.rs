@@ -5,9 +5,12 @@
 //! kernel, bad operands, an operand past the adapter's storage-binding limit).
 //!
 //! They need a wgpu adapter: any Vulkan driver does, lavapipe (Mesa's software Vulkan,
-//! `apt-get install mesa-vulkan-drivers libvulkan1`) included; `.ci/run` installs it. Without one
-//! each test prints `SKIP: <reason>` and passes, unless CI=true or MATMUL_REQUIRE_WGPU=1: then it
-//! fails, so CI cannot pass with the wgpu tests skipped. `--nocapture` prints one RESULT line per
+//! `apt-get install mesa-vulkan-drivers libvulkan1`) included; `.ci/run` installs it. They are
+//! `#[ignore]`d unless built with CI=true or MATMUL_REQUIRE_WGPU=1 (build.rs), so that without an
+//! adapter `cargo test` counts them as ignored, not passed. Under either variable at run time a
+//! missing adapter fails them, so CI cannot pass with the wgpu tests skipped; run with
+//! `--include-ignored` and neither variable, each prints `SKIP: <reason>` and passes
+//! (scripts/gpu-wgpu.sh passes `--include-ignored` with MATMUL_REQUIRE_WGPU=1). `--nocapture` prints one RESULT line per
 //! kernel and dtype.
 
 use matmul::compat::judge;
@@ -181,31 +184,55 @@ fn sweep(name: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_row() {
     sweep("wgpu-row");
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_ele() {
     sweep("wgpu-ele");
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_naive() {
     sweep("wgpu-naive");
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_single_block() {
     sweep("wgpu-single-block");
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_tiled() {
     sweep("wgpu-tiled");
 }
 
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_regtile() {
     sweep("wgpu-regtile");
 }
@@ -239,6 +266,10 @@ fn every_wgsl_kernel_has_a_sweep_and_twins_resolve() {
 /// A tile override (TPB 1 to 16) runs the tiled and naive kernels; TPB above what the adapter's
 /// invocations allow is refused with the rule.
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn tile_overrides() {
     let Some(b) = adapter() else { return };
     let mut failures = Vec::new();
@@ -266,6 +297,10 @@ fn tile_overrides() {
 
 /// The Mojo puzzles through their WGSL twins at TPB 3, exact.
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn puzzles_through_wgpu() {
     let Some(b) = adapter() else { return };
     for name in PuzzleName::ALL {
@@ -287,6 +322,10 @@ fn puzzles_through_wgpu() {
 /// through wgpu (`select` maps the seed flag TILING to wgpu-tiled; the vectors run on the
 /// register-tiled kernel, the fastest).
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn judge_vectors_through_wgpu() {
     let Some(b) = adapter() else { return };
     let input = include_str!("../../../tests/data/public.in");
@@ -311,6 +350,10 @@ fn judge_vectors_through_wgpu() {
 
 /// C is poisoned before every launch, and a poisoned C fails verification.
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn output_is_poisoned_before_the_launch() {
     let Some(b) = adapter() else { return };
     for dtype in [DType::F32, DType::U32] {
@@ -331,6 +374,10 @@ fn output_is_poisoned_before_the_launch() {
 
 /// `time` returns one positive duration per timed launch, rotating input sets.
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn timing_returns_one_duration_per_launch() {
     let Some(b) = adapter() else { return };
     println!("RESULT {}", b.describe());
@@ -372,6 +419,10 @@ fn timing_returns_one_duration_per_launch() {
 /// the kernel, a CUDA kernel on wgpu, wrong operands, a dtype the kernels lack, an operand past
 /// the adapter's storage-binding limit (refused with the rule before anything is allocated).
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn bad_calls_are_errors() {
     let Some(b) = adapter() else { return };
     let e = b
@@ -437,6 +488,10 @@ fn bad_calls_are_errors() {
 /// `--backend wgpu` through `dispatch::select`: a CUDA name runs its WGSL twin, `auto` the
 /// register-tiled kernel; `auto` on `BackendChoice::Auto` never takes a software adapter.
 #[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn selection_through_wgpu() {
     let Some(_) = adapter() else { return };
     let p = Problem::square(32, DType::F32);
@@ -446,4 +501,17 @@ fn selection_through_wgpu() {
     assert_eq!(sel.kernel.name, "wgpu-ele");
     let e = matmul::dispatch::select("wgmma", BackendChoice::Wgpu, DType::Bf16, None).unwrap_err();
     assert!(e.to_string().contains("wgpu"), "{e}");
+}
+
+/// CI=true or MATMUL_REQUIRE_WGPU=1 promises that the wgpu tests ran. A binary built without
+/// either (the GPU bundle's) has them ignored: run without `--include-ignored`, it fails here
+/// rather than passing with every wgpu test ignored.
+#[test]
+fn require_wgpu_includes_the_ignored_wgpu_tests() {
+    let included = std::env::args().any(|a| a == "--include-ignored" || a == "--ignored");
+    assert!(
+        !required() || cfg!(matmul_require_wgpu) || included,
+        "CI=true or MATMUL_REQUIRE_WGPU=1, but this test binary was built without either, so its \
+         wgpu tests are ignored: pass --include-ignored"
+    );
 }

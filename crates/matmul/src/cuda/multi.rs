@@ -1254,7 +1254,12 @@ mod tests {
     /// second rank 0 refuses the file left behind.
     #[test]
     fn the_unique_id_goes_through_the_file() {
-        if nccl::library().is_err() {
+        if let Err(e) = nccl::library() {
+            // scripts/gpu-nccl.sh runs this under MATMUL_REQUIRE_MULTI_GPU=1: NCCL must be there.
+            assert!(
+                std::env::var("MATMUL_REQUIRE_MULTI_GPU").as_deref() != Ok("1"),
+                "MATMUL_REQUIRE_MULTI_GPU=1 but: {e}"
+            );
             println!("SKIP: no NCCL");
             return;
         }
