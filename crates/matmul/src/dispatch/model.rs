@@ -283,7 +283,10 @@ pub fn estimate(
             let unit_s =
                 2.0 * t.bm as f64 * t.bn as f64 * piece_k / (device.simt_rate(problem.dtype) * eff);
             let compute = waves(tiles * splits, device.sms, occupancy, unit_s);
-            let split = split_cost(splits, problem, device);
+            let mut split = split_cost(splits, problem, device);
+            if src.tma_tiles {
+                split += staging_cost(problem, device);
+            }
             Estimate {
                 seconds: overlap(compute, floor) + split + LAUNCH_S,
                 compute_s: compute,
@@ -301,7 +304,7 @@ pub fn estimate(
             };
             let units = Wgmma::tiles(kernel, problem) * splits;
             let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
-            let piece_k = k.div_ceil(splits) as f64;
+            let piece_k = k.div_ceil(splits) as f64 + 2.0 * tile.bk as f64;
             let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
                 / (device.tc_rate(problem.dtype) * eff);
             // Clusters of two share B by multicast: a little faster once there are many waves.
@@ -316,7 +319,10 @@ pub fn estimate(
             };
             let compute = waves(units, device.sms, 1, unit_s) * cluster;
             Estimate {
-                seconds: overlap(compute, floor) + split_cost(splits, problem, device) + LAUNCH_S,
+                seconds: overlap(compute, floor)
+                    + split_cost(splits, problem, device)
+                    + staging_cost(problem, device)
+                    + LAUNCH_S,
                 compute_s: compute,
                 splits,
             }
@@ -352,6 +358,18 @@ pub fn estimate(
         _ => return None,
     };
     Some(est)
+}
+
+/// What a TMA kernel pays for an operand whose stored rows are not 16-byte multiples: a padded
+/// copy (read and written once, cuda/staging.rs) and its launch, per such operand.
+fn staging_cost(problem: &Problem, device: &DeviceModel) -> f64 {
+    let elem = problem.dtype.input_bytes();
+    let (a, b) = (problem.a_stored(), problem.b_stored());
+    [a, b]
+        .iter()
+        .filter(|(_, cols)| !(cols * elem).is_multiple_of(16))
+        .map(|(rows, cols)| 2.0 * (rows * cols * elem) as f64 / device.dram_bytes_per_s + LAUNCH_S)
+        .sum()
 }
 
 /// What split-K adds: `splits` slabs of M×N 4-byte partials written and read back, and the
