@@ -70,6 +70,27 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (4104, 1544, 264),
 ];
 
+/// The small-M kernel's own shapes (`Constraint::SmallM`), added to [`SHAPES`] for it: M = 1, 3,
+/// 16, 17, 63 and 64 (row groups of 8 full, partial and single), N and K off multiples of 8 and of
+/// the 4- and 8-element vectors, N below one column block (8, 16 and 32 lanes) and across several,
+/// K within one chunk of 256, across chunks, and long enough to split into many pieces (1×64×100000:
+/// one column block, K in 391 pieces; 48×48×100000: six row groups), a wide N that fills the
+/// machine unsplit.
+const SMALL_M_SHAPES: &[(usize, usize, usize)] = &[
+    (1, 64, 100_000),
+    (48, 48, 100_000),
+    (1, 4099, 1031),
+    (3, 1001, 777),
+    (16, 4096, 1024),
+    (17, 257, 2049),
+    (63, 129, 513),
+    (64, 200, 4104),
+    (64, 7, 9),
+    (2, 33, 5000),
+    (8, 8200, 264),
+    (1, 1, 100_000),
+];
+
 fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).as_deref() == Ok(value)
 }
@@ -158,8 +179,10 @@ fn shapes_for(kernel: &KernelSpec) -> Vec<(usize, usize, usize)> {
         kernel.cuda_source().map(|s| s.geometry),
         Some(Geometry::RowPerThread { .. })
     );
+    let small_m = kernel.constraints.contains(&Constraint::SmallM);
     SHAPES
         .iter()
+        .chain(SMALL_M_SHAPES.iter().filter(|_| small_m))
         .copied()
         .filter(|&(m, n, k)| {
             let large = m * n * k > 20_000_000;
@@ -209,6 +232,11 @@ fn expected_refusal(
             Constraint::TcTf32Layout => {
                 if problem.op_a == Op::T && problem.op_b == Op::N {
                     return Some("op(A)=N or op(B)=T");
+                }
+            }
+            Constraint::SmallM => {
+                if problem.m > 64 {
+                    return Some("m must be at most 64");
                 }
             }
         }
@@ -354,6 +382,7 @@ kernel_tests! {
     sweep_mma_u8x4 => "mma-u8x4",
     sweep_wgmma_u8x4 => "wgmma-u8x4",
     sweep_wgmma_u8x4_tma => "wgmma-u8x4-tma",
+    sweep_decode => "decode",
     sweep_cublas => "cublas",
 }
 

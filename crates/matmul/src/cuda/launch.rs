@@ -16,11 +16,11 @@ use super::staging::{padded, tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
-use crate::family::u8x4;
 use crate::family::wgmma::Wgmma;
 use crate::family::Boxes;
+use crate::family::{decode, u8x4};
 use crate::problem::{Op, Problem};
-use crate::registry::{Implementation, KernelSpec};
+use crate::registry::{Geometry, Implementation, KernelSpec};
 
 /// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
 pub(super) enum Launcher {
@@ -523,7 +523,8 @@ impl CudaBackend {
         }
         // SAFETY: the argument list matches the kernel ABI (three pointers, seven ints,
         // for a split-tail kernel the tiles it computes, for a TMA kernel three tensor maps,
-        // for a split-K kernel its pieces and a workspace of that many M×N f32 slabs, for a
+        // for a split-K kernel its pieces and a workspace of that many M×N 4-byte slabs (null
+        // with one piece, which the kernels then never touch), for a
         // byte-split kernel its planes (4·KP·(M + N) bytes) and KP, and for its TMA build two
         // tensor maps over them); the
         // buffers are sized for `problem`, which the kernels index within (TMA bounds its own
@@ -533,9 +534,10 @@ impl CudaBackend {
             .ctx(|| format!("launching {} with {config:?}", loaded.entry))
     }
 
-    /// The split-K plan of a split-K kernel ([`Wgmma::splits`]; off under the split tail's
-    /// `SPLIT_TAIL=0` knob, for A/B runs), its workspace and reduction, with the grid of
-    /// `config` widened to the (tile, piece) units.
+    /// The split-K plan of a split-K kernel ([`Wgmma::splits`], or [`decode::splits`] for the
+    /// decode kernel; off under the split tail's `SPLIT_TAIL=0` knob, for A/B runs), its workspace
+    /// and reduction (`wgmma_reduce`, `decode_reduce`), with the grid of `config` widened to the
+    /// (tile, piece) units (wgmma) or already `splits` pieces along y (decode's `launch_dims`).
     fn split_k(
         &self,
         kernel: &KernelSpec,
@@ -544,7 +546,14 @@ impl CudaBackend {
         config: &mut LaunchConfig,
     ) -> Result<SplitK> {
         let sms = self.info.sm_count as u64;
-        let planned = Wgmma::splits(kernel, problem, sms);
+        let is_decode = kernel
+            .cuda_source()
+            .is_some_and(|s| s.geometry == Geometry::Decode);
+        let planned = if is_decode {
+            decode::splits(problem, sms)
+        } else {
+            Wgmma::splits(kernel, problem, sms)
+        };
         let splits = if TailKnobs::read()?.enabled()? {
             planned
         } else {
@@ -552,8 +561,13 @@ impl CudaBackend {
         };
         if splits == 1 {
             if planned > 1 {
-                // launch_dims planned the pieces (clusters never split): one block per tile.
-                config.grid_dim.0 = Wgmma::grid(Wgmma::tiles(kernel, problem), 1, sms);
+                if is_decode {
+                    // launch_dims planned the pieces along y: one piece, all of K.
+                    config.grid_dim.1 = 1;
+                } else {
+                    // launch_dims planned the pieces (clusters never split): one block per tile.
+                    config.grid_dim.0 = Wgmma::grid(Wgmma::tiles(kernel, problem), 1, sms);
+                }
             }
             return Ok(SplitK {
                 splits,
@@ -561,15 +575,14 @@ impl CudaBackend {
                 through_c: false,
             });
         }
+        let reduce = if is_decode {
+            "decode_reduce"
+        } else {
+            "wgmma_reduce"
+        };
         Ok(SplitK {
             splits,
-            workspace: Some(self.split_k_workspace(
-                kernel,
-                problem,
-                loaded,
-                splits,
-                "wgmma_reduce",
-            )?),
+            workspace: Some(self.split_k_workspace(kernel, problem, loaded, splits, reduce)?),
             through_c: false,
         })
     }
@@ -749,9 +762,9 @@ impl CudaBackend {
         let splits = splits as i32;
         let mut builder = self.stream.launch_builder(reduce);
         builder.arg(&partial).arg(&c).arg(&count).arg(&splits);
-        // SAFETY: wgmma_reduce(const float*, OUT*, int, int) and multistage_reduce(const ELEM*,
-        // ELEM*, int, int): `partial` holds `splits` slabs of `count` 4-byte sums, C `count`
-        // elements of the kernel's output type.
+        // SAFETY: wgmma_reduce(const float*, OUT*, int, int), multistage_reduce(const ELEM*,
+        // ELEM*, int, int) and decode_reduce(const ACC*, OUT*, int, int): `partial` holds
+        // `splits` slabs of `count` 4-byte sums, C `count` elements of the kernel's output type.
         unsafe { builder.launch(config) }
             .map(|_| ())
             .ctx(|| format!("launching the split-K reduction over {splits} slabs"))

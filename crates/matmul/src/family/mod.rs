@@ -16,11 +16,14 @@
 //! - [`u8x4::U8x4Tma`]: the same planes read by TMA through two tensor maps, persistent grid
 //!   (`ByteSplitTma`: wgmma-u8x4-tma);
 //! - [`wgmma::Wgmma`]: Hopper's TMA and wgmma on a persistent grid (`Wgmma`, `WgmmaTf32`: wgmma …,
-//!   wgmma-tf32 …).
+//!   wgmma-tf32 …);
+//! - [`decode::Decode`]: small M (≤ 64), B streamed once, K split across blocks into slabs that a
+//!   second kernel sums (`Decode`: decode).
 //!
 //! Every kernel takes A, B and C, then m, n, k and the row and column strides of op(A) and op(B)
 //! as `int`s; [`Family::extra_args`] says what follows them.
 
+pub mod decode;
 pub mod mma;
 pub mod seed;
 pub mod simt;
@@ -64,8 +67,8 @@ pub struct ExtraArgs {
     pub split_tail: Option<Tiling>,
     /// A TMA kernel: three tensor maps (A, B, C), boxed by these.
     pub tensor_maps: Option<Boxes>,
-    /// A split-K wgmma kernel ([`CudaSource::split_k`]): after the maps, the number of k pieces
-    /// and the partials' workspace.
+    /// A split-K kernel ([`CudaSource::split_k`]: wgmma, decode): after the usual arguments (and
+    /// a wgmma kernel's maps), the number of k pieces and the partials' workspace.
     pub split_k: bool,
     /// A byte-split kernel ([`u8x4::U8x4`]): after the usual arguments, the byte planes'
     /// address and KP, the planes written by the `u8x4_split` pre-pass before each launch.
@@ -78,7 +81,7 @@ pub struct ExtraArgs {
 /// What the host does for the kernels of one family. Errors are the rule broken, in words; the
 /// caller names the kernel and the problem.
 pub trait Family: Sync {
-    /// The family's name: seed, simt, simt-tma, mma or wgmma.
+    /// The family's name: seed, simt, simt-tma, mma, wgmma, u8x4, u8x4-tma or decode.
     fn name(&self) -> &'static str;
 
     /// The rules of `kernel`'s tile parameters as `opts` overrides them (TILE, the tiling).
@@ -137,6 +140,7 @@ pub fn of(src: &CudaSource) -> &'static dyn Family {
         Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => &wgmma::Wgmma,
         Geometry::ByteSplit { .. } => &u8x4::U8x4,
         Geometry::ByteSplitTma { .. } => &u8x4::U8x4Tma,
+        Geometry::Decode => &decode::Decode,
     }
 }
 
@@ -188,6 +192,7 @@ pub(crate) mod tests {
             let f = src.family();
             let expected = match (k.origin, k.name) {
                 (_, "simt-tma") => "simt-tma",
+                (_, "decode") => "decode",
                 (_, name) if name.ends_with("-u8x4") => "u8x4",
                 (_, name) if name.ends_with("-u8x4-tma") => "u8x4-tma",
                 (origin, _) if origin.starts_with("SIMT ladder") => "simt",

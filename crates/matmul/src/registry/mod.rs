@@ -11,7 +11,7 @@ pub mod tiling;
 pub mod traffic;
 pub mod types;
 
-pub use rules::{narrow_c_kernels, DeviceLimits, TF32_LAYOUT_RULE, TMA_TILING_RULE};
+pub use rules::{narrow_c_kernels, DeviceLimits, SMALL_M_MAX, TF32_LAYOUT_RULE, TMA_TILING_RULE};
 pub use tiling::{TcTile, Tiling, DEFAULT_PTXAS_LEVEL};
 pub use traffic::Traffic;
 pub use types::{
@@ -387,6 +387,29 @@ pub static KERNELS: &[KernelSpec] = &[
             )
         },
     ),
+    KernelSpec {
+        name: "decode",
+        aliases: &[],
+        origin: SIMT_LADDER,
+        summary: "small M (decode, M <= 64): B streamed once as 16-byte vectors into registers, every row of A from shared memory against each, K split across blocks into f32/u32 slabs summed in order; op(B)=N threads own columns, op(B)=T warps own columns (shuffle reduce); every dtype",
+        backend: BackendKind::Cuda,
+        dtypes: ALL,
+        constraints: &[Constraint::SmallM],
+        traffic: Traffic::Minimal,
+        implementation: Implementation::Cuda(CudaSource {
+            file: "22_decode.cu",
+            text: include_str!("../../kernels/22_decode.cu"),
+            includes: &[],
+            entry: None,
+            defines: &[],
+            geometry: Geometry::Decode,
+            zero_output: false,
+            narrow_c: true,
+            tma_tiles: false,
+            split_tail: false,
+            split_k: true,
+        }),
+    },
     KernelSpec {
         name: "cublas",
         aliases: &["cuBLAS"],

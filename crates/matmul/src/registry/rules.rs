@@ -91,6 +91,10 @@ pub(crate) mod test_limits {
 /// The refusal of [`Constraint::TcTf32Layout`].
 pub const TF32_LAYOUT_RULE: &str = "tf32 wgmma reads its shared-memory operand K-major only, so it needs op(A)=N or op(B)=T; op(A)=T with op(B)=N (A stored KxM, B stored KxN) has no K-major operand (use mma-sync-wide or mma-sync)";
 
+/// The largest m of [`Constraint::SmallM`] (the decode kernel keeps a block's rows of C in
+/// registers, at most 64 rows in row groups of 8 or 16).
+pub const SMALL_M_MAX: usize = 64;
+
 /// Every CUDA kernel indexes with 32-bit `int`: each matrix must have fewer than 2^31 elements.
 const INT_INDEX_LIMIT: usize = i32::MAX as usize;
 /// CUDA's limit on gridDim.y.
@@ -203,6 +207,9 @@ impl KernelSpec {
                 Constraint::TcTf32Layout if WgmmaTf32Orientation::of(problem).is_none() => {
                     return Err(fail(TF32_LAYOUT_RULE.into()));
                 }
+                Constraint::SmallM if problem.m > SMALL_M_MAX => {
+                    return Err(fail(format!("m must be at most {SMALL_M_MAX}: this small-M (decode) kernel keeps its rows of C in registers; m = {} runs on the tile kernels", problem.m)));
+                }
                 _ => {}
             }
         }
@@ -247,7 +254,7 @@ mod tests {
         find("tiled").unwrap().can_run(&f, None, &opts).unwrap();
         assert_eq!(
             narrow_c_kernels(DType::F32),
-            ["cpu-reference", "cpu", "cublas"]
+            ["cpu-reference", "cpu", "decode", "cublas"]
         );
     }
 

@@ -109,6 +109,12 @@ pub enum Geometry {
         /// The compile-time tile (BK in bytes of k).
         tile: TcTile,
     },
+    /// The small-M kernel (22_decode.cu, M ≤ 64): blocks of 256 threads, each a few rows of C
+    /// over a strip of columns and one piece of K; grid = (column blocks × row groups, k
+    /// pieces), both from [`family::decode`](crate::family::decode). After the usual arguments
+    /// the number of pieces and the workspace of their partial slabs, which the module's
+    /// `decode_reduce` sums into C.
+    Decode,
 }
 
 /// A CUDA C++ kernel compiled at run time by NVRTC.
@@ -145,10 +151,12 @@ pub struct CudaSource {
     /// `SPLIT_TAIL_PIECES=1` has the entry `<entry>_tail` that computes the rest in pieces
     /// (`cuda::split_tail_plan`).
     pub split_tail: bool,
-    /// A wgmma kernel that can split K (15_wgmma.cu, "Split-K"): its entry takes two more
-    /// arguments after the tensor maps, the number of k pieces and an f32 workspace of that many
-    /// M×N slabs, and the same module's `wgmma_reduce` sums the slabs into C
-    /// ([`Wgmma::splits`](crate::family::wgmma::Wgmma::splits)).
+    /// A kernel that can split K (15_wgmma.cu, "Split-K"; 22_decode.cu): its entry takes two
+    /// more arguments after the usual ones (and a wgmma kernel's tensor maps), the number of k
+    /// pieces and a workspace of that many M×N slabs of 4-byte sums, and the same module's
+    /// reduction (`wgmma_reduce`, `decode_reduce`) sums the slabs into C
+    /// ([`Wgmma::splits`](crate::family::wgmma::Wgmma::splits),
+    /// [`decode::splits`](crate::family::decode::splits)).
     pub split_k: bool,
 }
 
@@ -257,6 +265,9 @@ pub enum Constraint {
     /// tf32 wgmma reads its shared-memory operand K-major only: op(A) = N (A stored M×K) or
     /// op(B) = T (B stored N×K); op(A) = T with op(B) = N has no K-major operand.
     TcTf32Layout,
+    /// The kernel keeps every row of C a block computes in registers: m ≤
+    /// [`SMALL_M_MAX`](super::rules::SMALL_M_MAX) (64).
+    SmallM,
 }
 
 impl Constraint {
@@ -267,6 +278,7 @@ impl Constraint {
             Constraint::FitsOneBlock => "M,N,K ≤ TPB",
             Constraint::Sm90a => "Hopper (sm_90a)",
             Constraint::TcTf32Layout => "op(A)=N or op(B)=T",
+            Constraint::SmallM => "M ≤ 64",
         }
     }
 }
