@@ -14,6 +14,7 @@
 //! Only the ordering of the estimates matters; they are not predictions to quote.
 
 use crate::dtype::DType;
+use crate::family::decode;
 use crate::family::wgmma::Wgmma;
 use crate::problem::Problem;
 use crate::registry::{DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
@@ -355,6 +356,23 @@ pub fn estimate(
                 splits: 1,
             }
         }
+        Geometry::Decode => {
+            // Streams op(B) from DRAM, once per group of 8 rows of C (the later groups mostly
+            // from L2), with the FMAs on SIMT lanes (16-bit inputs widened to f32).
+            let splits = decode::splits(problem, device.sms);
+            let groups = decode::row_groups(problem) as f64;
+            let b_bytes = (problem.k * problem.n * problem.dtype.input_bytes()) as f64;
+            let memory = floor
+                + 0.25 * (groups - 1.0).max(0.0) * b_bytes
+                    / (device.dram_bytes_per_s * DRAM_EFFICIENCY);
+            let compute = problem.flops()
+                / (device.simt_rate(problem.dtype) * device.sms as f64 * 0.5 * calibration);
+            Estimate {
+                seconds: overlap(compute, memory) + split_cost(splits, problem, device) + LAUNCH_S,
+                compute_s: compute,
+                splits,
+            }
+        }
         _ => return None,
     };
     Some(est)
@@ -421,7 +439,10 @@ pub fn auto_eligible(kernel: &KernelSpec) -> bool {
     match src.geometry {
         Geometry::BlockTile { .. } => simt_rung(kernel) >= 0.75,
         Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => !kernel.is_tf32x3(),
-        Geometry::Mma { .. } | Geometry::ByteSplit { .. } | Geometry::ByteSplitTma { .. } => true,
+        Geometry::Mma { .. }
+        | Geometry::ByteSplit { .. }
+        | Geometry::ByteSplitTma { .. }
+        | Geometry::Decode => true,
         _ => false,
     }
 }

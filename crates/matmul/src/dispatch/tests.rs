@@ -132,10 +132,20 @@ fn auto_follows_the_shape_and_the_device() {
     // u32 by shape: the int8 tensor cores on large products, IMAD with split-K on K-heavy ones.
     assert_eq!(name(HOPPER, 4096, 4096, 4096, DType::U32), "wgmma-u8x4-tma");
     assert_eq!(name(A100, 4096, 4096, 4096, DType::U32), "mma-u8x4");
-    let heavy = name(H200, 48, 48, 100_000, DType::U32);
-    assert!(heavy.starts_with("multistage"), "{heavy}");
-    let heavy = name(H200, 48, 48, 100_000, DType::F32);
-    assert!(heavy.starts_with("multistage"), "{heavy}");
+    for dtype in [DType::U32, DType::F32] {
+        let heavy = name(H200, 48, 48, 100_000, dtype);
+        assert!(
+            heavy.starts_with("multistage") || heavy == "decode",
+            "{heavy}"
+        );
+        assert!(!name(H200, 256, 256, 262_144, dtype).contains("u8x4"));
+    }
+    // Decode-sized M streams B at the memory bandwidth.
+    for dtype in [DType::F32, DType::U32, DType::Tf32] {
+        assert_eq!(name(H200, 1, 4096, 4096, dtype), "decode", "{dtype}");
+        assert_eq!(name(A100, 16, 14336, 4096, dtype), "decode", "{dtype}");
+    }
+    assert_ne!(name(H200, 65, 4096, 4096, DType::F32), "decode");
     // f32 squares on the SIMT ladder's best rung.
     for n in [1024, 4096, 8192] {
         let k = name(H200, n, n, n, DType::F32);
