@@ -319,6 +319,13 @@ impl Record {
         self.kernel == INT8_CEILING
     }
 
+    /// The kernel that actually ran: for `auto` the one it chose (`chosen`), else `kernel`.
+    /// Whatever depends on the code that ran, such as the compute roof of a byte-split or
+    /// 3xTF32 kernel, follows this name, not the row's.
+    pub fn ran_kernel(&self) -> &str {
+        self.chosen.as_deref().unwrap_or(&self.kernel)
+    }
+
     /// The kernel as the tables name it: the registry name, or for `auto` what it chose,
     /// `auto (warptile 128x128x16/8x4)`.
     pub fn label(&self) -> String {
@@ -412,7 +419,8 @@ impl Report {
         self.recompute_roofs();
     }
 
-    /// (Re)computes every record's roof from the ceilings the report holds.
+    /// (Re)computes every record's roof from the ceilings the report holds, each under the
+    /// compute roof of the kernel that ran ([`Record::ran_kernel`]).
     pub fn recompute_roofs(&mut self) {
         let roofs = self.roofs();
         let cache_bytes = self.settings.cache_bytes;
@@ -420,7 +428,12 @@ impl Report {
             r.roof = if r.status == Status::Skipped {
                 None
             } else {
-                roofs.bound_for_kernel(&r.kernel, r.dtype, r.placement(cache_bytes), r.rate_gops)
+                roofs.bound_for_kernel(
+                    r.ran_kernel(),
+                    r.dtype,
+                    r.placement(cache_bytes),
+                    r.rate_gops,
+                )
             };
         }
     }

@@ -14,6 +14,7 @@ mod model;
 mod svg;
 
 pub use model::{Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
+pub(crate) use model::roof_op;
 #[cfg(test)]
 pub(crate) use svg::draw;
 pub use svg::render_svg;

@@ -709,3 +709,84 @@ fn the_int8_ceiling_row_is_timed_not_verified_and_gives_the_u32_ratios() {
     let e = crate::defaults::select_kernels("cublaslt-int8", BackendKind::Cpu, false).unwrap_err();
     assert!(e.to_string().contains("runs on the cuda backend"), "{e}");
 }
+
+/// The record of `kernel` (registry name) made the `auto` row that chose it, at `n`³ and `rate`
+/// G(FL)OP/s, its roof recomputed under `report`'s ceilings.
+fn as_auto(report: &mut Report, kernel: &str, n: usize, rate: f64) -> Record {
+    let i = report
+        .records
+        .iter()
+        .position(|r| r.kernel == kernel)
+        .unwrap_or_else(|| panic!("{kernel}"));
+    let r = &mut report.records[i];
+    assert_eq!(r.status, Status::Ok, "{kernel}: {:?}", r.reason);
+    r.chosen = Some(std::mem::replace(&mut r.kernel, "auto".into()));
+    r.problem = Problem::square(n, r.dtype);
+    r.shape = r.problem.shape_label();
+    r.flops = r.problem.flops();
+    r.min_bytes = r.problem.min_bytes();
+    r.rate_gops = Some(rate);
+    report.recompute_roofs();
+    report.records[i].clone()
+}
+
+/// An `auto` row is placed by the kernel it chose: a byte-split choice (`wgmma-u8x4-tma`) under
+/// the int8/10 roof, with no "above roof" warning in any rendering, where under int32 the same
+/// rate (386 % of the IMAD peak, as measured on an H100) is flagged; a 3xTF32 choice under tf32/3.
+#[test]
+fn auto_rows_take_the_roof_of_the_kernel_that_ran() {
+    let mut c = small_config(vec![
+        matmul::find("wgmma-u8x4-tma").unwrap(),
+        matmul::find("wgmma-3xtf32").unwrap(),
+    ]);
+    c.shapes = vec![Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    }];
+    c.datasheet = crate::ceilings::datasheet("NVIDIA H100 80GB HBM3");
+    let mut report = run(&FakeCuda, &c, &mut |_| {});
+    let rate = 3.86 * 33_500.0;
+    let u32_auto = as_auto(&mut report, "wgmma-u8x4-tma", 8192, rate);
+    let b = u32_auto.roof.as_ref().unwrap();
+    assert_eq!(u32_auto.ran_kernel(), "wgmma-u8x4-tma");
+    assert_eq!(
+        (b.roof.as_str(), b.compute_roof.as_deref()),
+        ("int8/10", Some("int8/10"))
+    );
+    assert!((b.bound_gops - 197_890.0).abs() < 1e-6, "{}", b.bound_gops);
+    assert!(!b.above_roof(), "{:?}", b.percent);
+    let f32_auto = as_auto(&mut report, "wgmma-3xtf32", 8192, 87_000.0);
+    let b = f32_auto.roof.as_ref().unwrap();
+    assert_eq!(b.compute_roof.as_deref(), Some("tf32/3"));
+    assert!(!b.above_roof(), "{:?}", b.percent);
+
+    // Nothing above its roof, in any rendering; the roofline draws the int8/10 roof (in OP/s).
+    assert!(report.above_roof().is_empty());
+    let warning = "⚠ above roof";
+    assert!(!report.table().contains(warning), "{}", report.table());
+    assert!(!report.to_markdown("roofline.svg").contains(warning));
+    assert!(!report.to_html().contains(warning));
+    let svg = report.roofline_svg();
+    check_xml(&svg).unwrap();
+    assert!(!svg.contains(warning));
+    assert!(svg.contains("int8/10 198 TOP/s") && svg.contains("tf32/3 "), "{svg}");
+    assert!(!svg.contains(">int32 ") && !svg.contains(">fp32 "), "{svg}");
+    let csv = crate::tests::parse_csv(&report.to_csv()).unwrap();
+    let col = |name: &str| csv[0].iter().position(|h| h == name).unwrap();
+    let u32_row = csv.iter().find(|r| r[col("dtype")] == "u32").unwrap();
+    assert_eq!(
+        (u32_row[col("kernel")].as_str(), u32_row[col("roof")].as_str()),
+        ("auto", "int8/10")
+    );
+    assert!(u32_row[col("roof_percent")].parse::<f64>().unwrap() < 100.0);
+
+    // The same row taken for the IMAD kernel it did not run is "above the roof".
+    let mut wrong = report.clone();
+    for r in &mut wrong.records {
+        r.chosen = None;
+    }
+    wrong.recompute_roofs();
+    let above: Vec<&str> = wrong.above_roof().iter().map(|r| r.dtype.name()).collect();
+    assert_eq!(above, ["f32", "u32"]);
+}
