@@ -13,8 +13,8 @@ pub(crate) mod canvas;
 mod model;
 mod svg;
 
-pub use model::{Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 pub(crate) use model::roof_op;
+pub use model::{Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 #[cfg(test)]
 pub(crate) use svg::draw;
 pub use svg::render_svg;

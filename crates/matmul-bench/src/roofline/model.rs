@@ -207,7 +207,9 @@ impl Roofs {
 
     /// The compute roof named `name` (as a [`RoofBound::compute_roof`] names it), if in force.
     pub fn compute_named(&self, name: &str) -> Option<&Roof> {
-        self.compute.iter().find(|r| r.name.eq_ignore_ascii_case(name))
+        self.compute
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
     }
 
     /// The compute roof for `kernel` (a registry name: for an `auto` record, the kernel it
