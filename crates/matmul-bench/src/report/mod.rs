@@ -166,11 +166,33 @@ pub struct CeilingsInfo {
     pub datasheet: Option<Ceilings>,
 }
 
+/// A kernel of the user's own (`matmul bench --kernel-file`, docs/own-kernels.md): the file and
+/// how it was launched, enough to run it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFile {
+    /// The file as given on the command line.
+    pub path: String,
+    /// "cuda" (.cu) or "wgsl" (.wgsl).
+    pub lang: String,
+    /// The entry point.
+    pub entry: String,
+    /// The launch options as given (`-D NAME=VALUE`, `--grid`, `--block`, `--shared`,
+    /// `--zero-c`), in command-line form.
+    pub options: Vec<String>,
+}
+
+/// The prefix of a kernel file's record name: `file:mine.cu` (no registry name has a colon).
+pub const KERNEL_FILE_PREFIX: &str = "file:";
+
 /// One kernel × dtype × shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
-    /// Registry name.
+    /// Registry name; `auto`; [`INT8_CEILING`]; or for a kernel of the user's own,
+    /// [`KERNEL_FILE_PREFIX`] and its file name (`file:mine.cu`), described by `kernel_file`.
     pub kernel: String,
+    /// For a kernel of the user's own: its file and launch options; None for ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_file: Option<KernelFile>,
     /// The tiling a SIMT-ladder kernel ran with (`BMxBNxBK/TMxTN...`); None for other kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiling: Option<String>,
@@ -275,6 +297,7 @@ impl Record {
     ) -> Record {
         Record {
             kernel: kernel.to_string(),
+            kernel_file: None,
             tiling: None,
             chosen: None,
             backend,
@@ -311,6 +334,20 @@ impl Record {
         let bytes = m * k + k * n + 4.0 * m * n;
         let mut r = Record::blank(INT8_CEILING, "cuda".into(), problem, Status::Skipped, bytes);
         r.min_bytes = bytes;
+        r
+    }
+
+    /// The record of a kernel of the user's own named `name` (`file:mine.cu`) on `backend`
+    /// before it runs: no traffic model, so `model_bytes` is the compulsory traffic.
+    pub fn kernel_file(name: &str, backend: &str, problem: &Problem, file: KernelFile) -> Record {
+        let mut r = Record::blank(
+            name,
+            backend.to_string(),
+            problem,
+            Status::Skipped,
+            problem.min_bytes(),
+        );
+        r.kernel_file = Some(file);
         r
     }
 
