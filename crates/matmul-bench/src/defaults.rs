@@ -131,7 +131,7 @@ pub fn select_kernels(
         let backend = match k {
             BenchKernel::Named(k) => k.backend,
             BenchKernel::Int8Ceiling => BackendKind::Cuda,
-            BenchKernel::Auto => kind,
+            BenchKernel::Auto | BenchKernel::External => kind,
         };
         if backend != kind {
             return Err(matmul::Error::Invalid(format!(

@@ -38,13 +38,13 @@ pub use ceilings::{datasheet, measure_cpu, measure_gpu, Ceilings, CpuCeilingOpti
 pub use check::{Verification, VerifyMethod};
 pub use report::{
     prepare_report_dir, write_comparison, write_reports, write_views, Baselines, CeilingsInfo,
-    Comparison, Record, Report, ReportFiles, Settings, Status, Timing, IMAD_KERNEL, INT8_CEILING,
-    SCHEMA_VERSION,
+    Comparison, KernelFile, Record, Report, ReportFiles, Settings, Status, Timing, IMAD_KERNEL,
+    INT8_CEILING, KERNEL_FILE_PREFIX, SCHEMA_VERSION,
 };
 pub use roofline::{render_svg, Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 pub use runner::{
-    default_cpu_cache_bytes, precompile, run, BenchConfig, BenchKernel, CompileUnit, PlanEntry,
-    ProgressEvent,
+    default_cpu_cache_bytes, precompile, run, BenchConfig, BenchKernel, CompileUnit, External,
+    ExternalKernel, PlanEntry, ProgressEvent,
 };
 pub use stats::Stats;
 pub use suite::{Suite, SuiteError};

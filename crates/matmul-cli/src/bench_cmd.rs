@@ -176,6 +176,9 @@ fn bench_user(args: &BenchArgs) -> CliResult {
         warmup: args.warmup,
         iters: args.iters,
         kernels,
+        out: args.out.clone(),
+        no_ceilings: args.no_ceilings,
+        no_tuned: args.no_tuned,
     };
     for &(m, n, k) in &plan.shapes {
         let p = matmul::Problem::new(m, n, k, dtype).with_ops(plan.ops.0, plan.ops.1);
@@ -183,6 +186,7 @@ fn bench_user(args: &BenchArgs) -> CliResult {
         kernel.launch(&p)?;
     }
     if !byok_cmd::in_child() {
+        prepare_out(&args.out)?;
         return byok_cmd::supervise(&kernel);
     }
     byok_cmd::bench_child(&args.user, &kernel, &plan)
@@ -406,7 +410,7 @@ fn backend_for(
         .iter()
         .filter_map(|k| match k {
             BenchKernel::Named(spec) => Some(*spec),
-            BenchKernel::Auto | BenchKernel::Int8Ceiling => None,
+            BenchKernel::Auto | BenchKernel::Int8Ceiling | BenchKernel::External => None,
         })
         .collect();
     let on = |kind: BackendKind| specs.iter().find(|k| k.backend == kind);
@@ -473,7 +477,7 @@ fn check_tiling(kernels: &[BenchKernel], kind: BackendKind) -> CliResult {
     let applies = kernels.iter().any(|k| match k {
         BenchKernel::Named(spec) => spec.tiling(&matmul::RunOptions::default()).is_some(),
         BenchKernel::Auto => kind == BackendKind::Cuda,
-        BenchKernel::Int8Ceiling => false,
+        BenchKernel::Int8Ceiling | BenchKernel::External => false,
     });
     if applies {
         return Ok(());

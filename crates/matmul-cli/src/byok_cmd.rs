@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use matmul::user::{Expr, Lang, UserKernel};
 use matmul::verify;
-use matmul::{AnyMatrix, Backend, BackendChoice, DType, Init, Inputs, Op, Problem, RunOptions};
+use matmul::{AnyMatrix, Backend, DType, Init, Inputs, Op, Problem};
 
 use crate::cli_error::{CliError, CliResult};
 
@@ -327,13 +327,6 @@ impl Device {
         }
     }
 
-    fn choice(&self) -> BackendChoice {
-        match self {
-            Device::Cuda(_) => BackendChoice::Cuda,
-            Device::Wgpu(_) => BackendChoice::Wgpu,
-        }
-    }
-
     /// Compiles the kernel: an error in the user's file is an input error (exit 2) with the
     /// compiler's log.
     fn compile(&self, kernel: &UserKernel) -> CliResult {
@@ -556,124 +549,241 @@ pub struct BenchPlan {
     pub iters: Option<usize>,
     /// Our kernels named by --kernels (besides cuBLAS and `auto`'s choice), or none.
     pub kernels: Vec<String>,
+    /// The report directory (`--out`), made ready by the parent.
+    pub out: std::path::PathBuf,
+    /// `--no-ceilings`: the CUDA device's ceilings are not measured (the datasheet's still apply).
+    pub no_ceilings: bool,
+    /// `--no-tuned`: `auto` chooses without the `matmul tune` table.
+    pub no_tuned: bool,
 }
 
 /// `matmul bench --kernel-file`, in the child: per shape, the user's kernel verified and timed
-/// beside our best kernel of the dtype (`auto`'s choice), cuBLAS (CUDA) and any --kernels, in
-/// one table.
+/// beside our best kernel of the dtype (`auto`'s choice), cuBLAS (CUDA) and any --kernels, by
+/// the bench's runner; one table, and the report files in `--out`.
 pub fn bench_child(args: &UserKernelArgs, kernel: &UserKernel, plan: &BenchPlan) -> ! {
     finish(bench_inner(args, kernel, plan))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        f64::NAN
-    } else {
-        v[v.len() / 2]
+/// The name of the user's kernel in the report: `file:` and the file's name (`file:mine.cu`).
+pub fn record_name(kernel: &UserKernel) -> String {
+    let file = std::path::Path::new(&kernel.path)
+        .file_name()
+        .map_or_else(|| kernel.path.clone(), |f| f.to_string_lossy().into_owned());
+    format!("{}{file}", matmul_bench::KERNEL_FILE_PREFIX)
+}
+
+/// The launch options of `args` in command-line form, for the report.
+fn launch_options(args: &UserKernelArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in &args.define {
+        out.extend(["-D".to_string(), d.clone()]);
+    }
+    out.extend(["--grid".to_string(), args.grid.clone()]);
+    if let Some(b) = &args.block {
+        out.extend(["--block".to_string(), b.clone()]);
+    }
+    if let Some(s) = &args.shared {
+        out.extend(["--shared".to_string(), s.clone()]);
+    }
+    if args.zero_c {
+        out.push("--zero-c".into());
+    }
+    out
+}
+
+/// The user's kernel as the bench's runner sees it: its device, under the watchdog.
+struct UserRun {
+    dev: Device,
+    dog: Mutex<Watchdog>,
+    kernel: UserKernel,
+    name: String,
+    file: matmul_bench::KernelFile,
+}
+
+impl UserRun {
+    /// `f` under the watchdog, armed for `launches` launches on `problem` (`what` names them).
+    fn watched<T>(
+        &self,
+        what: &str,
+        problem: &Problem,
+        launches: usize,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        let mut dog = self.dog.lock().unwrap_or_else(|p| p.into_inner());
+        dog.arm(
+            &format!("{what}{} on {problem}", self.kernel.label()),
+            expected_seconds(&self.kernel, problem),
+            launches,
+        );
+        let r = f();
+        dog.disarm();
+        r
+    }
+}
+
+impl matmul_bench::ExternalKernel for UserRun {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn file(&self) -> matmul_bench::KernelFile {
+        self.file.clone()
+    }
+
+    fn check(&self, problem: &Problem) -> matmul::Result<()> {
+        self.kernel.check_problem(problem)?;
+        self.kernel.launch(problem).map(|_| ())
+    }
+
+    fn run(&self, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<AnyMatrix> {
+        self.watched("", problem, 1, || self.dev.run(&self.kernel, problem, a, b))
+    }
+
+    fn time(
+        &self,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+    ) -> matmul::Result<Vec<f64>> {
+        self.watched("timing ", problem, warmup + iters, || {
+            self.dev.time(&self.kernel, problem, inputs, warmup, iters)
+        })
     }
 }
 
 fn bench_inner(args: &UserKernelArgs, kernel: &UserKernel, plan: &BenchPlan) -> CliResult {
+    use matmul_bench::{BenchConfig, BenchKernel, Status};
     let dev = Device::open(kernel)?;
     dev.compile(kernel)?;
-    let mut dog = Watchdog::new(args.timeout);
     let iters = plan.iters.unwrap_or(match kernel.lang {
         Lang::Cuda => 50,
         Lang::Wgsl => 5,
     });
     println!("device   {}", dev.describe());
+    // The user's kernel first, then ours and the vendor's, on the same device.
+    let mut kernels = vec![BenchKernel::External, BenchKernel::Auto];
+    if matches!(dev, Device::Cuda(_)) {
+        kernels.push(BenchKernel::Named(matmul::find("cublas")?));
+    }
+    for name in &plan.kernels {
+        let k = if name.eq_ignore_ascii_case("auto") {
+            continue;
+        } else if name.eq_ignore_ascii_case(matmul_bench::INT8_CEILING) {
+            BenchKernel::Int8Ceiling
+        } else {
+            BenchKernel::Named(matmul::find(name)?)
+        };
+        if !kernels.iter().any(|x| x.name() == k.name()) {
+            kernels.push(k);
+        }
+    }
+    let shapes = plan
+        .shapes
+        .iter()
+        .map(|&(m, n, k)| matmul::Shape { m, n, k })
+        .collect();
+    let mut config = BenchConfig::new(Vec::new(), vec![plan.dtype], shapes);
+    config.kernels = kernels;
+    config.ops = vec![plan.ops];
+    config.warmup = plan.warmup;
+    config.iters = Some(iters);
+    config.min_time = None;
+    let label = kernel.label();
+    let user = std::sync::Arc::new(UserRun {
+        dev,
+        dog: Mutex::new(Watchdog::new(args.timeout)),
+        kernel: kernel.clone(),
+        name: record_name(kernel),
+        file: matmul_bench::KernelFile {
+            path: kernel.path.clone(),
+            lang: match kernel.lang {
+                Lang::Cuda => "cuda",
+                Lang::Wgsl => "wgsl",
+            }
+            .into(),
+            entry: kernel.entry.clone(),
+            options: launch_options(args),
+        },
+    });
+    config.external = Some(matmul_bench::External(user.clone()));
+    let backend: &dyn Backend = match &user.dev {
+        Device::Cuda(cuda) => {
+            config.use_cuda_device(cuda.info());
+            if !plan.no_tuned {
+                let lookup = matmul::dispatch::tune::load_table(cuda.info());
+                config.tuned = lookup.found.map(|(_, table)| table);
+            }
+            if !plan.no_ceilings {
+                eprintln!(
+                    "matmul: measuring GPU ceilings for the roofline (--no-ceilings skips it)..."
+                );
+                config.measured_ceilings = Some(matmul_bench::measure_gpu(cuda, false)?);
+            }
+            cuda.as_ref()
+        }
+        Device::Wgpu(w) => w.as_ref(),
+    };
+    let report = matmul_bench::run(backend, &config, &mut |_| {});
+
     println!(
         "{:<16} {:<34} {:>12} {:>12} {:>10}  check",
         "shape", "kernel", "median µs", "G/s", "vs cuBLAS"
     );
-    let mut failed = Vec::new();
-    for &(m, n, k) in &plan.shapes {
-        let problem = Problem::new(m, n, k, plan.dtype).with_ops(plan.ops.0, plan.ops.1);
-        kernel.check_problem(&problem)?;
-        kernel.launch(&problem)?;
-        let (a, b) = random_inputs(&problem, 1)?;
-        let check = problem.flops() / 2.0 <= (1u64 << 30) as f64;
-        let reference = if check {
-            Some(matmul::cpu::reference::matmul(&problem, &a, &b)?)
-        } else {
-            None
+    let mut wrong = Vec::new();
+    let mut failed = None;
+    for r in &report.records {
+        let p = &r.problem;
+        let shape = format!("{}x{}x{}", p.m, p.n, p.k);
+        let mine = r.kernel_file.is_some();
+        let name = match &r.chosen {
+            _ if mine => label.clone(),
+            Some(c) => format!("{c} (our best)"),
+            None => r.kernel.clone(),
         };
-        let shape = format!("{m}x{n}x{k}");
-        let inputs = [Inputs {
-            a: a.clone(),
-            b: b.clone(),
-        }];
-        let mut rows: Vec<(String, Option<f64>, String)> = Vec::new();
-        // The user's kernel: verified first; a wrong kernel is not timed.
-        let (_, _, v) = run_checked(&dev, &mut dog, kernel, &problem, &a, &b, reference.as_ref())?;
-        let verdict = v.as_ref().map_or("unchecked".to_string(), |v| {
-            if v.passed { "PASS" } else { "FAIL" }.to_string()
-        });
-        let user_time = if v.as_ref().is_none_or(|v| v.passed) {
-            dog.arm(
-                &format!("timing {} on {problem}", kernel.label()),
-                expected_seconds(kernel, &problem),
-                plan.warmup + iters,
-            );
-            let t = dev.time(kernel, &problem, &inputs, plan.warmup, iters);
-            dog.disarm();
-            Some(median(t?))
-        } else {
-            failed.push(shape.clone());
-            None
+        let reason = r.reason.clone().unwrap_or_default();
+        let note = match (&r.verification, r.status) {
+            (Some(v), _) if mine => if v.passed { "PASS" } else { "FAIL" }.to_string(),
+            (_, Status::Ok) => "ours".into(),
+            (_, Status::Skipped) => format!("skipped: {reason}"),
+            (_, Status::Failed) => format!("FAILED: {reason}"),
         };
-        rows.push((kernel.label(), user_time, verdict));
-        // Ours and the vendor's, on the same device kind.
-        let mut names = vec!["auto".to_string()];
-        if matches!(dev, Device::Cuda(_)) {
-            names.push("cublas".to_string());
-        }
-        names.extend(plan.kernels.iter().cloned());
-        for name in names {
-            let sel =
-                match matmul::dispatch::select(&name, dev.choice(), plan.dtype, Some(&problem)) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        rows.push((name, None, format!("skipped: {e}")));
-                        continue;
-                    }
-                };
-            let label = if name == "auto" {
-                format!("{} (our best)", sel.kernel.name)
-            } else {
-                sel.kernel.name.to_string()
-            };
-            let opts = RunOptions {
-                tiling: sel.tiling,
-                ..Default::default()
-            };
-            let r = sel
-                .backend
-                .time(sel.kernel, &problem, &inputs, plan.warmup, iters, opts);
-            match r {
-                Ok(t) => rows.push((label, Some(median(t)), "ours".into())),
-                Err(e) => rows.push((label, None, format!("skipped: {e}"))),
+        if mine && r.status == Status::Failed {
+            match &r.verification {
+                Some(v) if !v.passed => wrong.push(shape.clone()),
+                _ => {
+                    failed.get_or_insert(format!("{label} on {shape}: {reason}"));
+                }
             }
         }
-        let cublas = rows.iter().find(|r| r.0 == "cublas").and_then(|r| r.1);
-        for (label, t, note) in rows {
-            let (us, rate, vs) = match t {
-                Some(t) => (
-                    format!("{:.2}", t * 1e6),
-                    format!("{:.1}", problem.flops() / t / 1e9),
-                    cublas.map_or("-".into(), |c| format!("{:.1}%", 100.0 * c / t)),
-                ),
-                None => ("-".into(), "-".into(), "-".into()),
-            };
-            println!("{shape:<16} {label:<34} {us:>12} {rate:>12} {vs:>10}  {note}");
-        }
+        let (us, rate, vs) = match r.median_s() {
+            Some(t) => (
+                format!("{:.2}", t * 1e6),
+                r.rate_gops.map_or("-".into(), |g| format!("{g:.1}")),
+                r.vs_cublas
+                    .map_or("-".into(), |v| format!("{:.1}%", 100.0 * v)),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!("{shape:<16} {name:<34} {us:>12} {rate:>12} {vs:>10}  {note}");
     }
-    if !failed.is_empty() {
+    let files = matmul_bench::write_reports(&report, &plan.out).map_err(|e| {
+        CliError::failure(format!(
+            "cannot write the report to {}: {e}",
+            plan.out.display()
+        ))
+    })?;
+    eprintln!(
+        "matmul: report written to {} (and results.json, results.csv, roofline.svg, ladder.svg, report.html beside it)",
+        files.markdown.display()
+    );
+    if let Some(why) = failed {
+        return Err(CliError::failure(why));
+    }
+    if !wrong.is_empty() {
         return Err(CliError::failure(format!(
-            "{} does not match the CPU reference on {}",
-            kernel.label(),
-            failed.join(", ")
+            "{label} does not match the CPU reference on {}",
+            wrong.join(", ")
         )));
     }
     Ok(())

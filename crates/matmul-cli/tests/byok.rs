@@ -166,6 +166,8 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
         return;
     }
     let f = ex("tiled.wgsl");
+    let dir = temp_dir("bench");
+    let out_dir = dir.to_string_lossy().into_owned();
     let o = matmul(&[
         "bench",
         "--kernel-file",
@@ -182,6 +184,8 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
         "1",
         "--kernels",
         "wgpu-naive",
+        "--out",
+        &out_dir,
     ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
@@ -195,6 +199,35 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
         rows[1].contains("(our best)") && rows[2].contains("wgpu-naive"),
         "{out}"
     );
+    // A row like ours in every report file: results.json (with its file and launch), the CSV,
+    // report.md, report.html and the roofline.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let mine = &json["records"][0];
+    assert_eq!(mine["kernel"], "file:tiled.wgsl", "{mine}");
+    assert_eq!(mine["status"], "OK", "{mine}");
+    assert_eq!(mine["verification"]["passed"], true, "{mine}");
+    assert!(mine["rate_gops"].as_f64().unwrap() > 0.0, "{mine}");
+    assert_eq!(mine["kernel_file"]["path"], f.as_str(), "{mine}");
+    assert_eq!(mine["kernel_file"]["lang"], "wgsl", "{mine}");
+    assert_eq!(
+        mine["kernel_file"]["options"],
+        serde_json::json!(["-D", "TILE=8", "--grid", "cdiv(N,TILE),cdiv(M,TILE)"])
+    );
+    assert_eq!(json["records"][1]["kernel"], "auto");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("file:tiled.wgsl,wgpu,f32,64,64,64,"),
+        "{csv}"
+    );
+    for file in ["report.md", "report.html", "roofline.svg"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(text.contains("file:tiled.wgsl"), "{file}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
     let o = matmul(&["bench", "--kernel-file", &f, "--suite", "shapes"]);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
 }
@@ -488,6 +521,7 @@ fn cuda_examples_verify_and_time() {
         return;
     }
     let (naive, tiled) = (ex("naive.cu"), ex("tiled.cu"));
+    let out_dir = temp_dir("cuda-bench").to_string_lossy().into_owned();
     for args in [
         vec![
             "run",
@@ -550,6 +584,8 @@ fn cuda_examples_verify_and_time() {
             "2*TILE*TILE*4",
             "--sizes",
             "1024",
+            "--out",
+            &out_dir,
         ],
     ] {
         let o = matmul(&args);

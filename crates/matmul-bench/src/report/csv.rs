@@ -51,6 +51,7 @@ const CSV_HEADER: &[&str] = &[
     "error_wrong",
     "vs_int8_ceiling",
     "vs_imad",
+    "kernel_file",
 ];
 
 /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
@@ -145,6 +146,7 @@ impl Report {
                 opt(e.map(|e| e.wrong)),
                 opt_num(r.vs_int8_ceiling),
                 opt_num(r.vs_imad),
+                opt(r.kernel_file.as_ref().map(|f| f.path.clone())),
             ];
             debug_assert_eq!(fields.len(), CSV_HEADER.len());
             let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

@@ -166,11 +166,33 @@ pub struct CeilingsInfo {
     pub datasheet: Option<Ceilings>,
 }
 
+/// A kernel of the user's own (`matmul bench --kernel-file`, docs/own-kernels.md): the file and
+/// how it was launched, enough to run it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFile {
+    /// The file as given on the command line.
+    pub path: String,
+    /// "cuda" (.cu) or "wgsl" (.wgsl).
+    pub lang: String,
+    /// The entry point.
+    pub entry: String,
+    /// The launch options as given (`-D NAME=VALUE`, `--grid`, `--block`, `--shared`,
+    /// `--zero-c`), in command-line form.
+    pub options: Vec<String>,
+}
+
+/// The prefix of a kernel file's record name: `file:mine.cu` (no registry name has a colon).
+pub const KERNEL_FILE_PREFIX: &str = "file:";
+
 /// One kernel × dtype × shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
-    /// Registry name.
+    /// Registry name; `auto`; [`INT8_CEILING`]; or for a kernel of the user's own,
+    /// [`KERNEL_FILE_PREFIX`] and its file name (`file:mine.cu`), described by `kernel_file`.
     pub kernel: String,
+    /// For a kernel of the user's own: its file and launch options; None for ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_file: Option<KernelFile>,
     /// The tiling a SIMT-ladder kernel ran with (`BMxBNxBK/TMxTN...`); None for other kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiling: Option<String>,
@@ -275,6 +297,7 @@ impl Record {
     ) -> Record {
         Record {
             kernel: kernel.to_string(),
+            kernel_file: None,
             tiling: None,
             chosen: None,
             backend,
@@ -314,9 +337,30 @@ impl Record {
         r
     }
 
+    /// The record of a kernel of the user's own named `name` (`file:mine.cu`) on `backend`
+    /// before it runs: no traffic model, so `model_bytes` is the compulsory traffic.
+    pub fn kernel_file(name: &str, backend: &str, problem: &Problem, file: KernelFile) -> Record {
+        let mut r = Record::blank(
+            name,
+            backend.to_string(),
+            problem,
+            Status::Skipped,
+            problem.min_bytes(),
+        );
+        r.kernel_file = Some(file);
+        r
+    }
+
     /// Whether this is the [`INT8_CEILING`] row (not a u32 kernel's).
     pub fn is_int8_ceiling(&self) -> bool {
         self.kernel == INT8_CEILING
+    }
+
+    /// The kernel that actually ran: for `auto` the one it chose (`chosen`), else `kernel`.
+    /// Whatever depends on the code that ran, such as the compute roof of a byte-split or
+    /// 3xTF32 kernel, follows this name, not the row's.
+    pub fn ran_kernel(&self) -> &str {
+        self.chosen.as_deref().unwrap_or(&self.kernel)
     }
 
     /// The kernel as the tables name it: the registry name, or for `auto` what it chose,
@@ -412,7 +456,8 @@ impl Report {
         self.recompute_roofs();
     }
 
-    /// (Re)computes every record's roof from the ceilings the report holds.
+    /// (Re)computes every record's roof from the ceilings the report holds, each under the
+    /// compute roof of the kernel that ran ([`Record::ran_kernel`]).
     pub fn recompute_roofs(&mut self) {
         let roofs = self.roofs();
         let cache_bytes = self.settings.cache_bytes;
@@ -420,7 +465,12 @@ impl Report {
             r.roof = if r.status == Status::Skipped {
                 None
             } else {
-                roofs.bound_for_kernel(&r.kernel, r.dtype, r.placement(cache_bytes), r.rate_gops)
+                roofs.bound_for_kernel(
+                    r.ran_kernel(),
+                    r.dtype,
+                    r.placement(cache_bytes),
+                    r.rate_gops,
+                )
             };
         }
     }

@@ -250,8 +250,10 @@ impl Report {
         let x_max = 10f64.powf((hi * 4.0).log10().ceil());
         let roof_label = |name: &str, value: f64, source: &str| match name {
             "memory" => format!("memory {} ({source})", fmt::bandwidth(value)),
-            "int32" => format!("{name} {} ({source})", fmt::rate(value, "OP")),
-            _ => format!("{name} {} ({source})", fmt::rate(value, "FLOP")),
+            _ => format!(
+                "{name} {} ({source})",
+                fmt::rate(value, crate::roofline::roof_op(name))
+            ),
         };
         let mut lines = Vec::new();
         let compute_line = |c: &crate::roofline::Roof, dashed: bool, bw: Option<f64>| {

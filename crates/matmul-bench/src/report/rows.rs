@@ -306,8 +306,7 @@ impl Report {
             c.and_then(|c| c.roofs().into_iter().find(|(n, _)| n == name))
                 .map_or("-".into(), |(_, v)| match name {
                     "memory" => fmt::bandwidth(v),
-                    "int32" => fmt::rate(v, "OP"),
-                    _ => fmt::rate(v, "FLOP"),
+                    _ => fmt::rate(v, crate::roofline::roof_op(name)),
                 })
         };
         names

@@ -13,6 +13,7 @@ pub(crate) mod canvas;
 mod model;
 mod svg;
 
+pub(crate) use model::roof_op;
 pub use model::{Bytes, Placement, PlotPoint, Roof, RoofBound, RoofSource, Roofs};
 #[cfg(test)]
 pub(crate) use svg::draw;

@@ -134,6 +134,16 @@ pub(crate) fn roof_name_for(dtype: DType) -> &'static str {
     }
 }
 
+/// The operation a compute roof counts, for its label's unit: "OP" for the integer roofs
+/// (int32, int8 and the byte split's int8/10), "FLOP" for the rest.
+pub(crate) fn roof_op(name: &str) -> &'static str {
+    if name == "int32" || name == "int8" || name == BYTE_SPLIT_ROOF {
+        "OP"
+    } else {
+        "FLOP"
+    }
+}
+
 impl Roofs {
     /// Field by field, the measured value where there is one, else the datasheet's.
     pub fn effective(measured: Option<&Ceilings>, datasheet: Option<&Ceilings>) -> Roofs {
@@ -195,7 +205,15 @@ impl Roofs {
         by(own).or_else(|| if dtype.is_integer() { None } else { by("fp32") })
     }
 
-    /// The compute roof for `kernel` (a registry name) on `dtype`: the byte-split roof (int8 ÷ 10,
+    /// The compute roof named `name` (as a [`RoofBound::compute_roof`] names it), if in force.
+    pub fn compute_named(&self, name: &str) -> Option<&Roof> {
+        self.compute
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The compute roof for `kernel` (a registry name: for an `auto` record, the kernel it
+    /// chose, [`crate::Record::ran_kernel`]) on `dtype`: the byte-split roof (int8 ÷ 10,
     /// [`BYTE_SPLIT_ROOF`]) for u32 on the int8 tensor cores where the ceilings have an int8 peak,
     /// the 3xTF32 roof (tf32 ÷ 3, [`TF32X3_ROOF`]) for f32 emulated on the tf32 tensor cores where
     /// they have a tf32 peak, else [`Roofs::compute_for`].
@@ -299,7 +317,8 @@ pub struct PlotPoint {
     pub intensity: f64,
     /// G(FL)OP/s.
     pub rate_gops: f64,
-    /// The roof that bounds it, for the legend's percentage.
+    /// The roof that bounds it, for the legend's percentage; its `compute_roof` is the compute
+    /// roof the plot draws for it (that of the kernel that ran, `auto`'s choice for `auto`).
     pub bound: Option<RoofBound>,
 }
 

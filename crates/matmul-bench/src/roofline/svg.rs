@@ -14,7 +14,7 @@ use matmul::DType;
 use crate::fmt::{self, xml_escape};
 
 use super::canvas::{text_box, text_width, wrap, Anchor, Canvas, Rect, TextKind};
-use super::model::roof_name_for;
+use super::model::{roof_name_for, roof_op};
 use super::{Bytes, PlotPoint, Roof, Roofs};
 
 /// A drawn line from one point to another, in SVG units.
@@ -207,7 +207,7 @@ fn roof_text(r: &Roof) -> String {
     if r.name == "memory" {
         format!("memory {} ({})", fmt::bandwidth(r.value), r.source.name())
     } else {
-        let unit = if r.name == "int32" { "OP" } else { "FLOP" };
+        let unit = roof_op(&r.name);
         format!(
             "{} {} ({})",
             r.name,
@@ -244,7 +244,14 @@ pub(crate) fn draw(
         drawn.extend(roofs.compute.iter());
     } else {
         for p in points {
-            if let Some(r) = roofs.compute_for_kernel(&p.kernel, p.dtype) {
+            // The roof the record was placed under (for `auto`, its chosen kernel's), else the
+            // dtype's own.
+            let placed = p.bound.as_ref().and_then(|b| b.compute_roof.as_deref());
+            let roof = match placed {
+                Some(name) => roofs.compute_named(name),
+                None => roofs.compute_for_kernel(&p.kernel, p.dtype),
+            };
+            if let Some(r) = roof {
                 if !drawn.iter().any(|d| d.name == r.name) {
                     drawn.push(r);
                 }

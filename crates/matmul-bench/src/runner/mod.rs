@@ -7,7 +7,7 @@ use matmul::{
 use crate::ceilings::{datasheet, Ceilings};
 use crate::check::Reference;
 use crate::report::{
-    Baselines, Record, Report, Settings, Status, Timing, INT8_CEILING, SCHEMA_VERSION,
+    Baselines, KernelFile, Record, Report, Settings, Status, Timing, INT8_CEILING, SCHEMA_VERSION,
 };
 use crate::stats::Stats;
 use crate::suite::Suite;
@@ -33,15 +33,53 @@ pub enum BenchKernel {
     /// GEMM of the same m, n, k, timed as a ceiling for the byte-split kernels. It does not
     /// compute the u32 product and is not verified; its record is marked as the ceiling row.
     Int8Ceiling,
+    /// The run's [`ExternalKernel`] ([`BenchConfig::external`]): a kernel of the user's own,
+    /// verified and timed as ours are, recorded under its own name.
+    External,
+}
+
+/// A kernel from outside the registry that a run verifies and times as it does its own: a
+/// kernel file of the user's (`matmul bench --kernel-file`). Its record is named by
+/// [`ExternalKernel::name`] and placed under its dtype's roof.
+pub trait ExternalKernel {
+    /// The record's kernel name (`file:mine.cu`), unlike any registry name.
+    fn name(&self) -> &str;
+    /// Where it comes from and how it is launched, for the record's `kernel_file`.
+    fn file(&self) -> KernelFile;
+    /// Whether it can run `problem`; an error skips the case, saying why.
+    fn check(&self, problem: &Problem) -> matmul::Result<()>;
+    /// One launch on (`a`, `b`), returning C.
+    fn run(&self, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<AnyMatrix>;
+    /// `iters` timed launches after `warmup` untimed ones, launch i on `inputs[i % len]`:
+    /// seconds each.
+    fn time(
+        &self,
+        problem: &Problem,
+        inputs: &[Inputs],
+        warmup: usize,
+        iters: usize,
+    ) -> matmul::Result<Vec<f64>>;
+}
+
+/// The run's external kernel, shared (a `BenchConfig` is cloned).
+#[derive(Clone)]
+pub struct External(pub std::sync::Arc<dyn ExternalKernel>);
+
+impl std::fmt::Debug for External {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "External({})", self.0.name())
+    }
 }
 
 impl BenchKernel {
-    /// The registry name, or `auto`.
+    /// The registry name, `auto`, or [`INT8_CEILING`]; for [`BenchKernel::External`]
+    /// `kernel-file` (its records take [`ExternalKernel::name`]).
     pub fn name(&self) -> &'static str {
         match self {
             BenchKernel::Named(k) => k.name,
             BenchKernel::Auto => "auto",
             BenchKernel::Int8Ceiling => INT8_CEILING,
+            BenchKernel::External => "kernel-file",
         }
     }
 }
@@ -147,6 +185,8 @@ pub struct BenchConfig {
     /// is what a ratio to the vendor library needs (lab/notebook.md, "Measuring small
     /// differences").
     pub rounds: usize,
+    /// The kernel [`BenchKernel::External`] runs (None: that kernel has no case).
+    pub external: Option<External>,
 }
 
 impl BenchConfig {
@@ -183,6 +223,7 @@ impl BenchConfig {
             tiling: None,
             plan: None,
             rounds: 1,
+            external: None,
         }
     }
 
@@ -228,6 +269,14 @@ impl BenchConfig {
         self.gpu_info = serde_json::to_value(info).ok();
     }
 
+    /// The name `kernel`'s records take: [`BenchKernel::name`], or the external kernel's own.
+    pub fn kernel_name<'a>(&'a self, kernel: &BenchKernel) -> &'a str {
+        match (kernel, &self.external) {
+            (BenchKernel::External, Some(e)) => e.0.name(),
+            _ => kernel.name(),
+        }
+    }
+
     /// Whether `problem` is above the run's size budget (`max_mnk`), and skipped.
     fn over_budget(&self, problem: &Problem) -> bool {
         let mnk = problem.m as u128 * problem.n as u128 * problem.k as u128;
@@ -271,7 +320,7 @@ impl BenchConfig {
             .iter()
             .filter_map(|k| match k {
                 BenchKernel::Named(spec) => Some(*spec),
-                BenchKernel::Auto | BenchKernel::Int8Ceiling => None,
+                BenchKernel::Auto | BenchKernel::Int8Ceiling | BenchKernel::External => None,
             })
             .collect();
         if named.len() < self.kernels.len() {
@@ -309,6 +358,7 @@ impl BenchConfig {
             BenchKernel::Named(k) => k.supports(problem.dtype),
             BenchKernel::Auto => true,
             BenchKernel::Int8Ceiling => problem.dtype == DType::U32,
+            BenchKernel::External => self.external.is_some(),
         };
         supported
             && self
@@ -398,11 +448,13 @@ impl BenchConfig {
                 spec: Some(spec),
                 opts: self.options_for(spec, problem),
                 auto: false,
+                external: false,
             }),
-            BenchKernel::Int8Ceiling => Ok(Resolved {
+            BenchKernel::Int8Ceiling | BenchKernel::External => Ok(Resolved {
                 spec: None,
                 opts: RunOptions::default(),
                 auto: false,
+                external: matches!(kernel, BenchKernel::External),
             }),
             BenchKernel::Auto => {
                 let table = self.autotuned_table(backend, problem)?;
@@ -421,6 +473,7 @@ impl BenchConfig {
                         ..RunOptions::default()
                     },
                     auto: true,
+                    external: false,
                 })
             }
         }
@@ -429,12 +482,15 @@ impl BenchConfig {
 
 /// A kernel of the run made concrete for one problem.
 struct Resolved {
-    /// The registry kernel that runs; None for [`BenchKernel::Int8Ceiling`].
+    /// The registry kernel that runs; None for [`BenchKernel::Int8Ceiling`] and
+    /// [`BenchKernel::External`].
     spec: Option<&'static KernelSpec>,
     /// Its options.
     opts: RunOptions,
     /// Whether `auto` chose it (the record is then named `auto`).
     auto: bool,
+    /// Whether it is [`BenchConfig::external`].
+    external: bool,
 }
 
 /// Twice the largest CPU cache the OS reports (Linux sysfs), else 64 MiB.
@@ -595,13 +651,13 @@ pub fn run(
             progress(ProgressEvent::Started {
                 index: index + i,
                 total,
-                kernel: kernel.name(),
+                kernel: config.kernel_name(kernel),
                 problem,
             });
             let mut record = match res {
                 Ok(r) => bench_one(backend, config, r, &mut cache, index + i, progress),
                 Err(e) => Record::unresolved(
-                    kernel.name(),
+                    config.kernel_name(kernel),
                     &backend.kind().to_string(),
                     problem,
                     format!("choosing the kernel: {e}"),
@@ -676,13 +732,66 @@ fn bench_one(
 ) -> Record {
     let problem = cache.problem;
     let Some(kernel) = resolved.spec else {
-        return bench_int8_ceiling(backend, config, &problem, progress, index);
+        return match config.external.as_ref().filter(|_| resolved.external) {
+            Some(ext) => bench_external(backend, config, &*ext.0, cache, index, progress),
+            None => bench_int8_ceiling(backend, config, &problem, progress, index),
+        };
     };
     let opts = resolved.opts;
     let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped);
     if resolved.auto {
         rec.chosen = Some(std::mem::replace(&mut rec.kernel, "auto".into()));
     }
+    let check = || backend.check(kernel, &problem, opts);
+    let run = |a: &AnyMatrix, b: &AnyMatrix| backend.run(kernel, &problem, a, b, opts);
+    let time =
+        |sets: &[Inputs], w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
+    verify_and_time(config, rec, cache, index, progress, &check, &run, &time)
+}
+
+/// The [`BenchKernel::External`] row of `cache.problem`: checked, verified and timed as
+/// [`bench_one`] does a registry kernel, by the external kernel's own calls.
+fn bench_external(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    ext: &dyn ExternalKernel,
+    cache: &mut InputCache,
+    index: usize,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Record {
+    let problem = cache.problem;
+    let rec = Record::kernel_file(
+        ext.name(),
+        &backend.kind().to_string(),
+        &problem,
+        ext.file(),
+    );
+    let check = || ext.check(&problem);
+    let run = |a: &AnyMatrix, b: &AnyMatrix| ext.run(&problem, a, b);
+    let time = |sets: &[Inputs], w: usize, n: usize| ext.time(&problem, sets, w, n);
+    verify_and_time(config, rec, cache, index, progress, &check, &run, &time)
+}
+
+/// A kernel's one launch on (A, B).
+type RunFn<'a> = dyn Fn(&AnyMatrix, &AnyMatrix) -> matmul::Result<AnyMatrix> + 'a;
+/// A kernel's timed launches: (input sets, warm-up, timed launches) → seconds each.
+type TimeFn<'a> = dyn Fn(&[Inputs], usize, usize) -> matmul::Result<Vec<f64>> + 'a;
+
+/// The case of `rec` (a kernel on `cache.problem`): skipped when above the size budget, when
+/// `check` refuses it or host memory is short; else run once on input set 0 and verified, and
+/// only if right, timed on input sets rotated past the cache.
+#[allow(clippy::too_many_arguments)]
+fn verify_and_time(
+    config: &BenchConfig,
+    mut rec: Record,
+    cache: &mut InputCache,
+    index: usize,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+    check: &dyn Fn() -> matmul::Result<()>,
+    run: &RunFn<'_>,
+    time: &TimeFn<'_>,
+) -> Record {
+    let problem = cache.problem;
     let skip = |mut rec: Record, why: String| {
         rec.status = Status::Skipped;
         rec.reason = Some(why);
@@ -699,7 +808,7 @@ fn bench_one(
             format!("m·n·k above the run's size budget of {max} (--max-mnk)"),
         );
     }
-    if let Err(e) = backend.check(kernel, &problem, opts) {
+    if let Err(e) = check() {
         return skip(rec, e.to_string());
     }
     let host = problem
@@ -714,7 +823,7 @@ fn bench_one(
 
     // Verify before timing: a wrong kernel is never timed.
     let set0 = &cache.sets[0];
-    let c = match backend.run(kernel, &problem, &set0.a, &set0.b, opts) {
+    let c = match run(&set0.a, &set0.b) {
         Ok(c) => c,
         Err(e) => return fail(rec, format!("run: {e}")),
     };
@@ -764,7 +873,7 @@ fn bench_one(
         input_sets: sets.len(),
         warmup: config.warmup,
     });
-    let time = |w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
+    let time = |w: usize, n: usize| time(sets, w, n);
     let budget = config.round_budget(config.warmup);
     let timed = budgeted_launches(&time, budget, config.max_case_seconds);
     with_timing(rec, timed, sets.len(), set_bytes)
@@ -974,15 +1083,21 @@ fn time_round(
     };
     let sets = &cache.sets[..timing.input_sets.min(cache.sets.len())];
     let (opts, spec) = (kernel.opts, kernel.spec);
+    let external = config
+        .external
+        .as_ref()
+        .filter(|_| kernel.external)
+        .map(|e| &*e.0);
     // Warm-up as in round 1, which the per-case budget may have cut for a slow kernel, and no
     // more launches up front than round 1 timed.
     let mut launches = config.round_budget(timing.warmup);
     launches.first = launches.first.min(first_round.max(1));
     let p = &cache.problem;
     let int8_sets = timing.input_sets;
-    let time = |w: usize, n: usize| match spec {
-        Some(k) => backend.time(k, p, sets, w, n, opts),
-        None => backend.time_int8_ceiling((p.m, p.n, p.k), int8_sets, w, n),
+    let time = |w: usize, n: usize| match (spec, external) {
+        (Some(k), _) => backend.time(k, p, sets, w, n, opts),
+        (None, Some(ext)) => ext.time(p, sets, w, n),
+        (None, None) => backend.time_int8_ceiling((p.m, p.n, p.k), int8_sets, w, n),
     };
     match timed_launches(&time, launches) {
         Ok(samples) => {

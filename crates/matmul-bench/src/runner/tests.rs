@@ -709,3 +709,249 @@ fn the_int8_ceiling_row_is_timed_not_verified_and_gives_the_u32_ratios() {
     let e = crate::defaults::select_kernels("cublaslt-int8", BackendKind::Cpu, false).unwrap_err();
     assert!(e.to_string().contains("runs on the cuda backend"), "{e}");
 }
+
+/// The record of `kernel` (registry name) made the `auto` row that chose it, at `n`³ and `rate`
+/// G(FL)OP/s, its roof recomputed under `report`'s ceilings.
+fn as_auto(report: &mut Report, kernel: &str, n: usize, rate: f64) -> Record {
+    let i = report
+        .records
+        .iter()
+        .position(|r| r.kernel == kernel)
+        .unwrap_or_else(|| panic!("{kernel}"));
+    let r = &mut report.records[i];
+    assert_eq!(r.status, Status::Ok, "{kernel}: {:?}", r.reason);
+    r.chosen = Some(std::mem::replace(&mut r.kernel, "auto".into()));
+    r.problem = Problem::square(n, r.dtype);
+    r.shape = r.problem.shape_label();
+    r.flops = r.problem.flops();
+    r.min_bytes = r.problem.min_bytes();
+    r.rate_gops = Some(rate);
+    report.recompute_roofs();
+    report.records[i].clone()
+}
+
+/// An `auto` row is placed by the kernel it chose: a byte-split choice (`wgmma-u8x4-tma`) under
+/// the int8/10 roof, with no "above roof" warning in any rendering, where under int32 the same
+/// rate (386 % of the IMAD peak, as measured on an H100) is flagged; a 3xTF32 choice under tf32/3.
+#[test]
+fn auto_rows_take_the_roof_of_the_kernel_that_ran() {
+    let mut c = small_config(vec![
+        matmul::find("wgmma-u8x4-tma").unwrap(),
+        matmul::find("wgmma-3xtf32").unwrap(),
+    ]);
+    c.shapes = vec![Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    }];
+    c.datasheet = crate::ceilings::datasheet("NVIDIA H100 80GB HBM3");
+    let mut report = run(&FakeCuda, &c, &mut |_| {});
+    let rate = 3.86 * 33_500.0;
+    let u32_auto = as_auto(&mut report, "wgmma-u8x4-tma", 8192, rate);
+    let b = u32_auto.roof.as_ref().unwrap();
+    assert_eq!(u32_auto.ran_kernel(), "wgmma-u8x4-tma");
+    assert_eq!(
+        (b.roof.as_str(), b.compute_roof.as_deref()),
+        ("int8/10", Some("int8/10"))
+    );
+    assert!((b.bound_gops - 197_890.0).abs() < 1e-6, "{}", b.bound_gops);
+    assert!(!b.above_roof(), "{:?}", b.percent);
+    let f32_auto = as_auto(&mut report, "wgmma-3xtf32", 8192, 87_000.0);
+    let b = f32_auto.roof.as_ref().unwrap();
+    assert_eq!(b.compute_roof.as_deref(), Some("tf32/3"));
+    assert!(!b.above_roof(), "{:?}", b.percent);
+
+    // Nothing above its roof, in any rendering; the roofline draws the int8/10 roof (in OP/s).
+    assert!(report.above_roof().is_empty());
+    let warning = "⚠ above roof";
+    assert!(!report.table().contains(warning), "{}", report.table());
+    assert!(!report.to_markdown("roofline.svg").contains(warning));
+    assert!(!report.to_html().contains(warning));
+    let svg = report.roofline_svg();
+    check_xml(&svg).unwrap();
+    assert!(!svg.contains(warning));
+    assert!(
+        svg.contains("int8/10 198 TOP/s") && svg.contains("tf32/3 "),
+        "{svg}"
+    );
+    assert!(!svg.contains(">int32 ") && !svg.contains(">fp32 "), "{svg}");
+    let csv = crate::tests::parse_csv(&report.to_csv()).unwrap();
+    let col = |name: &str| csv[0].iter().position(|h| h == name).unwrap();
+    let u32_row = csv.iter().find(|r| r[col("dtype")] == "u32").unwrap();
+    assert_eq!(
+        (
+            u32_row[col("kernel")].as_str(),
+            u32_row[col("roof")].as_str()
+        ),
+        ("auto", "int8/10")
+    );
+    assert!(u32_row[col("roof_percent")].parse::<f64>().unwrap() < 100.0);
+
+    // The same row taken for the IMAD kernel it did not run is "above the roof".
+    let mut wrong = report.clone();
+    for r in &mut wrong.records {
+        r.chosen = None;
+    }
+    wrong.recompute_roofs();
+    let above: Vec<&str> = wrong.above_roof().iter().map(|r| r.dtype.name()).collect();
+    assert_eq!(above, ["f32", "u32"]);
+}
+
+/// A kernel of the user's own: verified and run by the CPU reference (or wrongly), timed at 0.2
+/// ms, refusing problems with m above 1000.
+struct UserFile {
+    wrong: bool,
+    timed: std::sync::atomic::AtomicUsize,
+}
+
+impl ExternalKernel for UserFile {
+    fn name(&self) -> &str {
+        "file:mine.cu"
+    }
+    fn file(&self) -> KernelFile {
+        KernelFile {
+            path: "kernels/mine.cu".into(),
+            lang: "cuda".into(),
+            entry: "mine".into(),
+            options: vec!["-D".into(), "TILE=16".into()],
+        }
+    }
+    fn check(&self, problem: &Problem) -> matmul::Result<()> {
+        match problem.m {
+            m if m > 1000 => Err(matmul::Error::Invalid("m above 1000".into())),
+            _ => Ok(()),
+        }
+    }
+    fn run(&self, problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> matmul::Result<AnyMatrix> {
+        let reference = matmul::find("cpu-reference")?;
+        let c = CpuBackend.run(reference, problem, a, b, RunOptions::default())?;
+        Ok(if self.wrong {
+            AnyMatrix::generate(
+                problem.dtype,
+                problem.m,
+                problem.n,
+                Init::Random { seed: 99 },
+            )?
+        } else {
+            c
+        })
+    }
+    fn time(
+        &self,
+        _problem: &Problem,
+        inputs: &[Inputs],
+        _warmup: usize,
+        iters: usize,
+    ) -> matmul::Result<Vec<f64>> {
+        assert!(!self.wrong, "a wrong kernel is never timed");
+        assert!(!inputs.is_empty());
+        self.timed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(vec![2e-4; iters])
+    }
+}
+
+/// A kernel file is a row like ours: checked, verified, timed on rotated inputs, held against
+/// cuBLAS and placed under its dtype's roof, in results.json (with its file), results.csv,
+/// report.md, report.html and the roofline; a wrong one fails verification and is not timed, and one
+/// that refuses a problem is skipped.
+#[test]
+fn a_kernel_file_is_a_row_like_ours() {
+    let user = std::sync::Arc::new(UserFile {
+        wrong: false,
+        timed: Default::default(),
+    });
+    let mut c = small_config(vec![matmul::find("cublas").unwrap()]);
+    c.kernels.insert(0, BenchKernel::External);
+    c.external = Some(External(user.clone()));
+    c.dtypes = vec![DType::F32, DType::U32];
+    c.shapes = vec![
+        Shape {
+            m: 64,
+            n: 64,
+            k: 64,
+        },
+        Shape {
+            m: 2048,
+            n: 8,
+            k: 8,
+        },
+    ];
+    c.datasheet = crate::ceilings::datasheet("NVIDIA H100 80GB HBM3");
+    let report = run(&FakeCuda, &c, &mut |_| {});
+    let mine: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.kernel == "file:mine.cu")
+        .collect();
+    assert_eq!(mine.len(), 4, "f32 and u32 × two shapes");
+    for r in &mine {
+        assert_eq!(r.backend, "cuda");
+        assert_eq!(r.kernel_file.as_ref().unwrap().entry, "mine");
+        if r.problem.m > 1000 {
+            assert_eq!(r.status, Status::Skipped);
+            assert_eq!(r.reason.as_deref(), Some("m above 1000"));
+            continue;
+        }
+        assert_eq!(r.status, Status::Ok, "{:?}", r.reason);
+        assert!(r.verification.as_ref().unwrap().passed);
+        let t = r.timing.as_ref().unwrap();
+        assert_eq!((t.iters, t.stats.median), (3, 2e-4));
+        assert!(t.input_sets > 1, "rotated past the cache");
+        assert_eq!(r.model_bytes, r.min_bytes);
+        // cuBLAS (the fake's 0.1 ms) / 0.2 ms; cuBLAS has no u32.
+        let vs = (r.dtype == DType::F32).then_some(0.5);
+        assert_eq!(r.vs_cublas, vs);
+        let roof = r.roof.as_ref().unwrap().compute_roof.as_deref();
+        let own = if r.dtype == DType::F32 {
+            "fp32"
+        } else {
+            "int32"
+        };
+        assert_eq!(roof, Some(own));
+    }
+    assert_eq!(user.timed.load(std::sync::atomic::Ordering::Relaxed), 2);
+    // Every file shows it.
+    let back = Report::from_json(&report.to_json().unwrap()).unwrap();
+    assert_eq!(back, report);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    assert_eq!(json["records"][0]["kernel_file"]["path"], "kernels/mine.cu");
+    assert!(
+        json["records"][1].get("kernel_file").is_none(),
+        "ours have none"
+    );
+    let csv = crate::tests::parse_csv(&report.to_csv()).unwrap();
+    let col = csv[0].iter().position(|h| h == "kernel_file").unwrap();
+    assert_eq!(csv[1][0], "file:mine.cu");
+    assert_eq!(csv[1][col], "kernels/mine.cu");
+    assert_eq!(csv[2][col], "");
+    let md = report.to_markdown("roofline.svg");
+    assert!(md.contains("| file:mine.cu | f32 | 64x64x64 |"), "{md}");
+    assert!(report.to_html().contains("file:mine.cu"));
+    let points = report.plot_points();
+    assert!(points
+        .iter()
+        .any(|p| p.kernel == "file:mine.cu" && p.dtype == DType::U32));
+    let svg = report.roofline_svg();
+    check_xml(&svg).unwrap();
+    assert!(svg.contains("file:mine.cu f32 64³"), "{svg}");
+
+    // A wrong kernel fails verification and is never timed.
+    c.external = Some(External(std::sync::Arc::new(UserFile {
+        wrong: true,
+        timed: Default::default(),
+    })));
+    c.dtypes = vec![DType::U32];
+    let report = run(&FakeCuda, &c, &mut |_| {});
+    let r = &report.records[0];
+    assert_eq!(
+        (r.kernel.as_str(), r.status),
+        ("file:mine.cu", Status::Failed)
+    );
+    assert!(
+        r.reason.as_deref().unwrap().starts_with("verification"),
+        "{:?}",
+        r.reason
+    );
+    assert!(r.timing.is_none() && r.roof.as_ref().unwrap().percent.is_none());
+}
