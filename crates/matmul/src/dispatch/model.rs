@@ -331,7 +331,8 @@ pub fn estimate(
         Geometry::Mma { tile } => {
             let tiles = m.div_ceil(tile.bm as u64) * n.div_ceil(tile.bn as u64);
             let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
-            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * k as f64
+            let piece_k = k as f64 + 2.0 * tile.bk as f64;
+            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
                 / (device.tc_rate(problem.dtype) * eff);
             let compute = waves(tiles, device.sms, 1, unit_s);
             Estimate {
