@@ -31,9 +31,15 @@ pub const README_RUNS: &[&str] = &[
     "h100-80gb-hbm3/tensor-cores",
 ];
 
-/// The shape-suite run the README's second table (`auto` against cuBLAS over a suite, per dtype
-/// and class) is rendered from, under [`BASELINES_DIR`].
-pub const README_SUITE_RUN: &str = "h100-80gb-hbm3/suite";
+/// The shape-suite runs the README's second tables (`auto` against cuBLAS over a suite, per dtype
+/// and class) are rendered from, under [`BASELINES_DIR`]: on a GPU the project did not tune on
+/// (the H200) with the tune table of its class and without any table (`--no-tuned`, what a GPU
+/// never tuned gets), then on the H100.
+pub const README_SUITE_RUNS: [&str; 3] = [
+    "h200/suite",
+    "h200/suite-no-tuned",
+    "h100-80gb-hbm3/suite",
+];
 
 /// The portable backend's runs the README's third table is rendered from, under
 /// [`BASELINES_DIR`]: the wgpu kernels through Vulkan, and the CUDA kernels (cuBLAS among them) on
@@ -103,17 +109,14 @@ pub fn load_readme_runs(root: &Path) -> io::Result<Vec<Report>> {
 }
 
 /// The README's section, markers excluded, rendered from the runs of record under `root`: the
-/// square-size table, then the suite summary of [`README_SUITE_RUN`].
+/// square-size table, then the suite summaries of [`README_SUITE_RUNS`].
 pub fn readme_section(root: &Path) -> io::Result<String> {
     let mut out = readme_table(&load_readme_runs(root)?, README_SIZES);
-    let suite = load(
-        &root
-            .join(BASELINES_DIR)
-            .join(README_SUITE_RUN)
-            .join("results.json"),
-    )?;
-    out.push('\n');
-    out.push_str(&suite_table(&suite));
+    for run in README_SUITE_RUNS {
+        let suite = load(&root.join(BASELINES_DIR).join(run).join("results.json"))?;
+        out.push('\n');
+        out.push_str(&suite_table(&suite));
+    }
     let [wgpu, cuda] =
         README_WGPU_RUNS.map(|run| load(&root.join(BASELINES_DIR).join(run).join("results.json")));
     out.push('\n');
@@ -255,10 +258,16 @@ pub fn suite_table(report: &Report) -> String {
         return out;
     };
     let (header, rows) = summary.rows();
+    let tuned = if s_no_tuned(report) {
+        "no tune table (`--no-tuned`: the cost model alone, as on a GPU never tuned)"
+    } else {
+        "its class's tune table"
+    };
     let _ = writeln!(
         out,
-        "Off the square sizes, over the shape suite `{name}` ([bench/suites/{name}.txt](bench/suites/{name}.txt)): \
-         `--kernel auto` against cuBLAS.\n"
+        "On {}, off the square sizes, over the shape suite `{name}` ([bench/suites/{name}.txt](bench/suites/{name}.txt)): \
+         `--kernel auto` against cuBLAS, with {tuned}.\n",
+        report.system.device
     );
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
@@ -274,6 +283,15 @@ pub fn suite_table(report: &Report) -> String {
         command(&s.command_line)
     );
     out
+}
+
+/// Whether the run was made with `--no-tuned`.
+fn s_no_tuned(report: &Report) -> bool {
+    report
+        .system
+        .command_line
+        .iter()
+        .any(|a| a == "--no-tuned")
 }
 
 /// A plain N·N product with C in the accumulator type, m = n = k = `size`.

@@ -26,7 +26,7 @@ fn runs_of_record_are_small_and_load() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for run in record::README_RUNS
         .iter()
-        .chain([&record::README_SUITE_RUN])
+        .chain(&record::README_SUITE_RUNS)
         .chain(&record::README_WGPU_RUNS)
         .chain([&record::README_FP32_RUN])
     {
