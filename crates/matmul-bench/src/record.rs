@@ -35,11 +35,8 @@ pub const README_RUNS: &[&str] = &[
 /// and class) are rendered from, under [`BASELINES_DIR`]: on a GPU the project did not tune on
 /// (the H200) with the tune table of its class and without any table (`--no-tuned`, what a GPU
 /// never tuned gets), then on the H100.
-pub const README_SUITE_RUNS: [&str; 3] = [
-    "h200/suite",
-    "h200/suite-no-tuned",
-    "h100-80gb-hbm3/suite",
-];
+pub const README_SUITE_RUNS: [&str; 3] =
+    ["h200/suite", "h200/suite-no-tuned", "h100-80gb-hbm3/suite"];
 
 /// The portable backend's runs the README's third table is rendered from, under
 /// [`BASELINES_DIR`]: the wgpu kernels through Vulkan, and the CUDA kernels (cuBLAS among them) on
@@ -287,11 +284,7 @@ pub fn suite_table(report: &Report) -> String {
 
 /// Whether the run was made with `--no-tuned`.
 fn s_no_tuned(report: &Report) -> bool {
-    report
-        .system
-        .command_line
-        .iter()
-        .any(|a| a == "--no-tuned")
+    report.system.command_line.iter().any(|a| a == "--no-tuned")
 }
 
 /// A plain N·N product with C in the accumulator type, m = n = k = `size`.
