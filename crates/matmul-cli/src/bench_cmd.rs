@@ -543,15 +543,14 @@ fn save_measured(
         return Ok(());
     };
     let info = cuda.info();
-    let class = matmul::dispatch::tune::class_of(info);
-    let mut table = match matmul::tune::TuneTable::load(&path) {
-        Ok(Some(t)) => t,
-        _ => matmul::dispatch::tune::builtin_for_class(&class).unwrap_or_default(),
-    };
-    table.device = info.name.clone();
-    table.class = class;
-    table.driver = info.driver_version.clone();
-    table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
+    let mut table = matmul::tune::TuneTable::load_or_builtin(&path, info).unwrap_or_else(|_| {
+        matmul::dispatch::tune::builtin_for_class(&matmul::dispatch::tune::class_of(info))
+            .unwrap_or_default()
+    });
+    table.stamp(
+        info,
+        matmul_bench::system::rfc3339_utc(std::time::SystemTime::now()),
+    );
     for c in measured {
         table.insert_choice(c);
     }

@@ -185,21 +185,15 @@ pub fn tune(args: TuneArgs) -> CliResult {
             .ok_or_else(|| CliError::failure("no cache directory for the tune table: set MATMUL_CACHE_DIR or HOME, or pass --out"))?,
     };
     let info = backend.info().clone();
-    let class = tune::class_of(&info);
     // Starts from this machine's table, else the built-in one for its device class.
-    let mut table =
-        match TuneTable::load(&path).map(|t| t.or_else(|| tune::builtin_for_class(&class))) {
-            Ok(Some(t)) => t,
-            Ok(None) => TuneTable::default(),
-            Err(e) => {
-                eprintln!("matmul: starting a new tune table: {e}");
-                TuneTable::default()
-            }
-        };
-    table.device = info.name.clone();
-    table.class = class;
-    table.driver = info.driver_version.clone();
-    table.date = matmul_bench::system::rfc3339_utc(std::time::SystemTime::now());
+    let mut table = TuneTable::load_or_builtin(&path, &info).unwrap_or_else(|e| {
+        eprintln!("matmul: starting a new tune table: {e}");
+        TuneTable::default()
+    });
+    table.stamp(
+        &info,
+        matmul_bench::system::rfc3339_utc(std::time::SystemTime::now()),
+    );
     if let Some(suite) = suite {
         return tune_suite(&backend, &suite, &args.dtypes, &mut table, &path);
     }
@@ -356,44 +350,28 @@ fn tune_suite(
         suite.file,
         backend.describe()
     );
-    let mut verified: Vec<(String, Option<matmul::Tiling>, DType)> = Vec::new();
-    let mut failed: Vec<(String, Option<matmul::Tiling>, DType)> = Vec::new();
+    let mut verified: Vec<(&'static str, Option<matmul::Tiling>, DType)> = Vec::new();
     for &dtype in dtypes {
         for case in &suite.cases {
             let problem = case.problem(dtype, matmul::COut::Accumulator);
-            let limits = backend.limits();
-            // Verify every candidate the measure may time, once each.
-            let extra = limits
-                .as_ref()
-                .map(|l| table.calibrated(&problem, &matmul::dispatch::model::DeviceModel::of(l)))
-                .unwrap_or_default();
-            let ranked = limits
-                .as_ref()
-                .map(|l| matmul::dispatch::model::rank(&problem, l, &extra))
-                .unwrap_or_default();
-            for (c, _) in ranked.iter().take(measure::TOP) {
-                let key = (c.kernel.name.to_string(), c.tiling, dtype);
-                if verified.contains(&key) || failed.contains(&key) {
-                    continue;
-                }
-                match verify(backend, c.kernel, dtype, c.options()) {
-                    Ok(()) => verified.push(key),
-                    Err(why) => {
-                        eprintln!("  {} {dtype}: not verified, left out: {why}", c.kernel.name);
-                        failed.push(key);
-                    }
+            let candidates = measure::candidates(backend, &problem, Some(table), measure::TOP)?;
+            // A wrong kernel is never timed: each candidate is verified once, and one that fails
+            // ends the tune as a failed check.
+            for c in &candidates {
+                let key = (c.kernel.name, c.tiling, dtype);
+                if !verified.contains(&key) {
+                    verify(backend, c.kernel, dtype, c.options()).map_err(|why| {
+                        CliError::failure(format!(
+                            "{} {dtype} ({}) failed verification: {why}",
+                            c.kernel.name,
+                            c.tiling
+                                .map_or("its registry tiling".into(), |t| t.to_string())
+                        ))
+                    })?;
+                    verified.push(key);
                 }
             }
-            if ranked
-                .iter()
-                .take(measure::TOP)
-                .any(|(c, _)| failed.contains(&(c.kernel.name.to_string(), c.tiling, dtype)))
-            {
-                return Err(CliError::failure(format!(
-                    "a candidate for {problem} failed verification; not measuring it"
-                )));
-            }
-            match measure::measure(backend, &problem, Some(table), measure::TOP) {
+            match measure::fastest(backend, &problem, &candidates) {
                 Ok(choice) => {
                     let timed: Vec<String> = choice
                         .timed

@@ -16,11 +16,10 @@ use super::staging::{padded, tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
-use crate::family::wgmma::Wgmma;
+use crate::family::u8x4;
 use crate::family::Boxes;
-use crate::family::{decode, u8x4};
 use crate::problem::{Op, Problem};
-use crate::registry::{Geometry, Implementation, KernelSpec};
+use crate::registry::{Implementation, KernelSpec};
 
 /// What one launch runs: a compiled kernel with its launch configuration, or cuBLAS.
 pub(super) enum Launcher {
@@ -534,10 +533,10 @@ impl CudaBackend {
             .ctx(|| format!("launching {} with {config:?}", loaded.entry))
     }
 
-    /// The split-K plan of a split-K kernel ([`Wgmma::splits`], or [`decode::splits`] for the
-    /// decode kernel; off under the split tail's `SPLIT_TAIL=0` knob, for A/B runs), its workspace
-    /// and reduction (`wgmma_reduce`, `decode_reduce`), with the grid of `config` widened to the
-    /// (tile, piece) units (wgmma) or already `splits` pieces along y (decode's `launch_dims`).
+    /// The split-K plan of a split-K kernel (its family's [`Family::splits`](crate::family::Family::splits): wgmma's or
+    /// decode's; off under the split tail's `SPLIT_TAIL=0` knob, for A/B runs), its workspace and
+    /// reduction ([`Family::reduce_entry`](crate::family::Family::reduce_entry)); `config` is `launch_dims`' grid for the planned
+    /// pieces, narrowed back to one piece ([`Family::unsplit_grid`](crate::family::Family::unsplit_grid)) where the knob turns it off.
     fn split_k(
         &self,
         kernel: &KernelSpec,
@@ -546,14 +545,10 @@ impl CudaBackend {
         config: &mut LaunchConfig,
     ) -> Result<SplitK> {
         let sms = self.info.sm_count as u64;
-        let is_decode = kernel
-            .cuda_source()
-            .is_some_and(|s| s.geometry == Geometry::Decode);
-        let planned = if is_decode {
-            decode::splits(problem, sms)
-        } else {
-            Wgmma::splits(kernel, problem, sms)
-        };
+        let family = kernel.family().ok_or_else(|| {
+            Error::Invalid(format!("kernel `{}` has no CUDA family", kernel.name))
+        })?;
+        let planned = family.splits(kernel, problem, sms);
         let splits = if TailKnobs::read()?.enabled()? {
             planned
         } else {
@@ -561,13 +556,7 @@ impl CudaBackend {
         };
         if splits == 1 {
             if planned > 1 {
-                if is_decode {
-                    // launch_dims planned the pieces along y: one piece, all of K.
-                    config.grid_dim.1 = 1;
-                } else {
-                    // launch_dims planned the pieces (clusters never split): one block per tile.
-                    config.grid_dim.0 = Wgmma::grid(Wgmma::tiles(kernel, problem), 1, sms);
-                }
+                config.grid_dim = family.unsplit_grid(kernel, problem, config.grid_dim, sms);
             }
             return Ok(SplitK {
                 splits,
@@ -575,11 +564,7 @@ impl CudaBackend {
                 through_c: false,
             });
         }
-        let reduce = if is_decode {
-            "decode_reduce"
-        } else {
-            "wgmma_reduce"
-        };
+        let reduce = family.reduce_entry();
         Ok(SplitK {
             splits,
             workspace: Some(self.split_k_workspace(kernel, problem, loaded, splits, reduce)?),

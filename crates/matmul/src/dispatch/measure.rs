@@ -17,22 +17,43 @@ pub const TOP: usize = 3;
 /// count: at least 1, at most 20).
 const BUDGET_PER_CANDIDATE_S: f64 = 0.015;
 
-/// Times up to `top` of the model's best candidates for `problem` on `backend` (each after an
-/// untimed launch, on one set of random inputs, within a budget of about 15 ms each) and returns
-/// the fastest as the choice for the problem's bucket. `table` calibrates the ranking as in
-/// `auto`. A candidate that fails to run is left out; none running is an error.
+/// Times up to `top` of the model's best candidates for `problem` on `backend` ([`top`], then
+/// [`fastest`]) and returns the fastest as the choice for the problem's bucket.
 pub fn measure(
     backend: &dyn Backend,
     problem: &Problem,
     table: Option<&TuneTable>,
     top: usize,
 ) -> Result<MeasuredChoice> {
+    fastest(backend, problem, &candidates(backend, problem, table, top)?)
+}
+
+/// The model's best `top` candidates (at least one) for `problem` on `backend`, ranked as `auto`
+/// ranks them with `table` ([`super::ranked`]).
+pub fn candidates(
+    backend: &dyn Backend,
+    problem: &Problem,
+    table: Option<&TuneTable>,
+    top: usize,
+) -> Result<Vec<model::Candidate>> {
     let limits = backend
         .limits()
         .ok_or_else(|| Error::Invalid("measuring a choice needs a CUDA device".into()))?;
-    let device = model::DeviceModel::of(&limits);
-    let extra = table.map_or_else(Vec::new, |t| t.calibrated(problem, &device));
-    let ranked = model::rank(problem, &limits, &extra);
+    Ok(super::ranked(problem, &limits, table)
+        .into_iter()
+        .take(top.max(1))
+        .map(|(c, _)| c)
+        .collect())
+}
+
+/// Times each of `candidates` on `problem` (after an untimed launch, on one set of random inputs,
+/// within a budget of about 15 ms each) and returns the fastest as the choice for the problem's
+/// bucket. A candidate that fails to run is left out; none running is an error.
+pub fn fastest(
+    backend: &dyn Backend,
+    problem: &Problem,
+    candidates: &[model::Candidate],
+) -> Result<MeasuredChoice> {
     let (ar, ac) = problem.a_stored();
     let (br, bc) = problem.b_stored();
     let inputs = [Inputs {
@@ -41,7 +62,7 @@ pub fn measure(
     }];
     let mut timed: Vec<(model::Candidate, f64)> = Vec::new();
     let mut errors = Vec::new();
-    for (c, _) in ranked.into_iter().take(top.max(1)) {
+    for &c in candidates {
         let opts = c.options();
         let run = |iters| backend.time(c.kernel, problem, &inputs, 1, iters, opts);
         let median = run(1).and_then(|first| {

@@ -209,9 +209,7 @@ pub fn auto_with_table(
                 notes: Vec::new(),
             });
         }
-        let device = model::DeviceModel::of(l);
-        let extra = table.map_or_else(Vec::new, |t| t.calibrated(p, &device));
-        if let Some((best, _)) = model::rank(p, l, &extra).first() {
+        if let Some((best, _)) = ranked(p, l, table).first() {
             return Ok(Choice {
                 kernel: best.kernel,
                 tiling: best.tiling,
@@ -229,6 +227,19 @@ pub fn auto_with_table(
         tiling: None,
         notes: Vec::new(),
     })
+}
+
+/// `auto`'s candidates for `problem` on a device with `limits`, fastest first by the cost model
+/// ([`model::rank`]), with `table`'s tilings calibrated to their measured rates where a table is
+/// given.
+pub fn ranked(
+    problem: &Problem,
+    limits: &DeviceLimits,
+    table: Option<&tune::TuneTable>,
+) -> Vec<(model::Candidate, model::Estimate)> {
+    let device = model::DeviceModel::of(limits);
+    let extra = table.map_or_else(Vec::new, |t| t.calibrated(problem, &device));
+    model::rank(problem, limits, &extra)
 }
 
 /// The byte-split u32 kernels, fastest first on Hopper at large sizes: `wgmma-u8x4-tma` and

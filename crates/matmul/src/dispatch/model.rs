@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::family::decode;
 use crate::family::wgmma::Wgmma;
 use crate::problem::Problem;
-use crate::registry::{DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
+use crate::registry::{Constraint, DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
 use crate::RunOptions;
 
 /// A device as the model sees it: its limits plus nominal per-SM rates from its architecture.
@@ -188,16 +188,23 @@ fn simt_tile_efficiency(area: u32) -> f64 {
     }
 }
 
-/// The SIMT rungs below multistage reach less of the same tile's rate (no cp.async pipeline, no
-/// warp tiling ...): their fraction of multistage's.
+/// The SIMT rungs below multistage reach less of the same tile's rate: their fraction of
+/// multistage's, read from the kernel's structure rather than its name (TMA-fed tiles; the
+/// cp.async pipeline with its split tail, rastered or not; warp tiles alone; neither).
 fn simt_rung(kernel: &KernelSpec) -> f64 {
-    match kernel.name {
-        "multistage-raster" => 1.0,
-        "multistage" => 0.995,
-        "simt-tma" => 0.99,
-        "warptile" => 0.75,
-        "vectorized" | "vectorized-padded" => 0.6,
-        _ => 0.4,
+    let Some(src) = kernel.cuda_source() else {
+        return 0.0;
+    };
+    let raster = src.defines.iter().any(|(name, _)| *name == "RASTER_GROUP");
+    let warp_tiled = kernel
+        .tiling(&RunOptions::default())
+        .is_some_and(|t| t.warp_tiled());
+    match () {
+        _ if src.tma_tiles => 0.99,
+        _ if src.split_tail && raster => 1.0,
+        _ if src.split_tail => 0.995,
+        _ if warp_tiled => 0.75,
+        _ => 0.5,
     }
 }
 
@@ -216,7 +223,7 @@ fn tc_efficiency(kernel: &KernelSpec, tile_bn: u32, device: &DeviceModel) -> f64
         Some(Geometry::Mma { .. }) if device.sm90a => 0.35,
         Some(Geometry::Mma { .. }) => 0.65,
         Some(Geometry::ByteSplitTma { .. }) => 0.66,
-        Some(Geometry::ByteSplit { .. }) if kernel.name.starts_with("wgmma") => 0.33,
+        Some(Geometry::ByteSplit { .. }) if kernel.constraints.contains(&Constraint::Sm90a) => 0.33,
         Some(Geometry::ByteSplit { .. }) if device.sm90a => 0.26,
         Some(Geometry::ByteSplit { .. }) => 0.6,
         _ => 0.0,

@@ -248,26 +248,21 @@ impl TuneTable {
         })
     }
 
-    /// The fastest tuned (kernel, tiling) for `problem` that can run it on a device with `limits`:
-    /// what `--kernel auto` runs when a table exists. An entry whose kernel refuses the problem (a
-    /// Hopper kernel on another GPU, say) gives way to the next fastest.
-    pub fn best(
-        &self,
-        problem: &Problem,
-        limits: Option<&DeviceLimits>,
-    ) -> Option<(&'static KernelSpec, Tiling)> {
-        ShapeClass::chain(problem).find_map(|class| {
-            self.entries
-                .iter()
-                .filter(|e| e.dtype == problem.dtype && e.class == class)
-                .filter_map(|e| {
-                    let kernel = crate::registry::find(&e.kernel).ok()?;
-                    let runs = kernel.can_run(problem, limits, &RunOptions::tiling(e.tiling));
-                    runs.is_ok().then_some((kernel, e.tiling, e.rate_gops))
-                })
-                .max_by(|a, b| a.2.total_cmp(&b.2))
-                .map(|(kernel, tiling, _)| (kernel, tiling))
-        })
+    /// The table `matmul tune` and `--autotune` add to for device `info`: the file at `path`, else
+    /// the built-in table of its class, else an empty one. An unreadable or corrupt file is an
+    /// error naming it.
+    pub fn load_or_builtin(path: &Path, info: &DeviceInfo) -> Result<TuneTable> {
+        Ok(TuneTable::load(path)?
+            .or_else(|| builtin_for_class(&class_of(info)))
+            .unwrap_or_default())
+    }
+
+    /// Marks the table as written for device `info` (its name, class and driver) at `date`.
+    pub fn stamp(&mut self, info: &DeviceInfo, date: String) {
+        self.device = info.name.clone();
+        self.class = class_of(info);
+        self.driver = info.driver_version.clone();
+        self.date = date;
     }
 
     /// The file for `device` and `driver` under `dir` (a device class, such as "sm_90-132", or
@@ -340,19 +335,11 @@ pub fn builtin_tables() -> Vec<TuneTable> {
         .collect()
 }
 
-/// "MxNxK" (op N·N), or "N" for a cube, as a problem of `dtype`.
+/// A table entry's shape ("MxNxK", or "N" for a cube, as `--shapes` takes it, then an optional
+/// note such as the ops) as an N·N problem of `dtype`.
 fn parse_shape(shape: &str, dtype: DType) -> Option<Problem> {
-    let dims: Vec<usize> = shape
-        .split_whitespace()
-        .next()?
-        .split('x')
-        .map(|d| d.parse().ok())
-        .collect::<Option<_>>()?;
-    match dims[..] {
-        [n] => Some(Problem::square(n, dtype)),
-        [m, n, k] => Some(Problem::new(m, n, k, dtype)),
-        _ => None,
-    }
+    let s: crate::problem::Shape = shape.split_whitespace().next()?.parse().ok()?;
+    Some(Problem::new(s.m, s.n, s.k, dtype))
 }
 
 /// Where a device's tune table came from.
@@ -399,8 +386,7 @@ pub struct TableLookup {
 
 /// The device class of `info` ([`DeviceLimits::class`]): architecture and SM count.
 pub fn class_of(info: &DeviceInfo) -> String {
-    let (major, minor) = info.compute_capability;
-    format!("sm_{major}{minor}-{}", info.sm_count)
+    crate::registry::rules::device_class(info.compute_capability, info.sm_count)
 }
 
 /// Where `matmul tune` writes the table of device `info`'s class (None: no cache directory).
@@ -463,10 +449,11 @@ pub fn device0_table() -> TableLookup {
 mod tests {
     use super::*;
 
-    /// `best` skips an entry whose kernel cannot run the problem (simt-tma on a GPU that is not
-    /// Hopper) and takes the next fastest.
+    /// With a table, `auto` weighs its entries where their kernel can run the problem: simt-tma's
+    /// on Hopper (also on rows TMA cannot read as stored, which are staged: cuda/staging.rs), and
+    /// on a GPU that is not Hopper the next one.
     #[test]
-    fn best_skips_kernels_that_refuse_the_problem() {
+    fn entries_that_refuse_the_problem_give_way() {
         let entry = |kernel: &str, rate: f64| TuneEntry {
             kernel: kernel.into(),
             dtype: DType::F32,
@@ -488,17 +475,22 @@ mod tests {
         };
         let hopper = crate::registry::rules::test_limits::HOPPER;
         let ampere = crate::registry::rules::test_limits::AMPERE;
-        let pick = |n, k, limits| {
-            table
-                .best(&Problem::new(n, n, k, DType::F32), Some(limits))
-                .unwrap()
-                .0
-                .name
+        let weighed = |n, k, limits: &DeviceLimits| {
+            let p = Problem::new(n, n, k, DType::F32);
+            let extra = table.calibrated(&p, &DeviceModel::of(limits));
+            super::super::model::rank(&p, limits, &extra)
+                .iter()
+                .map(|(c, _)| c.kernel.name)
+                .collect::<Vec<_>>()
         };
-        assert_eq!(pick(1024, 1024, &hopper), "simt-tma");
-        // Rows TMA cannot read as stored are staged (cuda/staging.rs): simt-tma still runs them.
-        assert_eq!(pick(1024, 1001, &hopper), "simt-tma");
-        assert_eq!(pick(1024, 1024, &ampere), "multistage-raster");
+        assert!(weighed(1024, 1024, &hopper).contains(&"simt-tma"));
+        assert!(weighed(1024, 1001, &hopper).contains(&"simt-tma"));
+        assert!(!weighed(1024, 1024, &ampere).contains(&"simt-tma"));
+        let fake = crate::dispatch::tests::FakeCuda(ampere);
+        let p = Problem::square(1024, DType::F32);
+        let c =
+            crate::dispatch::auto_with_table(&fake, DType::F32, Some(&p), Some(&table)).unwrap();
+        assert_eq!(c.kernel.name, "multistage-raster");
 
         // A named kernel's own entry, for its dtype and class, where the kernel can run the problem.
         let tma = crate::registry::find("simt-tma").unwrap();
@@ -547,12 +539,14 @@ mod tests {
         let table = builtin("NVIDIA H100 80GB HBM3").unwrap();
         let short = Problem::new(16, 14336, 4096, DType::U32);
         let small = Problem::new(1024, 1024, 1024, DType::U32);
-        let best = |p: &Problem| table.best(p, None).map(|(k, t)| (k.name, t.to_string()));
-        assert!(best(&short).is_some());
-        assert_eq!(best(&short), best(&small));
+        let tiling = |p: &Problem| table.lookup("multistage", p).map(|t| t.to_string());
+        assert!(tiling(&short).is_some());
+        assert_eq!(tiling(&short), tiling(&small));
         let f32_short = Problem::new(16, 14336, 4096, DType::F32);
         assert_eq!(
-            table.best(&f32_short, None).map(|(_, t)| t.to_string()),
+            table
+                .lookup("multistage-raster", &f32_short)
+                .map(|t| t.to_string()),
             Some("32x256x16/4x4/w32x64n1/s3/p4".into())
         );
     }

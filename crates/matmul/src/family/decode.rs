@@ -129,6 +129,26 @@ impl Family for Decode {
             ..ExtraArgs::default()
         }
     }
+
+    /// [`splits`].
+    fn splits(&self, _kernel: &KernelSpec, problem: &Problem, sms: u64) -> u64 {
+        splits(problem, sms)
+    }
+
+    fn reduce_entry(&self) -> &'static str {
+        "decode_reduce"
+    }
+
+    /// The pieces run along y: one piece, all of K.
+    fn unsplit_grid(
+        &self,
+        _kernel: &KernelSpec,
+        _problem: &Problem,
+        (x, _, z): (u32, u32, u32),
+        _sms: u64,
+    ) -> (u32, u32, u32) {
+        (x, 1, z)
+    }
 }
 
 #[cfg(test)]

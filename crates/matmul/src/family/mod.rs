@@ -123,6 +123,29 @@ pub trait Family: Sync {
     fn extra_args(&self, _kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs::default()
     }
+
+    /// A split-K kernel ([`ExtraArgs::split_k`]): the k pieces `launch_dims` plans for `problem`
+    /// on `sms` SMs (1: no split).
+    fn splits(&self, _kernel: &KernelSpec, _problem: &Problem, _sms: u64) -> u64 {
+        1
+    }
+
+    /// A split-K kernel: the entry of its module that sums the pieces' slabs into C.
+    fn reduce_entry(&self) -> &'static str {
+        "wgmma_reduce"
+    }
+
+    /// A split-K kernel: `grid`, planned by `launch_dims` for [`Family::splits`] pieces, narrowed
+    /// to one piece (all of K) on `sms` SMs.
+    fn unsplit_grid(
+        &self,
+        _kernel: &KernelSpec,
+        _problem: &Problem,
+        grid: (u32, u32, u32),
+        _sms: u64,
+    ) -> (u32, u32, u32) {
+        grid
+    }
 }
 
 /// The family of a CUDA source, from its geometry (and, for `BlockTile`, whether its tiles

@@ -105,6 +105,22 @@ impl Family for Wgmma {
             split_k: kernel.cuda_source().is_some_and(|s| s.split_k),
         }
     }
+
+    /// [`Wgmma::splits`].
+    fn splits(&self, kernel: &KernelSpec, problem: &Problem, sms: u64) -> u64 {
+        Wgmma::splits(kernel, problem, sms)
+    }
+
+    /// The (tile, piece) units become tiles: one block per tile (clusters never split).
+    fn unsplit_grid(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        (_, y, z): (u32, u32, u32),
+        sms: u64,
+    ) -> (u32, u32, u32) {
+        (Wgmma::grid(Wgmma::tiles(kernel, problem), 1, sms), y, z)
+    }
 }
 
 /// The fewest k-blocks (of 64) in one piece of a split-K tile: 512 of K, enough for the pipeline

@@ -37,9 +37,14 @@ impl DeviceLimits {
     /// SXM and an H200 are both `sm_90-132`), so what was measured on one part serves its
     /// siblings; `None` without a compute capability.
     pub fn class(&self) -> Option<String> {
-        let (major, minor) = self.compute_capability;
-        (major > 0).then(|| format!("sm_{major}{minor}-{}", self.sms))
+        (self.compute_capability.0 > 0).then(|| device_class(self.compute_capability, self.sms))
     }
+}
+
+/// The device class of a GPU of compute capability `(major, minor)` with `sms` SMs:
+/// "sm_{major}{minor}-{sms}", e.g. "sm_90-132".
+pub fn device_class((major, minor): (u32, u32), sms: u32) -> String {
+    format!("sm_{major}{minor}-{sms}")
 }
 
 /// Device limits for tests: an H100's, and an Ampere part's (no sm_90a).
