@@ -459,6 +459,10 @@ fn bad_input_is_status_2_naming_what_is_wrong() {
             "kernel `warptile` runs none of the dtypes asked for (it runs f32, u32)",
         ),
         (&["tune", "--shapes", "0"], "bad shape `0`"),
+        (
+            &["tune", "--suite", "no-such-suite"],
+            "no suite `no-such-suite`: not a built-in suite",
+        ),
     ];
     for (args, needle) in cases {
         bad_input(args, "", needle);
