@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// `matmul bench` uses), else the registry's. An error for a kernel without a tiling.
     #[arg(long)]
     tiling: Option<matmul::Tiling>,
+    /// With `--kernel auto` on CUDA: if the device's tune table has no measured choice for this
+    /// shape's bucket, time auto's top 3 candidates first and keep the fastest in the table
+    /// (later runs use it without this flag).
+    #[arg(long)]
+    autotune: bool,
     /// Verify against the CPU reference (default: on when m·n·k ≤ 2^28).
     #[arg(long, conflicts_with = "no_check")]
     check: bool,
@@ -183,7 +188,13 @@ pub fn run(args: RunArgs) -> CliResult {
     if let Some(kernel) = &user {
         crate::byok_cmd::run_child(&args.user, kernel, &problem, &a, &b, reference, args.seed);
     }
-    let sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
+    let mut sel = matmul::dispatch::select(&args.kernel, args.backend, args.dtype, Some(&problem))?;
+    if args.autotune && args.kernel.eq_ignore_ascii_case("auto") {
+        let tuned = matmul::dispatch::autotune(sel.backend.as_ref(), &problem)?;
+        sel.kernel = tuned.kernel;
+        sel.tiling = tuned.tiling;
+        sel.notes.extend(tuned.notes);
+    }
     for note in &sel.notes {
         eprintln!("matmul: {note}");
     }

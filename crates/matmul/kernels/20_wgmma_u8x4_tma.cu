@@ -24,6 +24,11 @@
 // align the buffers to the swizzle's 1024-byte period.
 // Traffic model per output element: 10·KP·(1/BN + 1/BM) plane bytes + the pre-pass
 // (4 bytes read and 4·KP/K written per element of A and B).
+// Split-K (`splits` > 1; the host plans it for problems with tiles for at most half the SMs): the
+// work units are (tile, piece) pairs, u / tiles the piece of `splits` near-equal pieces of the KP/BK
+// k-blocks (piece_range: tile_order.cuh). The Horner steps are linear modulo 2³², so each piece's
+// partial tile is its k range's share of C; it stores it into slab `piece` of `partial`
+// (splits × M × N u32), and `u8x4_reduce`, launched behind, adds the slabs (wrapping) into C.
 // Parameters: BM = 128, BN = 256, BK = 128, STAGES, THREADS = 384.
 // Constraints: u32 only; sm_90a.
 
@@ -71,16 +76,17 @@ __device__ __forceinline__ void wgmma_m64n256k32_u8(unsigned (&d)[128], u64 desc
 
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
-                                        const TmaMap* map_b, Units units, int M, int N, int nk)
+                                        const TmaMap* map_b, Units units, int M, int N, int nk, int splits)
 {
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tm, tn;
-        units.tile(u, 0, tm, tn);
+    for (int u = units.first; u < units.count * splits; u += units.step) {
+        int tm, tn, kb0, kb1;
+        units.tile(u % units.count, 0, tm, tn);
+        piece_range(u / units.count, splits, nk, kb0, kb1);
         for (int p = 0; p < 10; ++p) {
             const int a_row = ((HPAIR_I >> (2 * p)) & 3) * M + tm * BM;
             const int b_row = ((HPAIR_J >> (2 * p)) & 3) * N + tn * BN;
-            for (int kb = 0; kb < nk; ++kb, ++it) {
+            for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                 mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
@@ -94,7 +100,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, matmul_u32* __restrict__ C,
-                                       int M, int N, Units units, int nk)
+                                       int M, int N, Units units, int nk, int splits, matmul_u32* __restrict__ partial)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -104,14 +110,18 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     };
     unsigned d[ACC];
     unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count; u += units.step) {
-        int tm, tn;
-        units.tile(u, 0, tm, tn);
+    for (int u = units.first; u < units.count * splits; u += units.step) {
+        int tm, tn, kb0, kb1;
+        units.tile(u % units.count, 0, tm, tn);
+        const int piece = u / units.count;
+        piece_range(piece, splits, nk, kb0, kb1);
+        // A split piece's partial tile goes to its slab, laid out as C.
+        matmul_u32* __restrict__ out = splits > 1 ? partial + (size_t)piece * M * N : C;
 #pragma unroll
         for (int e = 0; e < ACC; ++e) d[e] = 0u;
         int pending = -1;  // the buffer of the k-block whose wgmma group may still be in flight
         for (int p = 0; p < 10; ++p) {
-            for (int kb = 0; kb < nk; ++kb, ++it) {
+            for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
                 const unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
@@ -156,7 +166,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             for (int h = 0; h < 2; ++h) {
                 const int r = r_base + 8 * h;
                 if (r >= M) continue;
-                matmul_u32* Cr = C + (long long)r * N;
+                matmul_u32* Cr = out + (long long)r * N;
                 const matmul_u32 v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
                 if (pairs && c + 1 < N) {
                     *reinterpret_cast<uint2*>(Cr + c) = make_uint2(v0, v1);
@@ -171,8 +181,9 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 wgmma_u8x4_tma(const matmul_u32* __restrict__ A, const matmul_u32* __restrict__ B, matmul_u32* __restrict__ C,
-               int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, const unsigned char* __restrict__ planes,
-               int KP, const __grid_constant__ TmaMap map_a, const __grid_constant__ TmaMap map_b)
+               int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int splits,
+               matmul_u32* __restrict__ partial, const unsigned char* __restrict__ planes, int KP,
+               const __grid_constant__ TmaMap map_a, const __grid_constant__ TmaMap map_b)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
@@ -195,12 +206,24 @@ wgmma_u8x4_tma(const matmul_u32* __restrict__ A, const matmul_u32* __restrict__ 
         if (threadIdx.x == 0) {
             prefetch_tensormap(&map_a);
             prefetch_tensormap(&map_b);
-            produce(smem, full, empty, &map_a, &map_b, units, M, N, nk);
+            produce(smem, full, empty, &map_a, &map_b, units, M, N, nk, splits);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
-        consume(smem, full, empty, C, M, N, units, nk);
+        consume(smem, full, empty, C, M, N, units, nk, splits, partial);
     }
     // A block must outlive the copies into it and the arrivals on its barriers.
     __syncthreads();
+}
+
+// Split-K's second step: C[i] = the wrapping sum over the `splits` slabs of `partial`, in piece
+// order; one thread an element, a grid-stride loop.
+extern "C" __global__ void __launch_bounds__(256)
+u8x4_reduce(const matmul_u32* __restrict__ partial, matmul_u32* __restrict__ C, int count, int splits)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        matmul_u32 sum = 0u;
+        for (int p = 0; p < splits; ++p) sum += __ldcs(partial + (size_t)p * count + i);
+        C[i] = sum;
+    }
 }

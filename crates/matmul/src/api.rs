@@ -64,6 +64,7 @@ pub struct Gemm<'a, T> {
     tiling: Option<Tiling>,
     tile: Option<u32>,
     verify: bool,
+    autotune: bool,
 }
 
 /// What [`Gemm::run_detailed`] returns: C and how it was computed.
@@ -105,6 +106,7 @@ impl<'a, T: Element> Gemm<'a, T> {
             tiling: None,
             tile: None,
             verify: false,
+            autotune: false,
         }
     }
 
@@ -169,6 +171,17 @@ impl<'a, T: Element> Gemm<'a, T> {
     /// reference itself not finite, are an [`Error::OutOfRange`].
     pub fn verify(mut self, verify: bool) -> Self {
         self.verify = verify;
+        self
+    }
+
+    /// With the `auto` kernel on CUDA: where the device's tune table has no measured choice for
+    /// this product's shape bucket, time the cost model's top three candidates on it first
+    /// (about 15 ms each once they are compiled) and keep the fastest, in the table of the
+    /// device's class, for this and every later call ([`crate::dispatch::autotune`]), as
+    /// Triton's autotune and cuBLASLt's algorithm search do. Off by default: without it, `auto`
+    /// is deterministic (the model and the tables already on disk). No effect elsewhere.
+    pub fn autotune(mut self, autotune: bool) -> Self {
+        self.autotune = autotune;
         self
     }
 
@@ -244,7 +257,7 @@ impl<'a, T: Element> Gemm<'a, T> {
     pub fn run_detailed_as<U: Element>(&self) -> Result<GemmOutput<U>> {
         let problem = self.problem_as::<U>()?;
         let opened;
-        let (backend, choice): (&dyn Backend, dispatch::Choice) = match self.on {
+        let (backend, mut choice): (&dyn Backend, dispatch::Choice) = match self.on {
             Some(backend) => {
                 let choice =
                     dispatch::choose(&self.kernel, backend, problem.dtype, Some(&problem))?;
@@ -262,6 +275,13 @@ impl<'a, T: Element> Gemm<'a, T> {
                 (opened.as_ref(), choice)
             }
         };
+        if self.autotune && self.kernel.eq_ignore_ascii_case("auto") {
+            let notes = std::mem::take(&mut choice.notes);
+            choice = dispatch::autotune(backend, &problem)?;
+            choice.notes.splice(0..0, notes);
+            let mut seen = std::collections::HashSet::new();
+            choice.notes.retain(|n| seen.insert(n.clone()));
+        }
         let opts = RunOptions {
             tile: self.tile,
             tiling: self.tiling.or(choice.tiling),
@@ -320,6 +340,7 @@ impl<T> std::fmt::Debug for Gemm<'_, T> {
             .field("tiling", &self.tiling)
             .field("tile", &self.tile)
             .field("verify", &self.verify)
+            .field("autotune", &self.autotune)
             .finish()
     }
 }

@@ -3,6 +3,7 @@
 use crate::error::{Error, Result};
 use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
+use crate::registry::rules::DeviceIdentity;
 use crate::registry::{BackendKind, DeviceLimits, KernelSpec, Tiling};
 
 /// Per-call knobs that are not part of the problem.
@@ -64,6 +65,12 @@ pub trait Backend {
 
     /// What `can_run` needs to know (None for the CPU).
     fn limits(&self) -> Option<DeviceLimits>;
+
+    /// Who the device is, for the tune table and measured choices kept for it (None: nothing
+    /// is kept for this backend).
+    fn identity(&self) -> Option<DeviceIdentity> {
+        None
+    }
 
     /// Runs `kernel` on one input pair and returns C. The output is poisoned before the launch
     /// (NaN / 0xDEADBEEF) unless the kernel accumulates into a zeroed C, so an element the kernel

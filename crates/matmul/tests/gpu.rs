@@ -46,6 +46,7 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 20000),
     (2, 3, 20000),
     (3, 5, 7),
+    (3, 5, 1100),
     (17, 33, 65),
     (15, 15, 15),
     (16, 16, 16),
@@ -105,9 +106,11 @@ fn tiny_only() -> bool {
     env_is("MATMUL_TEST_SMALL", "tiny")
 }
 
-/// (64, 64, 64) is the one whose stored rows are 16-byte multiples, so the TMA kernels run too.
+/// (64, 64, 64) is the one whose stored rows are 16-byte multiples, so the TMA kernels run too;
+/// (3, 5, 1100) the one long enough in K for the split-K kernels to split it.
 const TINY: &[(usize, usize, usize)] = &[
     (3, 5, 7),
+    (3, 5, 1100),
     (17, 33, 65),
     (65, 65, 65),
     (63, 65, 64),
@@ -459,7 +462,8 @@ fn u8x4_many_tiles_per_block() {
 /// overflows 32 bits: their s32 accumulators must wrap (mma without .satfinite), and the shifted
 /// total must still be the wrapping u32 product, bit for bit. All-0xFFFFFFFF inputs (every byte
 /// 255, every accumulator wrapping; C = k mod 2^32 everywhere) and random ones, every op(A)/op(B),
-/// a single output and a block with partial tiles on both sides, C poisoned first (`run`).
+/// a single output, a block with partial tiles on both sides, and six tiles that the TMA kernel
+/// splits over K (partial slabs summed mod 2^32), C poisoned first (`run`).
 #[test]
 #[cfg_attr(
     not(matmul_require_gpu),
@@ -471,7 +475,7 @@ fn u8x4_wraps_exactly_past_k_66051() {
     let shapes: &[(usize, usize)] = if small_only() {
         &[(3, 5)]
     } else {
-        &[(1, 1), (3, 5), (130, 70)]
+        &[(1, 1), (3, 5), (130, 70), (260, 300)]
     };
     let mut failures = Vec::new();
     let mut ran = 0;
@@ -1031,6 +1035,48 @@ fn output_is_poisoned_before_the_launch() {
             "an untouched poisoned C passed verification: {verdict:?}"
         );
     }
+}
+
+/// `Gemm::autotune`: the first product of a shape bucket the table has no choice for times the
+/// model's top candidates and keeps the fastest in the class's table on disk (the check's cache
+/// directory); the product is right (verified), and a second call runs the kept choice.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn autotune_measures_a_bucket_once_and_keeps_it() {
+    let Some(backend) = gpu() else { return };
+    let id = matmul::Backend::identity(&backend).expect("a CUDA device has an identity");
+    let a =
+        matmul::Matrix::<f32>::from_fn(777, 3333, |i, j| ((i * 7 + j) % 13) as f32 - 6.0).unwrap();
+    let b =
+        matmul::Matrix::<f32>::from_fn(3333, 555, |i, j| ((i + 3 * j) % 11) as f32 - 5.0).unwrap();
+    let problem = Problem::new(777, 555, 3333, DType::F32);
+    let first = matmul::Gemm::new(&a, &b)
+        .on(&backend)
+        .autotune(true)
+        .verify(true)
+        .run_detailed()
+        .unwrap();
+    assert!(first.verdict.is_some_and(|v| v.passed));
+    let lookup = matmul::dispatch::tune::table_for(&id);
+    let (source, table) = lookup.found.expect("the measured choice was saved");
+    let kept = table
+        .choice(&problem, matmul::Backend::limits(&backend).as_ref())
+        .unwrap_or_else(|| panic!("no choice for {problem} in {source}"));
+    assert_eq!(kept.0.name, first.kernel.name);
+    let second = matmul::Gemm::new(&a, &b)
+        .on(&backend)
+        .autotune(true)
+        .run_detailed()
+        .unwrap();
+    assert_eq!(second.kernel.name, first.kernel.name);
+    assert_eq!(second.c, first.c);
+    println!(
+        "RESULT autotune {problem}: {} (kept in {source})",
+        first.kernel.name
+    );
 }
 
 /// `time` returns one positive duration per timed launch, rotating input sets, for a compiled

@@ -49,6 +49,16 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// Who this device is, for the tune tables kept for it: its class (architecture and SM
+    /// count), model and driver.
+    pub fn identity(&self) -> crate::registry::rules::DeviceIdentity {
+        crate::registry::rules::DeviceIdentity {
+            class: crate::registry::rules::device_class(self.compute_capability, self.sm_count),
+            model: self.name.clone(),
+            driver: self.driver_version.clone(),
+        }
+    }
+
     /// Theoretical DRAM bandwidth from the clock and bus width (double data rate), GB/s.
     pub fn peak_memory_bandwidth_gbs(&self) -> f64 {
         2.0 * self.memory_clock_khz as f64 * 1e3 * (self.memory_bus_bits as f64 / 8.0) / 1e9

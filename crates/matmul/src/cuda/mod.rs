@@ -375,6 +375,10 @@ impl Backend for CudaBackend {
         self.info.summary()
     }
 
+    fn identity(&self) -> Option<crate::registry::rules::DeviceIdentity> {
+        Some(self.info.identity())
+    }
+
     fn limits(&self) -> Option<DeviceLimits> {
         Some(DeviceLimits {
             max_shared_per_block: self.info.shared_per_block_optin,

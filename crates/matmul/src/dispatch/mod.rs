@@ -162,7 +162,7 @@ pub fn choose(
     let tiling = match (backend.kind(), problem) {
         (BackendKind::Cuda, Some(p)) => {
             let limits = backend.limits();
-            tuned_table(&mut notes).and_then(|t| t.runnable(spec, p, limits.as_ref()))
+            tuned_table(backend, &mut notes).and_then(|t| t.runnable(spec, p, limits.as_ref()))
         }
         _ => None,
     };
@@ -183,10 +183,38 @@ pub fn choose(
 pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> Result<Choice> {
     let mut notes = Vec::new();
     let table = match (backend.kind(), problem) {
-        (BackendKind::Cuda, Some(_)) => tuned_table(&mut notes),
+        (BackendKind::Cuda, Some(_)) => tuned_table(backend, &mut notes),
         _ => None,
     };
     let mut choice = auto_with_table(backend, dtype, problem, table.as_ref())?;
+    choice.notes = notes;
+    Ok(choice)
+}
+
+/// [`auto`] with a measured choice: where the device's table has none for `problem`'s shape
+/// bucket, the model's top [`measure::TOP`] candidates are timed on it (about 15 ms each, after
+/// their first compilation, which the kernel cache keeps) and the fastest becomes the bucket's
+/// choice, saved in the table of the device's class ([`tune::save_choice`]) for every later
+/// call and process. As [`auto`] off CUDA or for a device without an identity.
+pub fn autotune(backend: &dyn Backend, problem: &Problem) -> Result<Choice> {
+    let (Some(id), Some(limits)) = (backend.identity(), backend.limits()) else {
+        return auto(backend, problem.dtype, Some(problem));
+    };
+    if backend.kind() != BackendKind::Cuda {
+        return auto(backend, problem.dtype, Some(problem));
+    }
+    let mut notes = Vec::new();
+    let mut table = tuned_table(backend, &mut notes).unwrap_or_default();
+    if table.choice(problem, Some(&limits)).is_none() {
+        let choice = measure::measure(backend, problem, Some(&table), measure::TOP)?;
+        match tune::save_choice(&id, choice.clone()) {
+            Ok(Some(_)) => {}
+            Ok(None) => notes.push("no cache directory: the measured choice is not kept".into()),
+            Err(e) => notes.push(format!("the measured choice is not kept: {e}")),
+        }
+        table.insert_choice(choice);
+    }
+    let mut choice = auto_with_table(backend, problem.dtype, Some(problem), Some(&table))?;
     choice.notes = notes;
     Ok(choice)
 }
@@ -284,8 +312,9 @@ fn first_runnable(
 
 /// Device 0's tune table (the user's, else the built-in one for its name), read without a second
 /// context; why a corrupt file was skipped goes to `notes`.
-fn tuned_table(notes: &mut Vec<String>) -> Option<tune::TuneTable> {
-    let lookup = tune::device0_table();
+/// The tune table of `backend`'s device ([`tune::table_for`]), noting a file that was skipped.
+fn tuned_table(backend: &dyn Backend, notes: &mut Vec<String>) -> Option<tune::TuneTable> {
+    let lookup = tune::table_for(&backend.identity()?);
     if let Some(w) = lookup.warning {
         notes.push(format!("ignoring the tune table: {w}"));
     }

@@ -15,6 +15,7 @@
 
 use crate::dtype::DType;
 use crate::family::decode;
+use crate::family::u8x4::U8x4Tma;
 use crate::family::wgmma::Wgmma;
 use crate::problem::Problem;
 use crate::registry::{Constraint, DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
@@ -286,7 +287,14 @@ pub fn estimate(
             } else {
                 1
             };
-            let eff = simt_tile_efficiency(t.bm * t.bn) * simt_rung(kernel) * calibration;
+            // IMAD issues at half the FFMA rate, so each output's shared-memory reads weigh
+            // half as much against it: small tiles lose half as much (H200, u32 at 4096³
+            // 4.46 ms and 64×8192×8192 0.30 ms, where f32's efficiencies predicted 5.3 and 0.44).
+            let tile_eff = match problem.dtype {
+                DType::U32 => 1.0 - 0.5 * (1.0 - simt_tile_efficiency(t.bm * t.bn)),
+                _ => simt_tile_efficiency(t.bm * t.bn),
+            };
+            let eff = tile_eff * simt_rung(kernel) * calibration;
             let piece_k = k.div_ceil(splits) as f64;
             let unit_s =
                 2.0 * t.bm as f64 * t.bn as f64 * piece_k / (device.simt_rate(problem.dtype) * eff);
@@ -351,17 +359,37 @@ pub fn estimate(
         Geometry::ByteSplit { tile } | Geometry::ByteSplitTma { tile } => {
             // Ten u8 GEMMs on the int8 rate, after a pre-pass that reads A and B and writes
             // their four byte planes each.
+            // The TMA kernel splits K where its tiles fill less than half the SMs.
             let tiles = m.div_ceil(tile.bm as u64) * n.div_ceil(tile.bn as u64);
+            let splits = if src.split_k {
+                U8x4Tma::splits(kernel, problem, device.sms)
+            } else {
+                1
+            };
             let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
             let kp = k.div_ceil(128) * 128;
-            let unit_s = 10.0 * 2.0 * tile.bm as f64 * tile.bn as f64 * kp as f64
+            // The ten byte GEMMs run through one pipeline, which fills once per unit.
+            let piece_k = 10.0 * kp.div_ceil(splits) as f64 + 2.0 * tile.bk as f64;
+            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
                 / (device.tc_rate(DType::U32) * eff);
-            let compute = waves(tiles, device.sms, 1, unit_s);
-            let planes = ((m + n) * k * 4 + (m + n) * kp * 4) as f64 / device.dram_bytes_per_s;
+            let compute = waves(tiles * splits, device.sms, 1, unit_s);
+            let dram = device.dram_bytes_per_s * DRAM_EFFICIENCY;
+            // Each pair streams a byte plane of A and of B^T: B's from DRAM once per group
+            // of 16 tile-rows (the grouped raster shares it through L2 within a group), A's
+            // once per 16 tile-columns. Few tile-rows with a long K make it the bound; it
+            // overlaps the tensor work only in part.
+            let groups = |tiles: u64| tiles.div_ceil(16) as f64;
+            let stream = 10.0
+                * kp as f64
+                * (n as f64 * groups(m.div_ceil(tile.bm as u64))
+                    + m as f64 * groups(n.div_ceil(tile.bn as u64)))
+                / dram;
+            let main = compute.max(stream).max(floor) + 0.5 * compute.min(stream);
+            let planes = ((m + n) * k * 4 + (m + n) * kp * 4) as f64 / dram;
             Estimate {
-                seconds: overlap(compute, floor) + planes + 2.0 * LAUNCH_S,
+                seconds: main + planes + split_cost(splits, problem, device) + 2.0 * LAUNCH_S,
                 compute_s: compute,
-                splits: 1,
+                splits,
             }
         }
         Geometry::Decode => {

@@ -129,16 +129,18 @@ fn auto_is_never_slower_by_the_model_than_any_candidate() {
 #[test]
 fn auto_follows_the_shape_and_the_device() {
     let name = |l, m, n, k, d| pick(l, &Problem::new(m, n, k, d), None).kernel.name;
-    // u32 by shape: the int8 tensor cores on large products, IMAD with split-K on K-heavy ones.
+    // u32 by shape: the int8 tensor cores on large products and, split over K, on few tiles
+    // with a long K; IMAD where one tile holds all of C.
     assert_eq!(name(HOPPER, 4096, 4096, 4096, DType::U32), "wgmma-u8x4-tma");
     assert_eq!(name(A100, 4096, 4096, 4096, DType::U32), "mma-u8x4");
+    assert_eq!(name(H200, 256, 256, 262_144, DType::U32), "wgmma-u8x4-tma");
+    assert_ne!(name(A100, 256, 256, 262_144, DType::U32), "mma-u8x4");
     for dtype in [DType::U32, DType::F32] {
         let heavy = name(H200, 48, 48, 100_000, dtype);
         assert!(
             heavy.starts_with("multistage") || heavy == "decode",
             "{heavy}"
         );
-        assert!(!name(H200, 256, 256, 262_144, dtype).contains("u8x4"));
     }
     // Decode-sized M streams B at the memory bandwidth.
     for dtype in [DType::F32, DType::U32, DType::Tf32] {
@@ -289,4 +291,15 @@ fn print_the_model_choices() {
             println!("{p}: {}", top.join(" | "));
         }
     }
+}
+
+/// `autotune` on a device with no identity (nothing can be kept for it) is `auto`.
+#[test]
+fn autotune_without_an_identity_is_auto() {
+    let p = Problem::new(777, 555, 3333, DType::F32);
+    let backend = FakeCuda(H200);
+    let tuned = autotune(&backend, &p).unwrap();
+    let plain = auto(&backend, DType::F32, Some(&p)).unwrap();
+    assert_eq!(tuned.kernel.name, plain.kernel.name);
+    assert_eq!(tuned.tiling, plain.tiling);
 }

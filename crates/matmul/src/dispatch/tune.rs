@@ -17,6 +17,7 @@ use crate::cuda::{DeviceInfo, DiskCache};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
+use crate::registry::rules::DeviceIdentity;
 use crate::registry::{DeviceLimits, KernelSpec, Tiling};
 
 use super::model::{Candidate, DeviceModel};
@@ -386,29 +387,35 @@ pub struct TableLookup {
 
 /// The device class of `info` ([`DeviceLimits::class`]): architecture and SM count.
 pub fn class_of(info: &DeviceInfo) -> String {
-    crate::registry::rules::device_class(info.compute_capability, info.sm_count)
+    info.identity().class
 }
 
 /// Where `matmul tune` writes the table of device `info`'s class (None: no cache directory).
 pub fn table_path(info: &DeviceInfo) -> Option<PathBuf> {
-    let dir = DiskCache::from_env().dir()?.to_path_buf();
-    Some(TuneTable::path_in(
-        &dir,
-        &class_of(info),
-        &info.driver_version,
-    ))
+    class_table_path(&info.identity())
 }
 
-/// Where a table for device `info`'s model alone lives: it overrides the class's table.
-pub fn model_table_path(info: &DeviceInfo) -> Option<PathBuf> {
+/// Where the table of device `id`'s class lives (None: no cache directory).
+pub fn class_table_path(id: &DeviceIdentity) -> Option<PathBuf> {
     let dir = DiskCache::from_env().dir()?.to_path_buf();
-    Some(TuneTable::path_in(&dir, &info.name, &info.driver_version))
+    Some(TuneTable::path_in(&dir, &id.class, &id.driver))
 }
 
-/// The table for device `info`: one written for its model (an override), else the one `matmul
+/// Where a table for device `id`'s model alone lives: it overrides the class's table.
+pub fn model_table_path(id: &DeviceIdentity) -> Option<PathBuf> {
+    let dir = DiskCache::from_env().dir()?.to_path_buf();
+    Some(TuneTable::path_in(&dir, &id.model, &id.driver))
+}
+
+/// The table for device `info` ([`table_for`]).
+pub fn load_table(info: &DeviceInfo) -> TableLookup {
+    table_for(&info.identity())
+}
+
+/// The table for device `id`: one written for its model (an override), else the one `matmul
 /// tune` wrote for its class, else the one this project measured on its class (compiled in). A
 /// corrupt file is skipped, and the lookup says why.
-pub fn load_table(info: &DeviceInfo) -> TableLookup {
+pub fn table_for(id: &DeviceIdentity) -> TableLookup {
     let mut warning = None;
     let mut read = |path: Option<PathBuf>| {
         path.and_then(|path| match TuneTable::load(&path) {
@@ -419,13 +426,12 @@ pub fn load_table(info: &DeviceInfo) -> TableLookup {
             }
         })
     };
-    let user = read(model_table_path(info)).or_else(|| read(table_path(info)));
-    let class = class_of(info);
+    let user = read(model_table_path(id)).or_else(|| read(class_table_path(id)));
     let found = user.or_else(|| {
-        builtin_for_class(&class).map(|t| {
+        builtin_for_class(&id.class).map(|t| {
             let source = TableSource::Builtin {
                 device: t.device.clone(),
-                class: class.clone(),
+                class: id.class.clone(),
                 date: t.date.clone(),
             };
             (source, t)
@@ -434,15 +440,23 @@ pub fn load_table(info: &DeviceInfo) -> TableLookup {
     TableLookup { found, warning }
 }
 
-/// Device 0's tune table, read without opening a CUDA context (None: no device, or no table).
-pub fn device0_table() -> TableLookup {
-    match crate::cuda::list_devices()
-        .ok()
-        .and_then(|d| d.into_iter().next())
-    {
-        Some(info) => load_table(&info),
-        None => TableLookup::default(),
+/// Adds `choice` to the table file of device `id`'s class (created from the built-in table
+/// when there is none), written atomically; the path written, or None without a cache directory.
+pub fn save_choice(id: &DeviceIdentity, choice: MeasuredChoice) -> Result<Option<PathBuf>> {
+    let Some(path) = class_table_path(id) else {
+        return Ok(None);
+    };
+    let mut table = TuneTable::load(&path)?
+        .or_else(|| builtin_for_class(&id.class))
+        .unwrap_or_default();
+    if table.device.is_empty() {
+        table.device = id.model.clone();
     }
+    table.class = id.class.clone();
+    table.driver = id.driver.clone();
+    table.insert_choice(choice);
+    table.save(&path)?;
+    Ok(Some(path))
 }
 
 #[cfg(test)]

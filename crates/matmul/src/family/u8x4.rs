@@ -76,8 +76,20 @@ impl Family for U8x4 {
 }
 
 /// The [`Family`] of `ByteSplitTma` kernels (20_wgmma_u8x4_tma.cu): `U8x4`'s planes and shared
-/// memory, a persistent grid of min(tiles, SMs) blocks, and two tensor maps over the planes.
+/// memory, a persistent grid of min(units, SMs) blocks over (tile, k piece) units, and two tensor
+/// maps over the planes.
 pub struct U8x4Tma;
+
+/// The fewest k-blocks (of 128 bytes) in one piece of a split-K tile: 512 of K, which with the
+/// 10 byte pairs is 40 k-blocks through the pipeline, ten times its four stages.
+pub const MIN_PIECE_KBLOCKS: u64 = 4;
+
+/// The split plan's time model (H100 figures; only the ordering matters): one SM's int8
+/// tensor-core rate at 128×256 tiles (1,350 TOP/s of u8 products over 132 SMs, the 135 TOP/s
+/// of u32 at 8192³ times ten), the DRAM bandwidth, and the second launch's fixed cost.
+const SM_OPS: f64 = 1.0e13;
+const DRAM_BYTES_PER_S: f64 = 3.0e12;
+const REDUCE_LAUNCH_S: f64 = 3e-6;
 
 impl U8x4Tma {
     /// The BM×BN tiles of C.
@@ -85,6 +97,51 @@ impl U8x4Tma {
         kernel.tc_tile().map_or(0, |t| {
             (problem.m.div_ceil(t.bm as usize) * problem.n.div_ceil(t.bn as usize)) as u64
         })
+    }
+
+    /// The k pieces of each tile on `problem` with `sms` SMs; 1 (no split) unless the tiles are
+    /// for at most half the SMs. Then the pieces fill about one wave, each at least
+    /// [`MIN_PIECE_KBLOCKS`] of the planes' k-blocks, evened out so that no piece is empty, and
+    /// only where the partial slabs cost less than the idle SMs they put to work.
+    pub fn splits(kernel: &KernelSpec, problem: &Problem, sms: u64) -> u64 {
+        let Some(t) = kernel.tc_tile() else {
+            return 1;
+        };
+        let tiles = U8x4Tma::tiles(kernel, problem);
+        let kblocks = (padded_k(problem.k) / t.bk as usize) as u64;
+        if tiles == 0 || 2 * tiles > sms {
+            return 1;
+        }
+        let s = (sms / tiles).min(kblocks / MIN_PIECE_KBLOCKS);
+        if s < 2 {
+            return 1;
+        }
+        let s = kblocks.div_ceil(kblocks.div_ceil(s));
+        if U8x4Tma::estimate(kernel, problem, sms, s) < U8x4Tma::estimate(kernel, problem, sms, 1) {
+            s
+        } else {
+            1
+        }
+    }
+
+    /// The split plan's time for `splits` pieces a tile: waves of (tile, piece) units of ten
+    /// u8 GEMMs over the piece's share of the planes' K, plus the slabs written and read back
+    /// and the reduction's launch.
+    fn estimate(kernel: &KernelSpec, problem: &Problem, sms: u64, splits: u64) -> f64 {
+        let Some(t) = kernel.tc_tile() else {
+            return f64::INFINITY;
+        };
+        let units = U8x4Tma::tiles(kernel, problem) * splits;
+        let piece_k = padded_k(problem.k).div_ceil(splits as usize) as f64;
+        let unit_s = 10.0 * 2.0 * t.bm as f64 * t.bn as f64 * piece_k / SM_OPS;
+        let compute = units.div_ceil(sms.max(1)) as f64 * unit_s;
+        let split = if splits > 1 {
+            let slabs = 2.0 * splits as f64 * (problem.m * problem.n) as f64 * 4.0;
+            slabs / DRAM_BYTES_PER_S + REDUCE_LAUNCH_S
+        } else {
+            0.0
+        };
+        compute + split
     }
 }
 
@@ -119,21 +176,43 @@ impl Family for U8x4Tma {
         }
         blocks(problem.n, t.bn)?;
         blocks(problem.m, t.bm)?;
-        let tiles = U8x4Tma::tiles(kernel, problem);
-        let grid = tiles.min(device.sm_count.max(1) as u64).max(1);
-        Ok(((grid as u32, 1, 1), (t.threads, 1, 1)))
+        let sms = device.sm_count.max(1) as u64;
+        let units = U8x4Tma::tiles(kernel, problem) * U8x4Tma::splits(kernel, problem, sms);
+        Ok(((units.min(sms).max(1) as u32, 1, 1), (t.threads, 1, 1)))
     }
 
     fn persistent(&self) -> bool {
         true
     }
 
-    fn extra_args(&self, _kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
+    fn extra_args(&self, kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
             byte_planes: true,
             plane_maps: true,
+            split_k: kernel.cuda_source().is_some_and(|s| s.split_k),
             ..ExtraArgs::default()
         }
+    }
+
+    /// [`U8x4Tma::splits`].
+    fn splits(&self, kernel: &KernelSpec, problem: &Problem, sms: u64) -> u64 {
+        U8x4Tma::splits(kernel, problem, sms)
+    }
+
+    fn reduce_entry(&self) -> &'static str {
+        "u8x4_reduce"
+    }
+
+    /// One block per tile, on at most `sms` SMs.
+    fn unsplit_grid(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        (_, y, z): (u32, u32, u32),
+        sms: u64,
+    ) -> (u32, u32, u32) {
+        let tiles = U8x4Tma::tiles(kernel, problem).min(sms).max(1);
+        (tiles as u32, y, z)
     }
 }
 
@@ -282,6 +361,41 @@ mod tests {
         let (m, n, kk) = (3, 5, 7);
         let (a, b) = (random(m * kk, 24), random(kk * n, 25));
         assert_eq!(horner(&a, &b, m, n, kk), wrapping_product(&a, &b, m, n, kk));
+    }
+
+    /// Split-K plans pieces only for tiles on at most half of 132 SMs and K of 8 or more
+    /// k-blocks of the planes, fills about one wave with pieces of at least 4 k-blocks, and
+    /// leaves no piece empty.
+    #[test]
+    fn split_k_plans() {
+        let kernel = crate::registry::find("wgmma-u8x4-tma").unwrap();
+        let splits = |m, n, k| U8x4Tma::splits(kernel, &Problem::new(m, n, k, DType::U32), 132);
+        // 8192² is 2,048 tiles: no split; 256×256×65536 is 2 tiles of 512 k-blocks: 66 pieces
+        // at most, evened out to 64 of 8.
+        assert_eq!(splits(8192, 8192, 8192), 1);
+        assert_eq!(splits(256, 256, 65_536), 64);
+        // 48×48×100000: one tile, 782 k-blocks, 132 pieces of 6.
+        assert_eq!(splits(48, 48, 100_000), 131);
+        // Short K: 512 is 4 k-blocks, too few for two pieces.
+        assert_eq!(splits(256, 256, 512), 1);
+        for (m, n, k) in [
+            (48, 48, 100_000),
+            (256, 256, 65_536),
+            (1000, 1000, 4096),
+            (64, 4096, 20_000),
+        ] {
+            let s = splits(m, n, k);
+            let kblocks = padded_k(k).div_ceil(128) as u64;
+            let per = kblocks.div_ceil(s);
+            assert!(
+                s == 1 || per >= MIN_PIECE_KBLOCKS,
+                "{m}x{n}x{k}: {s} pieces"
+            );
+            assert!(
+                (s - 1) * per < kblocks,
+                "{m}x{n}x{k}: an empty piece of {s}"
+            );
+        }
     }
 
     /// The workspace: 4 planes each of A (m×KP) and B^T (n×KP), KP = K rounded up to 128.

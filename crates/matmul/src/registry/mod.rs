@@ -374,11 +374,12 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     tc_ladder_kernel(
         "wgmma-u8x4-tma",
-        "exact wrapping u32 on Hopper's int8 tensor cores: the byte planes by TMA (producer warp, 4-stage mbarrier ring), two consumer warpgroups on wgmma m64n256k32 s32.u8.u8 with one accumulator set (shift groups 3..0, Horner), 128×256 tiles, persistent grid; any M, N, K",
+        "exact wrapping u32 on Hopper's int8 tensor cores: the byte planes by TMA (producer warp, 4-stage mbarrier ring), two consumer warpgroups on wgmma m64n256k32 s32.u8.u8 with one accumulator set (shift groups 3..0, Horner), 128×256 tiles, persistent grid, split-K where the tiles fill less than half the SMs; any M, N, K",
         &[DType::U32],
         &[Constraint::Sm90a],
         CudaSource {
             includes: WGMMA_U8X4_TMA_INCLUDES,
+            split_k: true,
             ..cu_source!(
                 "20_wgmma_u8x4_tma.cu",
                 Geometry::ByteSplitTma {

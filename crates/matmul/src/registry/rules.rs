@@ -41,6 +41,19 @@ impl DeviceLimits {
     }
 }
 
+/// Who a device is, for the measurements kept for it ([`crate::dispatch::tune`]): its class
+/// ([`DeviceLimits::class`]), its model's name (a table written for the model alone overrides the
+/// class's) and its driver's version (a new driver may compile differently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceIdentity {
+    /// Architecture and SM count, e.g. "sm_90-132".
+    pub class: String,
+    /// The marketing name, e.g. "NVIDIA H200".
+    pub model: String,
+    /// The driver's version.
+    pub driver: String,
+}
+
 /// The device class of a GPU of compute capability `(major, minor)` with `sms` SMs:
 /// "sm_{major}{minor}-{sms}", e.g. "sm_90-132".
 pub fn device_class((major, minor): (u32, u32), sms: u32) -> String {
