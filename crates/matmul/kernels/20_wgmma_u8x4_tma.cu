@@ -25,10 +25,12 @@
 // Traffic model per output element: 10·KP·(1/BN + 1/BM) plane bytes + the pre-pass
 // (4 bytes read and 4·KP/K written per element of A and B).
 // Split-K (`splits` > 1; the host plans it for problems with tiles for at most half the SMs): the
-// work units are (tile, piece) pairs, u / tiles the piece of `splits` near-equal pieces of the KP/BK
-// k-blocks (piece_range: tile_order.cuh). The Horner steps are linear modulo 2³², so each piece's
-// partial tile is its k range's share of C; it stores it into slab `piece` of `partial`
-// (splits × M × N u32), and `u8x4_reduce`, launched behind, adds the slabs (wrapping) into C.
+// work units are (tile, piece) pairs, u / tiles the piece of `splits` equal pieces of the KP/BK
+// k-blocks (the host pads KP to a multiple of BK·splits with zero bytes: every unit then runs
+// the same count, which is all the consumers need to keep). The Horner steps are linear modulo
+// 2³², so each piece's partial tile is its k range's share of C; it stores it into slab `piece`
+// of `partial` (splits × M × N u32), and `u8x4_reduce`, launched behind, adds the slabs
+// (wrapping) into C.
 // Parameters: BM = 128, BN = 256, BK = 128, STAGES, THREADS = 384.
 // Constraints: u32 only; sm_90a.
 
@@ -76,17 +78,17 @@ __device__ __forceinline__ void wgmma_m64n256k32_u8(unsigned (&d)[128], u64 desc
 
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
-                                        const TmaMap* map_b, Units units, int M, int N, int nk, int splits)
+                                        const TmaMap* map_b, Units units, int M, int N, int per, int splits)
 {
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
     for (int u = units.first; u < units.count * splits; u += units.step) {
-        int tm, tn, kb0, kb1;
+        int tm, tn;
         units.tile(u % units.count, 0, tm, tn);
-        piece_range(u / units.count, splits, nk, kb0, kb1);
+        const int kb0 = u / units.count * per;
         for (int p = 0; p < 10; ++p) {
             const int a_row = ((HPAIR_I >> (2 * p)) & 3) * M + tm * BM;
             const int b_row = ((HPAIR_J >> (2 * p)) & 3) * N + tn * BN;
-            for (int kb = kb0; kb < kb1; ++kb, ++it) {
+            for (int kb = kb0; kb < kb0 + per; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                 mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
@@ -100,7 +102,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 
 // ---- consumers: each warpgroup owns 64 rows × BN columns of the tile --------------------------
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, matmul_u32* __restrict__ C,
-                                       int M, int N, Units units, int nk, int splits, matmul_u32* __restrict__ partial)
+                                       int M, int N, Units units, int per, int splits)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -111,17 +113,13 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
     unsigned d[ACC];
     unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
     for (int u = units.first; u < units.count * splits; u += units.step) {
-        int tm, tn, kb0, kb1;
-        units.tile(u % units.count, 0, tm, tn);
-        const int piece = u / units.count;
-        piece_range(piece, splits, nk, kb0, kb1);
-        // A split piece's partial tile goes to its slab, laid out as C.
-        matmul_u32* __restrict__ out = splits > 1 ? partial + (size_t)piece * M * N : C;
+        // Every unit has `per` k-blocks (the producer addresses them); its tile and slab are
+        // found after the loop: the accumulators leave no register to spare.
 #pragma unroll
         for (int e = 0; e < ACC; ++e) d[e] = 0u;
         int pending = -1;  // the buffer of the k-block whose wgmma group may still be in flight
         for (int p = 0; p < 10; ++p) {
-            for (int kb = kb0; kb < kb1; ++kb, ++it) {
+            for (int kb = 0; kb < per; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
                 const unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
@@ -156,6 +154,11 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         for (int e = 0; e < ACC; ++e) fence_operand(d[e]);
         if (pending >= 0) release(pending);
 
+        // Piece p's tile goes to slab p of C (the partial slabs when split; piece 0, C itself,
+        // when not).
+        int tm, tn;
+        units.tile(u % units.count, 0, tm, tn);
+        matmul_u32* __restrict__ out = C + (size_t)(u / units.count) * M * N;
         // The accumulator layout of m64nN: d[4j + 2h + {0, 1}] at row 16·warp + lane/4 + 8h,
         // columns 8j + 2·(lane % 4) + {0, 1} of the warpgroup's 64×BN.
         const int r_base = tm * BM + wg * 64 + warp * 16 + lane / 4, c_base = tn * BN + 2 * (lane % 4);
@@ -190,7 +193,8 @@ wgmma_u8x4_tma(const matmul_u32* __restrict__ A, const matmul_u32* __restrict__ 
     // The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts there.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
     const Units units((M + BM - 1) / BM, (N + BN - 1) / BN);
-    const int nk = KP / BK;
+    // The host pads KP so that the `splits` pieces have the same `per` k-blocks each.
+    const int per = KP / BK / splits;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -206,11 +210,12 @@ wgmma_u8x4_tma(const matmul_u32* __restrict__ A, const matmul_u32* __restrict__ 
         if (threadIdx.x == 0) {
             prefetch_tensormap(&map_a);
             prefetch_tensormap(&map_b);
-            produce(smem, full, empty, &map_a, &map_b, units, M, N, nk, splits);
+            produce(smem, full, empty, &map_a, &map_b, units, M, N, per, splits);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
-        consume(smem, full, empty, C, M, N, units, nk, splits, partial);
+        // Split: the pieces store into the slabs, which u8x4_reduce adds into C.
+        consume(smem, full, empty, splits > 1 ? partial : C, M, N, units, per, splits);
     }
     // A block must outlive the copies into it and the arrivals on its barriers.
     __syncthreads();

@@ -1,7 +1,8 @@
 // u8x4_split.cuh — the byte-split pre-pass of the u8x4 kernels (18_mma_u8x4.cu; registry:
 // `includes`): one u32 operand, read through its strides, becomes 4 byte planes of u8, plane p
 // holding byte p of every element, each plane `rows`×KP and K-contiguous (row r, k at
-// plane + r·KP + k), KP = K rounded up to a multiple of 128 with zeros past K. A is split with
+// plane + r·KP + k), KP = K rounded up to a multiple of 128 (or further, for equal split-K
+// pieces) with zeros past K. A is split with
 // rows = M (element (r, k) = A[r·a_rs + k·a_cs]); B as B^T, rows = N (element (r, k) =
 // B[k·b_rs + r·b_cs]), so both operands reach the tensor cores K-major.
 // Geometry: 256 threads; grid = (⌈rows/32⌉, min(KP/64, 65535)), a block walking k tiles of 64 in

@@ -637,7 +637,7 @@ impl CudaBackend {
     }
 
     /// The byte planes of a byte-split kernel for `problem`: the workspace (4 planes of A, m×KP,
-    /// then 4 of B^T, n×KP, KP = K rounded up to 128) and the pre-pass from `loaded`'s module.
+    /// then 4 of B^T, n×KP, KP = K rounded up to 128, and to equal split-K pieces: `plane_k`) and the pre-pass from `loaded`'s module.
     /// With `map_boxes` (BM, BN), also the tensor maps over the planes ([`tma::plane_maps`]).
     fn byte_planes(
         &self,
@@ -646,7 +646,7 @@ impl CudaBackend {
         loaded: &Loaded,
         map_boxes: Option<(u32, u32)>,
     ) -> Result<BytePlanes> {
-        let kp = u8x4::padded_k(problem.k);
+        let kp = u8x4::plane_k(kernel, problem, self.info.sm_count as u64);
         if i32::try_from(kp).is_err() {
             return Err(Unsupported {
                 kernel: kernel.name.to_string(),
@@ -655,7 +655,7 @@ impl CudaBackend {
             }
             .into());
         }
-        let bytes = u8x4::plane_bytes(problem);
+        let bytes = u8x4::plane_bytes(problem, kp);
         // SAFETY: the pre-pass writes every byte of the planes (k past K as zeros) before the
         // main entry reads them, on the same stream.
         let workspace = unsafe { self.stream.alloc::<u8>(bytes) }

@@ -10,7 +10,7 @@ use crate::backend::RunOptions;
 use crate::cuda::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
-use crate::registry::KernelSpec;
+use crate::registry::{Geometry, KernelSpec};
 
 /// The multiple K is padded to in the byte planes (u8x4_split.cuh's `U8X4_KPAD`): every BK of
 /// the main kernels divides it, so they have no K edge.
@@ -21,9 +21,26 @@ pub fn padded_k(k: usize) -> usize {
     k.next_multiple_of(BYTE_PLANE_K_PAD)
 }
 
-/// Bytes of the byte-plane workspace of `problem`: 4 planes of m×KP (A) and 4 of n×KP (B^T).
-pub fn plane_bytes(problem: &Problem) -> usize {
-    4 * padded_k(problem.k) * (problem.m + problem.n)
+/// The byte planes' K extent for `kernel` on `problem` on `sms` SMs: [`padded_k`], and for a
+/// split-K kernel further up to a multiple of BK·splits (zero bytes), so that its pieces are
+/// equal ([`U8x4Tma::splits`]).
+pub fn plane_k(kernel: &KernelSpec, problem: &Problem, sms: u64) -> usize {
+    let kp = padded_k(problem.k);
+    match (kernel.cuda_source(), kernel.tc_tile()) {
+        (Some(src), Some(t))
+            if src.split_k && matches!(src.geometry, Geometry::ByteSplitTma { .. }) =>
+        {
+            let splits = U8x4Tma::splits(kernel, problem, sms) as usize;
+            kp.next_multiple_of(t.bk as usize * splits)
+        }
+        _ => kp,
+    }
+}
+
+/// Bytes of a byte-plane workspace of K extent `kp` for `problem`: 4 planes of m×KP (A) and 4
+/// of n×KP (B^T).
+pub fn plane_bytes(problem: &Problem, kp: usize) -> usize {
+    4 * kp * (problem.m + problem.n)
 }
 
 /// The [`Family`] of `ByteSplit` kernels.
@@ -405,6 +422,19 @@ mod tests {
         assert_eq!(padded_k(128), 128);
         assert_eq!(padded_k(70_000), 70_016);
         let p = Problem::new(3, 5, 7, DType::U32);
-        assert_eq!(plane_bytes(&p), 4 * 128 * 8);
+        assert_eq!(plane_bytes(&p, padded_k(7)), 4 * 128 * 8);
+        // The split kernel pads to equal pieces: 48×48×100000 is 782 k-blocks in 131 pieces of
+        // 6, 786 k-blocks; the unsplit kernels keep 782.
+        let tma = crate::registry::find("wgmma-u8x4-tma").unwrap();
+        let long = Problem::new(48, 48, 100_000, DType::U32);
+        assert_eq!(plane_k(tma, &long, 132), 131 * 6 * 128);
+        assert_eq!(
+            plane_k(crate::registry::find("mma-u8x4").unwrap(), &long, 132),
+            782 * 128
+        );
+        assert_eq!(
+            plane_k(tma, &Problem::new(8192, 8192, 8192, DType::U32), 132),
+            8192
+        );
     }
 }
