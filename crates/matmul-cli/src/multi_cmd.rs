@@ -1,4 +1,4 @@
-//! One GEMM across several GPUs over NCCL (matmul::cuda::multi), reached through `matmul run
+//! One GEMM across several GPUs over NCCL (matmul::nccl::multi), reached through `matmul run
 //! --gpus N` (each layout run once and checked against the CPU reference), `matmul run --rank R
 //! --world W --id-file F` (one process per GPU) and `matmul bench --gpus N` (timed beside the
 //! 1-GPU run of the same GEMM, C compared with the 1-GPU C, a multi.json/multi.md report).
@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use clap::Args;
 use matmul::cpu::reference;
-use matmul::cuda::multi::{self, Layout, MultiOptions};
-use matmul::cuda::nccl::CtaLimit;
+use matmul::nccl::multi::{self, Layout, MultiOptions};
+use matmul::nccl::CtaLimit;
 use matmul::verify;
 use matmul::{AnyMatrix, COut, DType, Init, Problem, Shape};
 use matmul_bench::multi::{MultiCase, MultiRun};
@@ -462,7 +462,7 @@ fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> Cli
                 .and_then(|s| s.parse().ok())
         })
         .unwrap_or(rank % devices);
-    let nccl = matmul::cuda::nccl::library()?;
+    let nccl = matmul::nccl::library()?;
     eprintln!(
         "rank {rank}/{world}: device {device}, NCCL from {}",
         nccl.found

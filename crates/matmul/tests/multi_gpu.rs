@@ -12,8 +12,9 @@
 use std::sync::Mutex;
 
 use matmul::cpu::reference;
-use matmul::cuda::multi::{self, Layout, MultiOptions};
-use matmul::cuda::{list_devices, nccl};
+use matmul::nccl::multi::{self, Layout, MultiOptions};
+use matmul::cuda::list_devices;
+use matmul::nccl;
 use matmul::verify::compare_inputs;
 use matmul::{AnyMatrix, COut, DType, Init, Problem};
 

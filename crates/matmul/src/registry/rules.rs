@@ -4,7 +4,7 @@
 use super::tiling::Tiling;
 use super::types::{BackendKind, Constraint, KernelSpec, WgmmaTf32Orientation};
 use super::KERNELS;
-use crate::backend::RunOptions;
+use crate::registry::RunOptions;
 use crate::dtype::DType;
 use crate::error::Unsupported;
 use crate::problem::Problem;

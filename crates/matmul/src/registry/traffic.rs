@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::types::KernelSpec;
-use crate::backend::RunOptions;
+use crate::registry::RunOptions;
 use crate::problem::Problem;
 
 /// A kernel's documented global-memory traffic model: what the roofline's arithmetic intensity
