@@ -96,14 +96,14 @@
 
 // The layers, each a directory; a lower one never names a higher one (tests/layers.rs checks
 // that no two top-level modules outside `core` import each other, directly or around a ring).
-pub mod core;
-pub mod registry;
+mod api;
 pub mod backends;
+pub mod compat;
+pub mod core;
+pub mod dispatch;
 #[cfg(feature = "nccl")]
 pub mod nccl;
-pub mod dispatch;
-mod api;
-pub mod compat;
+pub mod registry;
 
 // The paths users know, each at its layer.
 pub use crate::backends::backend;
@@ -119,14 +119,16 @@ pub mod tune {
     pub use crate::dispatch::tune::*;
 }
 
-pub use api::{gemm, Gemm, GemmOutput};
-pub use backends::{open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, Inputs, WgpuBackend};
 pub use crate::core::config::Config;
 pub use crate::core::dtype::{DType, Element, Types};
 pub use crate::core::error::{Error, Result, Unsupported};
 pub use crate::core::host::{available_memory, ensure_host_memory};
 pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
 pub use crate::core::problem::{COut, Op, Problem, Shape};
+pub use api::{gemm, Gemm, GemmOutput};
+pub use backends::{
+    open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, Inputs, WgpuBackend,
+};
 pub use registry::{find, BackendKind, KernelSpec, RunOptions, Tiling, KERNELS};
 pub use verify::Verdict;
 

@@ -12,9 +12,9 @@
 use std::sync::Mutex;
 
 use matmul::cpu::reference;
-use matmul::nccl::multi::{self, Layout, MultiOptions};
 use matmul::cuda::list_devices;
 use matmul::nccl;
+use matmul::nccl::multi::{self, Layout, MultiOptions};
 use matmul::verify::compare_inputs;
 use matmul::{AnyMatrix, COut, DType, Init, Problem};
 

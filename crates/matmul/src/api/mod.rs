@@ -3,6 +3,7 @@
 //! a typed C; the kernel choice is [`crate::dispatch`]'s, the same as the CLI's.
 
 use crate::backend::{Backend, RunOptions};
+use crate::backends::BackendChoice;
 use crate::cpu::reference;
 use crate::dispatch;
 use crate::dtype::{DType, Element};
@@ -11,7 +12,6 @@ use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::{COut, Op, Problem};
 use crate::registry::{BackendKind, KernelSpec, Tiling};
 use crate::verify::{compare_inputs, Verdict};
-use crate::backends::BackendChoice;
 
 /// C = A·B on the best backend (CUDA when a device is present, else the CPU) with the `auto`
 /// kernel. C has the inputs' element type: u32 products wrap modulo 2^32; bf16 and f16 products

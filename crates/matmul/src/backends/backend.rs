@@ -5,8 +5,8 @@ use crate::error::{Error, Result};
 use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
 use crate::registry::rules::DeviceIdentity;
-use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
 pub use crate::registry::RunOptions;
+use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
 
 /// One input pair for a timed run, stored as the problem says ([`Problem::a_stored`],
 /// [`Problem::b_stored`]).

@@ -14,6 +14,6 @@ pub mod wgpu;
 
 pub use backend::{check_input_sets, check_inputs, Backend, Inputs};
 pub use cpu::CpuBackend;
-pub use open::{open_backend, BackendChoice};
 pub use cuda::CudaBackend;
+pub use open::{open_backend, BackendChoice};
 pub use wgpu::WgpuBackend;

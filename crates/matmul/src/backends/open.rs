@@ -92,4 +92,3 @@ pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<S
         },
     }
 }
-

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::registry::rules::DeviceIdentity;
+use crate::registry::DeviceInfo;
 use crate::registry::{DeviceLimits, KernelSpec, Tiling};
 
 use super::model::{Candidate, DeviceModel};

@@ -33,10 +33,10 @@ use cudarc::driver::sys as cu_sys;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 
 use super::comm::{self as nccl, Comm, NcclType, UniqueId};
+use crate::backend::{Backend, Inputs, RunOptions};
 use crate::backends::cuda::launch::{Launcher, Operands};
 use crate::backends::cuda::libs::Context;
 use crate::backends::cuda::{device, CudaBackend};
-use crate::backend::{Backend, Inputs, RunOptions};
 use crate::dispatch;
 use crate::dtype::DType;
 use crate::error::{Error, Result};

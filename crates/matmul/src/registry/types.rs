@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::tiling::{TcTile, Tiling};
 use super::traffic::Traffic;
-use crate::registry::RunOptions;
 use crate::dtype::DType;
 pub use crate::family::wgmma::WgmmaTf32Orientation;
 use crate::family::Family;
+use crate::registry::RunOptions;
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -10,10 +10,10 @@
 //! its arguments), so a change on one side must be made on the other.
 
 use super::{ExtraArgs, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
 use crate::registry::KernelSpec;
+use crate::registry::RunOptions;
 
 /// The decode family.
 pub struct Decode;

@@ -3,10 +3,10 @@
 //! ([`TcTile::shared_bytes`](crate::registry::TcTile::shared_bytes)); grid = (⌈n / BN⌉, ⌈m / BM⌉).
 
 use super::{blocks, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
+use crate::registry::RunOptions;
 use crate::registry::{KernelSpec, TcTile};
 
 /// A tensor-core kernel's dynamic shared memory, named by its tile, for

@@ -31,10 +31,10 @@ pub mod simt_tma;
 pub mod u8x4;
 pub mod wgmma;
 
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
+use crate::registry::RunOptions;
 use crate::registry::{CudaSource, Geometry, KernelSpec, TcTile, Tiling};
 
 /// The grid and block of one launch, (x, y, z) each.

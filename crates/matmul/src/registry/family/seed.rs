@@ -3,9 +3,9 @@
 //! by the registry entry (a tile edge may be overridden by `RunOptions::tile`).
 
 use super::{blocks, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
+use crate::registry::RunOptions;
 use crate::registry::{Geometry, KernelSpec};
 
 /// The [`Family`] of the seed geometries (`RowPerThread`, `ElementPerThread`, `RowSegment`,

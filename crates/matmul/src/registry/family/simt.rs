@@ -5,10 +5,10 @@
 //! one more argument, the tiles its main entry computes whole.
 
 use super::{blocks, ExtraArgs, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
+use crate::registry::RunOptions;
 use crate::registry::{KernelSpec, Tiling};
 
 /// The [`Family`] of `BlockTile` kernels whose threads load their tiles themselves.

@@ -5,11 +5,11 @@
 
 use super::simt::{self, Simt};
 use super::{Boxes, ExtraArgs, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
 use crate::registry::KernelSpec;
+use crate::registry::RunOptions;
 
 /// The [`Family`] of `BlockTile` kernels whose tiles arrive by TMA
 /// ([`CudaSource::tma_tiles`](crate::registry::CudaSource::tma_tiles)).

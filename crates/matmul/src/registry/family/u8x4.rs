@@ -6,11 +6,11 @@
 
 use super::mma::tile;
 use super::{blocks, ExtraArgs, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::Problem;
+use crate::registry::DeviceInfo;
 use crate::registry::KernelSpec;
+use crate::registry::RunOptions;
 
 /// The multiple K is padded to in the byte planes (u8x4_split.cuh's `U8X4_KPAD`): every BK of
 /// the main kernels divides it, so they have no K edge.

@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use super::mma::{tc_shared_bytes, tile};
 use super::{blocks, Boxes, ExtraArgs, Family, LaunchDims};
-use crate::registry::RunOptions;
-use crate::registry::DeviceInfo;
 use crate::dtype::DType;
 use crate::problem::{Op, Problem};
+use crate::registry::DeviceInfo;
 use crate::registry::KernelSpec;
+use crate::registry::RunOptions;
 
 /// The wgmma family (16-bit inputs and tf32).
 pub struct Wgmma;
