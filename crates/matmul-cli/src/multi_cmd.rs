@@ -11,7 +11,6 @@ use std::time::Instant;
 use clap::Args;
 use matmul::cpu::reference;
 use matmul::nccl::multi::{self, Layout, MultiOptions};
-use matmul::nccl::CtaLimit;
 use matmul::verify;
 use matmul::{AnyMatrix, COut, DType, Init, Problem, Shape};
 use matmul_bench::multi::{MultiCase, MultiRun};
@@ -33,13 +32,6 @@ pub struct GpuArgs {
     /// 1024 rows).
     #[arg(long, help_heading = "Multi-GPU")]
     pub pieces: Option<usize>,
-    /// With --gpus: at least this many CTAs (SMs) per NCCL collective (ncclConfig_t.minCTAs).
-    #[arg(long, help_heading = "Multi-GPU")]
-    pub nccl_min_ctas: Option<u32>,
-    /// With --gpus: at most this many CTAs (SMs) per NCCL collective (ncclConfig_t.maxCTAs):
-    /// fewer leave more SMs to the overlapped products.
-    #[arg(long, help_heading = "Multi-GPU")]
-    pub nccl_max_ctas: Option<u32>,
 }
 
 /// `run`'s one-process-per-GPU options (each process checks its own blocks of C).
@@ -73,8 +65,6 @@ impl GpuArgs {
         let given = [
             (self.layout.is_some(), "--layout"),
             (self.pieces.is_some(), "--pieces"),
-            (self.nccl_min_ctas.is_some(), "--nccl-min-ctas"),
-            (self.nccl_max_ctas.is_some(), "--nccl-max-ctas"),
         ];
         match given.iter().find(|(g, _)| *g) {
             Some((_, opt)) => Err(CliError::input(format!(
@@ -145,10 +135,6 @@ fn cases(plan: &Plan, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliEr
                 let mut opts = MultiOptions::new(gpus, layout);
                 opts.kernel = plan.kernel.clone();
                 opts.pieces = plan.gpu.pieces;
-                opts.nccl_ctas = CtaLimit {
-                    min: plan.gpu.nccl_min_ctas,
-                    max: plan.gpu.nccl_max_ctas,
-                };
                 multi::check(&problem, &opts)?;
                 cases.push((problem, opts));
             }
@@ -396,8 +382,6 @@ pub fn bench(plan: &Plan) -> CliResult {
                 system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
                 gpus,
                 nccl: nccl.clone(),
-                nccl_min_ctas: plan.gpu.nccl_min_ctas,
-                nccl_max_ctas: plan.gpu.nccl_max_ctas,
                 warmup: plan.warmup,
                 iters: plan.iters,
                 cases: records.clone(),

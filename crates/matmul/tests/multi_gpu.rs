@@ -50,16 +50,6 @@ fn gpu_counts() -> Option<Vec<usize>> {
 const SHAPES: &[(usize, usize, usize)] = &[(129, 67, 75), (257, 130, 301), (8, 9, 7)];
 
 fn check_layout(layout: Layout, dtypes: &[(DType, COut)], kernel: &str, pieces: Option<usize>) {
-    check_layout_with(layout, dtypes, kernel, pieces, nccl::CtaLimit::default());
-}
-
-fn check_layout_with(
-    layout: Layout,
-    dtypes: &[(DType, COut)],
-    kernel: &str,
-    pieces: Option<usize>,
-    ctas: nccl::CtaLimit,
-) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Some(counts) = gpu_counts() else { return };
     for &gpus in &counts {
@@ -73,7 +63,6 @@ fn check_layout_with(
                 let mut opts = MultiOptions::new(gpus, layout);
                 opts.kernel = kernel.into();
                 opts.pieces = pieces;
-                opts.nccl_ctas = ctas;
                 let got = multi::multi_gemm(&problem, &a, &b, &opts)
                     .unwrap_or_else(|e| panic!("{} on {gpus} GPUs, {problem}: {e}", layout.name()));
                 let verdict = compare_inputs(&problem, &a, &b, &got.c, &want);
@@ -145,27 +134,6 @@ fn gemm_rs_in_pieces_matches_the_reference() {
         (DType::U32, COut::Accumulator),
     ];
     check_layout(Layout::GemmRs, dtypes, "auto", Some(3));
-}
-
-/// NCCL limited to 1–2 CTAs per collective (ncclCommInitRankConfig, the config struct this
-/// crate fills): the communicator initializes and the results stay right.
-#[test]
-#[cfg_attr(
-    not(matmul_require_gpu),
-    ignore = "needs 2 CUDA GPUs and NCCL: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
-)]
-fn layouts_with_an_nccl_cta_limit_match_the_reference() {
-    let dtypes = &[
-        (DType::U32, COut::Accumulator),
-        (DType::Bf16, COut::Accumulator),
-    ];
-    let ctas = nccl::CtaLimit {
-        min: Some(1),
-        max: Some(2),
-    };
-    for layout in [Layout::AgGemm, Layout::GemmRs] {
-        check_layout_with(layout, dtypes, "auto", Some(2), ctas);
-    }
 }
 
 /// cuBLAS as the local product.

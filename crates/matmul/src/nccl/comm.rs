@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::CUstream;
-use cudarc::nccl::sys::{ncclComm_t, ncclConfig_v22800, ncclDataType_t, ncclRedOp_t, ncclUniqueId};
+use cudarc::nccl::sys::{ncclComm_t, ncclDataType_t, ncclRedOp_t, ncclUniqueId};
 
 use crate::error::{Error, Result};
 
@@ -26,17 +26,6 @@ struct Api {
     get_version: unsafe extern "C" fn(*mut c_int) -> Res,
     get_unique_id: unsafe extern "C" fn(*mut ncclUniqueId) -> Res,
     comm_init_rank: unsafe extern "C" fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> Res,
-    /// `ncclCommInitRankConfig` (NCCL >= 2.14), for a CTA limit.
-    #[allow(clippy::type_complexity)]
-    comm_init_rank_config: Option<
-        unsafe extern "C" fn(
-            *mut ncclComm_t,
-            c_int,
-            ncclUniqueId,
-            c_int,
-            *mut ncclConfig_v22800,
-        ) -> Res,
-    >,
     comm_destroy: unsafe extern "C" fn(ncclComm_t) -> Res,
     comm_abort: unsafe extern "C" fn(ncclComm_t) -> Res,
     comm_get_async_error: unsafe extern "C" fn(ncclComm_t, *mut Res) -> Res,
@@ -146,7 +135,6 @@ fn resolve(lib: &libloading::Library) -> std::result::Result<Api, libloading::Er
             get_version: *lib.get(b"ncclGetVersion\0")?,
             get_unique_id: *lib.get(b"ncclGetUniqueId\0")?,
             comm_init_rank: *lib.get(b"ncclCommInitRank\0")?,
-            comm_init_rank_config: lib.get(b"ncclCommInitRankConfig\0").ok().map(|f| *f),
             comm_destroy: *lib.get(b"ncclCommDestroy\0")?,
             comm_abort: *lib.get(b"ncclCommAbort\0")?,
             comm_get_async_error: *lib.get(b"ncclCommGetAsyncError\0")?,
@@ -262,44 +250,6 @@ impl NcclType {
 
 const SUM: c_int = ncclRedOp_t::ncclSum as c_int;
 
-/// Bounds on the CTAs (thread blocks, hence SMs) NCCL gives each collective: fewer leave more
-/// SMs to the products overlapped with it. `None`: NCCL's choice.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CtaLimit {
-    /// ncclConfig_t.minCTAs.
-    pub min: Option<u32>,
-    /// ncclConfig_t.maxCTAs.
-    pub max: Option<u32>,
-}
-
-impl CtaLimit {
-    /// NCCL_CONFIG_INITIALIZER of nccl.h 2.28 (every field undefined: NCCL's default), with
-    /// the CTA counts set.
-    fn config(self) -> ncclConfig_v22800 {
-        const UNDEF: c_int = c_int::MIN;
-        let int = |v: Option<u32>| v.map_or(UNDEF, |v| v.min(c_int::MAX as u32) as c_int);
-        ncclConfig_v22800 {
-            size: std::mem::size_of::<ncclConfig_v22800>(),
-            magic: 0xcafe_beef,
-            version: 22800,
-            blocking: UNDEF,
-            cgaClusterSize: UNDEF,
-            minCTAs: int(self.min),
-            maxCTAs: int(self.max),
-            netName: std::ptr::null(),
-            splitShare: UNDEF,
-            trafficClass: UNDEF,
-            commName: std::ptr::null(),
-            collnetEnable: UNDEF,
-            CTAPolicy: UNDEF,
-            shrinkShare: UNDEF,
-            nvlsCTAs: UNDEF,
-            nChannelsPerNetPeer: UNDEF,
-            nvlinkCentricSched: UNDEF,
-        }
-    }
-}
-
 /// One rank's communicator. Not `Send`: made, used and finished on its rank's thread.
 pub struct Comm {
     raw: ncclComm_t,
@@ -312,38 +262,11 @@ impl Comm {
     /// Joins communicator `id` as `rank` of `world` on the device whose context is current on
     /// this thread (bind it first). Blocks until every rank has joined.
     pub fn from_rank(id: &UniqueId, rank: usize, world: usize) -> Result<Comm> {
-        Comm::from_rank_limited(id, rank, world, CtaLimit::default())
-    }
-
-    /// [`Comm::from_rank`] with NCCL's CTA (thread-block) counts per collective bounded as
-    /// `limit` says (`ncclCommInitRankConfig`'s minCTAs / maxCTAs; NCCL's own defaults, or its
-    /// `NCCL_MIN_CTAS` / `NCCL_MAX_CTAS` variables, where `limit` leaves them unset).
-    pub fn from_rank_limited(
-        id: &UniqueId,
-        rank: usize,
-        world: usize,
-        limit: CtaLimit,
-    ) -> Result<Comm> {
         let nccl = library()?;
         let mut raw: ncclComm_t = std::ptr::null_mut();
-        let code = if limit == CtaLimit::default() {
-            // SAFETY: writes one communicator handle; `id` is a valid unique id.
-            unsafe { (nccl.api.comm_init_rank)(&mut raw, world as c_int, id.0, rank as c_int) }
-        } else {
-            let Some(init) = nccl.api.comm_init_rank_config else {
-                return Err(Error::Cuda {
-                    context: "limiting NCCL's CTAs".into(),
-                    message: format!(
-                        "{} has no ncclCommInitRankConfig (NCCL 2.14 or newer has it)",
-                        nccl.found
-                    ),
-                });
-            };
-            let mut config = limit.config();
-            // SAFETY: writes one communicator handle; `config` is a 2.28 ncclConfig_t as
-            // NCCL_CONFIG_INITIALIZER makes it, read by NCCL during the call only.
-            unsafe { init(&mut raw, world as c_int, id.0, rank as c_int, &mut config) }
-        };
+        // SAFETY: writes one communicator handle; `id` is a valid unique id.
+        let code =
+            unsafe { (nccl.api.comm_init_rank)(&mut raw, world as c_int, id.0, rank as c_int) };
         nccl.check(code, None, || {
             format!("ncclCommInitRank (rank {rank} of {world})")
         })?;
@@ -536,21 +459,6 @@ impl Drop for Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// NCCL_CONFIG_INITIALIZER's values (nccl.h 2.28), with the limits set.
-    #[test]
-    fn cta_limit_fills_nccl_config_initializer() {
-        let c = CtaLimit {
-            min: None,
-            max: Some(4),
-        }
-        .config();
-        assert_eq!(c.size, std::mem::size_of::<ncclConfig_v22800>());
-        assert_eq!((c.magic, c.version), (0xcafe_beef, 22800));
-        assert_eq!((c.minCTAs, c.maxCTAs), (c_int::MIN, 4));
-        assert_eq!((c.blocking, c.nvlinkCentricSched), (c_int::MIN, c_int::MIN));
-        assert!(c.netName.is_null() && c.commName.is_null());
-    }
 
     /// Where NCCL is found (MATMUL_NCCL_LIB, or libnccl.so.2 on the loader path), every entry
     /// point resolves and it reports a 2.x version and a unique id; elsewhere the error names

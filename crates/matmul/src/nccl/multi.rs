@@ -95,8 +95,6 @@ pub struct MultiOptions {
     pub pieces: Option<usize>,
     /// The longest any rank waits for its peers or its streams.
     pub timeout: Duration,
-    /// Bounds on the CTAs NCCL gives each collective (SMs it takes from the products).
-    pub nccl_ctas: nccl::CtaLimit,
 }
 
 impl MultiOptions {
@@ -112,7 +110,6 @@ impl MultiOptions {
             kernel: "auto".into(),
             pieces: None,
             timeout,
-            nccl_ctas: nccl::CtaLimit::default(),
         }
     }
 }
@@ -162,18 +159,6 @@ pub fn check(problem: &Problem, opts: &MultiOptions) -> Result<()> {
     }
     if opts.pieces == Some(0) {
         return Err(Error::Invalid("pieces must be at least 1".into()));
-    }
-    if let (Some(min), Some(max)) = (opts.nccl_ctas.min, opts.nccl_ctas.max) {
-        if min > max {
-            return Err(Error::Invalid(format!(
-                "NCCL's minimum CTAs ({min}) exceed its maximum ({max})"
-            )));
-        }
-    }
-    if opts.nccl_ctas.min == Some(0) || opts.nccl_ctas.max == Some(0) {
-        return Err(Error::Invalid(
-            "NCCL's CTA counts must be at least 1".into(),
-        ));
     }
     Ok(())
 }
@@ -341,7 +326,7 @@ pub fn multi_gemm_process(
     let id = exchange_id(pr, opts.timeout)?;
     let shared = Shared::new(1, opts.timeout);
     let rank = Rank::new(pr.rank, pr.device, false, problem, a, b, &opts)?;
-    let comm = Comm::from_rank_limited(&id, pr.rank, pr.world, opts.nccl_ctas)?;
+    let comm = Comm::from_rank(&id, pr.rank, pr.world)?;
     rank.poison()?;
     rank.enqueue(&comm, Mode::Full, None)?;
     rank.wait(&comm, &shared)?;
@@ -667,7 +652,7 @@ fn rank_main<T>(
         .context()
         .bind_to_thread()
         .ctx(|| "binding the context".into())?;
-    let comm = Comm::from_rank_limited(id, r, opts.gpus, opts.nccl_ctas)?;
+    let comm = Comm::from_rank(id, r, opts.gpus)?;
     // The last barrier: a communicator is destroyed cleanly only when every rank got through.
     match body(&mut rank, &comm, shared).and_then(|v| shared.gate(r).map(|()| v)) {
         // Everything enqueued has completed (body waits): a clean destroy.

@@ -27,7 +27,6 @@ use serde::Serialize;
 
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 
-pub use super::experiment::{experiment_defines, experiment_options, EXPERIMENT_ENV, OPTIONS_ENV};
 use super::libs::{self, Context};
 use crate::backend::RunOptions;
 use crate::dtype::{DType, Types};
@@ -166,8 +165,7 @@ pub(crate) fn elem_type(dtype: DType) -> &'static str {
 
 /// The `-D` parameters of `kernel` for `types` (a `DType` for C in the accumulator type): `ELEM`,
 /// `C_NARROW` when C is bf16/f16, `TILE` where the geometry has one, and the tiling (`BM`, `BN`,
-/// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two; then the developer's
-/// `$MATMUL_KERNEL_DEFINES` ([`experiment_defines`]). Every compile of a registry kernel, for a
+/// ..., `THREADS`) of a BlockTile kernel; `opts` may override the last two. Every compile of a registry kernel, for a
 /// launch or for a ptxas report, takes its defines from here, so a ptxas report and a timed
 /// launch always describe the same build.
 pub fn kernel_defines(
@@ -232,7 +230,6 @@ pub fn kernel_defines(
     if let Some(t) = kernel.tc_tile() {
         defines.extend(t.defines());
     }
-    defines.extend(experiment_defines()?);
     Ok(defines)
 }
 
@@ -240,12 +237,10 @@ pub fn kernel_defines(
 /// ([`Tiling::nvrtc_options`](crate::registry::Tiling::nvrtc_options), e.g. ptxas's level), then
 /// [`experiment_options`]. The same for every build of the kernel.
 pub(crate) fn kernel_options(kernel: &KernelSpec, opts: &RunOptions) -> Result<Vec<String>> {
-    let mut options = kernel
+    Ok(kernel
         .tiling(opts)
         .map(|t| t.nvrtc_options())
-        .unwrap_or_default();
-    options.extend(experiment_options()?);
-    Ok(options)
+        .unwrap_or_default())
 }
 
 /// Compiles registry kernel `kernel` for `types` (a `DType`, or a [`Types`] with C in a 16-bit
@@ -364,8 +359,8 @@ pub fn compile_source(
     compile_source_with_options(name, text, defines, &[], arch, cache)
 }
 
-/// [`compile_source`] with `extra` NVRTC options after the usual ones (for registry kernels:
-/// [`experiment_options`]).
+/// [`compile_source`] with `extra` NVRTC options after the usual ones (for registry kernels: their
+/// tiling's).
 pub fn compile_source_with_options(
     name: &str,
     text: &str,

@@ -9,9 +9,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKerne
 
 use super::buffers::DeviceBuf;
 use super::compile::Build;
-use super::experiment::TailKnobs;
 use super::libs::{self, Context};
-use super::split_tail::{split_k_pieces, SplitLaunch};
+use super::split_tail::{split_k_pieces, SplitLaunch, SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES};
 use super::staging::{padded, tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
@@ -534,7 +533,7 @@ impl CudaBackend {
     }
 
     /// The split-K plan of a split-K kernel (its family's [`Family::splits`](crate::family::Family::splits): wgmma's or
-    /// decode's; off under the split tail's `SPLIT_TAIL=0` knob, for A/B runs), its workspace and
+    /// decode's), its workspace and
     /// reduction ([`Family::reduce_entry`](crate::family::Family::reduce_entry)); `config` is `launch_dims`' grid for the planned
     /// pieces, narrowed back to one piece ([`Family::unsplit_grid`](crate::family::Family::unsplit_grid)) where the knob turns it off.
     fn split_k(
@@ -549,11 +548,7 @@ impl CudaBackend {
             Error::Invalid(format!("kernel `{}` has no CUDA family", kernel.name))
         })?;
         let planned = family.splits(kernel, problem, sms);
-        let splits = if TailKnobs::read()?.enabled()? {
-            planned
-        } else {
-            1
-        };
+        let splits = planned;
         if splits == 1 {
             if planned > 1 {
                 config.grid_dim = family.unsplit_grid(kernel, problem, config.grid_dim, sms);
@@ -573,7 +568,7 @@ impl CudaBackend {
     }
 
     /// Split-K for a SIMT split-tail kernel (13_multistage.cu) whose tiles fill less than half of
-    /// the wave ([`split_k_pieces`]; off under `SPLIT_TAIL=0`): the pieces become the grid's z,
+    /// the wave ([`split_k_pieces`]): the pieces become the grid's z,
     /// each writing its slab of the workspace through C, and `multistage_reduce` sums them. None
     /// where it does not split.
     fn simt_split_k(
@@ -584,18 +579,14 @@ impl CudaBackend {
         config: &mut LaunchConfig,
         tiling: crate::registry::Tiling,
     ) -> Result<Option<Box<SplitK>>> {
-        let knobs = TailKnobs::read()?;
-        if !knobs.enabled()? {
-            return Ok(None);
-        }
         let tiles = config.grid_dim.0 as u64 * config.grid_dim.1 as u64;
         let wave = self.blocks_per_sm(loaded, config)? as u64 * self.info.sm_count as u64;
         let slices = problem.k.div_ceil(tiling.bk as usize) as u64;
         let splits = split_k_pieces(
             tiles,
             slices,
-            wave.saturating_mul(knobs.split_k_eighths()?) / 8,
-            knobs.split_k_min_slices()?,
+            wave.saturating_mul(SPLIT_K_EIGHTHS) / 8,
+            SPLIT_K_MIN_SLICES,
         )
         .min(u16::MAX as u64);
         if splits == 1 {

@@ -12,15 +12,13 @@
 //! This file holds the backend and its `Backend` impl; beside it, `buffers.rs` (device buffers:
 //! upload, poison or zero, download), `launch.rs` (one launch: grid and block from the kernel's
 //! [`family`](crate::family), dynamic shared memory, operands and tensor maps from `tma.rs`,
-//! cuBLAS), `split_tail.rs` (the split tail's plan, workspace and tail launch) and [`experiment`]
-//! (the developer knobs read from the environment).
+//! cuBLAS) and `split_tail.rs` (the split tail's plan, workspace and tail launch).
 
 mod buffers;
 pub mod ceilings;
 pub mod compile;
 mod cublas;
 pub mod device;
-pub mod experiment;
 mod int8;
 pub(crate) mod launch;
 pub mod libs;
@@ -462,7 +460,6 @@ impl Backend for CudaBackend {
         let times = self.timed(&mut c, warmup, iters, reset, launch, || {
             format!("timing {} on {problem}", kernel.name)
         })?;
-        self.print_probe(&launcher)?;
         Ok(times)
     }
 }

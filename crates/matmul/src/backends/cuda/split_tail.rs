@@ -6,7 +6,6 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig};
 
 use super::compile::Build;
-use super::experiment::TailKnobs;
 use super::launch::Launcher;
 use super::libs::Context;
 use super::{CudaBackend, Loaded};
@@ -64,10 +63,8 @@ pub struct TailPlan {
 /// [`split_k_pieces`]). The tail is that partial wave plus
 /// `extra_eighths`/8 of a wave, so that the SMs that finish their whole tiles first have pieces to
 /// draw while the last whole tiles finish, in pieces of about `piece_slices` slices (at least one
-/// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]. Measured on an
-/// H100 (lab/notebook.md, "The split tail"): +1 to +2 % at 8192³ and 16384³; at 4096³, whose last
-/// wave is 116 tiles of 132, every tail tried lost 2–4 % (the tail's own cost: pieces that never
-/// wait for each other lost as much), so it stays whole.
+/// per tile). The defaults are [`TAIL_EXTRA_EIGHTHS`] and [`TAIL_PIECE_SLICES`]; where the
+/// plan gains and where it does not is measured in docs/ARCHITECTURE.md ("The split tail").
 pub fn split_tail_plan(
     tiles: u64,
     slices: u64,
@@ -91,7 +88,7 @@ pub fn split_tail_plan(
     if tiles < min_waves.max(1) * wave || 4 * (tiles % wave) > 3 * wave {
         return None;
     }
-    // Saturating: the knobs come from the kernel defines, and a huge one means "all of C".
+    // Saturating: a huge extra tail means "all of C".
     let tail = (tiles % wave)
         .saturating_add(wave.saturating_mul(extra_eighths) / 8)
         .min(tiles);
@@ -114,27 +111,26 @@ pub fn split_k_pieces(tiles: u64, slices: u64, target: u64, min_slices: u64) -> 
     (target / tiles).min(slices / min_slices.max(1)).max(1)
 }
 
-/// The shortest split-K piece, in k slices (`SPLIT_K_MIN_SLICES=n` overrides it).
+// The plans' constants below were chosen by measurement (docs/ARCHITECTURE.md, "The split tail"
+// and "Split-K"); lab/README.md says how to try others.
+
+/// The shortest split-K piece, in k slices.
 pub const SPLIT_K_MIN_SLICES: u64 = 4;
-/// The blocks split-K fills, in eighths of a wave (`SPLIT_K_EIGHTHS=n` overrides it).
+/// The blocks split-K fills, in eighths of a wave.
 pub const SPLIT_K_EIGHTHS: u64 = 8;
 
 /// The shortest tiles (in k slices) whose tail [`split_tail_plan`] splits.
 pub const TAIL_MIN_SLICES: u64 = 128;
-/// The tail beyond the last partial wave, in eighths of a wave (`TAIL_EXTRA_EIGHTHS=n` among the
-/// kernel defines overrides it, for A/B runs).
+/// The tail beyond the last partial wave, in eighths of a wave.
 pub const TAIL_EXTRA_EIGHTHS: u64 = 4;
-/// The fewest waves of tiles whose tail is split (`TAIL_MIN_WAVES=n` overrides it): from one
-/// whole wave and a few tiles on (2049×2047×2045 above; 2300³ f32 780 → 562 µs).
+/// The fewest waves of tiles whose tail is split: from one whole wave and a few tiles on.
 pub const TAIL_MIN_WAVES: u64 = 1;
-/// The length of a tail piece in k slices (`TAIL_PIECE_SLICES=n` overrides it): 64 ran 0.75 %
-/// faster than 128 at 8192³ and as fast at 16384³.
+/// The length of a tail piece in k slices.
 pub const TAIL_PIECE_SLICES: u64 = 64;
 
 impl CudaBackend {
     /// Where [`split_tail_plan`] splits the `tiles` tiles of `problem` for a split-tail kernel
-    /// (loaded as `main`, launched with `config` at `tiling`), with the knobs of
-    /// [`TailKnobs`] (experiment defines; the registry sets none of them).
+    /// (loaded as `main`, launched with `config` at `tiling`), with the default knobs.
     fn tail_plan(
         &self,
         problem: &Problem,
@@ -143,10 +139,9 @@ impl CudaBackend {
         config: &LaunchConfig,
         tiling: crate::registry::Tiling,
     ) -> Result<Option<TailPlan>> {
-        let knobs = TailKnobs::read()?;
         // Without programmatic dependent launches (before compute capability 9.0) the tail could
         // only start after the last whole tile, which is what it is there to overlap.
-        if !knobs.enabled()? || self.info.compute_capability.0 < 9 {
+        if self.info.compute_capability.0 < 9 {
             return Ok(None);
         }
         let wave = self.blocks_per_sm(main, config)? as u64 * self.info.sm_count as u64;
@@ -155,9 +150,9 @@ impl CudaBackend {
             tiles,
             slices,
             wave,
-            knobs.extra_eighths()?,
-            knobs.piece_slices()?,
-            knobs.min_waves()?,
+            TAIL_EXTRA_EIGHTHS,
+            TAIL_PIECE_SLICES,
+            TAIL_MIN_WAVES,
         ))
     }
 
