@@ -6,13 +6,22 @@ use crate::matrix::AnyMatrix;
 use crate::problem::Problem;
 use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
 
-/// An adapter (none without the feature).
+/// An adapter (none without the feature); the fields of the real one.
 #[derive(Debug, Clone)]
-pub struct AdapterDesc(std::convert::Infallible);
+pub struct AdapterDesc {
+    /// The driver's name for it.
+    pub name: String,
+    /// Vulkan, Metal, Dx12, ...
+    pub api: String,
+    /// DiscreteGpu, IntegratedGpu, Cpu, ...
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+}
 
 impl std::fmt::Display for AdapterDesc {
-    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {}
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)
     }
 }
 
@@ -35,6 +44,11 @@ impl WgpuBackend {
 
     /// Never called.
     pub fn adapter_name(&self) -> &str {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn adapter(&self) -> &AdapterDesc {
         match self.0 {}
     }
 
