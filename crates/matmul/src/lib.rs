@@ -79,18 +79,23 @@
 //!
 //! # Layout
 //!
+//! Layers, lowest first; each imports only from its own layer or below (`tests/layers.rs`):
+//!
+//! - [`core`]: the data and its types ([`problem`], [`dtype`], [`matrix`], [`error`]), the
+//!   host-memory check, and the library's [`Config`] (it reads no environment variable).
 //! - [`registry`]: every kernel (names, aliases, dtypes, the rules of `can_run`, the traffic
-//!   model); `matmul list` prints it.
+//!   model), [`RunOptions`], and how each CUDA kernel family launches ([`family`]); users' own
+//!   kernels ([`user`]). `matmul list` prints it.
+//! - [`backends`]: the [`Backend`] trait and its implementations, [`cpu`] (the reference every
+//!   result is checked against, a fast path, and [`verify`]), [`cuda`] (cargo feature `cuda`:
+//!   NVRTC-compiled kernels from `kernels/*.cu`, cuBLAS for comparison) and [`wgpu`] (cargo
+//!   feature `wgpu`); [`open_backend`]. Libraries load at run time: no GPU is an error, not a
+//!   crash.
+//! - `nccl` (cargo feature `nccl`): one product over several GPUs.
 //! - [`dispatch`]: which kernel runs (`auto`), with which tiling (the tune tables), and the
 //!   tuner's search space.
-//! - [`Backend`] and its two implementations: [`cpu`] (the reference every result is checked
-//!   against, and a fast path) and [`cuda`] (NVRTC-compiled kernels from `kernels/*.cu`,
-//!   cuBLAS for comparison). CUDA libraries load at run time: no GPU is an error, not a crash.
-//! - [`matrix`], [`problem`], [`dtype`], [`error`]: the data and its types; [`verify`]: the
-//!   comparison with the reference.
-//! - [`compat`]: the seeds' contracts (the Judge Girl problem, the Mojo puzzles).
-//! - [`family`]: how each CUDA kernel family launches (grid, block, shared memory, extra
-//!   arguments, tensor maps), one module per family behind one trait.
+//! - [`gemm()`] and [`Gemm`]: the one-call API; [`compat`]: the seeds' contracts (the Judge Girl
+//!   problem, the Mojo puzzles).
 
 #![warn(missing_docs)]
 
