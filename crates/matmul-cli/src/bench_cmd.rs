@@ -877,6 +877,21 @@ fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
     stop
 }
 
+/// `ncu` on PATH or in the usual CUDA locations.
+fn find_ncu() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ncu"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        ["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -907,19 +922,4 @@ mod tests {
             assert!(nothing_ran(&[skips[0].clone(), record(status, "")]).is_ok());
         }
     }
-}
-
-/// `ncu` on PATH or in the usual CUDA locations.
-fn find_ncu() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("ncu"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| {
-        ["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-    })
 }

@@ -390,7 +390,7 @@ impl Crate {
         'again: for _ in 0..16 {
             for n in (1..path.len()).rev() {
                 let (module, name) = (&path[..n], &path[n]);
-                if self.modules.contains(&path[..=n].to_vec()) {
+                if self.modules.contains(&path[..=n]) {
                     continue;
                 }
                 if let Some(target) = self.aliases.get(module).and_then(|a| a.get(name)) {
