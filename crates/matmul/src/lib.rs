@@ -81,7 +81,7 @@
 //!
 //! Layers, lowest first; each imports only from its own layer or below (`tests/layers.rs`):
 //!
-//! - [`core`]: the data and its types ([`problem`], [`dtype`], [`matrix`], [`error`]), the
+//! - [`core`](self::core): the data and its types ([`problem`], [`dtype`], [`matrix`], [`error`]), the
 //!   host-memory check, and the library's [`Config`] (it reads no environment variable).
 //! - [`registry`]: every kernel (names, aliases, dtypes, the rules of `can_run`, the traffic
 //!   model), [`RunOptions`], and how each CUDA kernel family launches ([`family`]); users' own

@@ -24,8 +24,24 @@ fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).as_deref() == Ok(value)
 }
 
+/// The compiled-kernel cache and the NCCL library the GPU-host scripts name
+/// (`MATMUL_CACHE_DIR`, `MATMUL_NCCL_LIB`, which the `matmul` command reads): this test program
+/// fills the library's config as the command does, once.
+fn use_the_scripts_config() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        matmul::config::set(matmul::Config {
+            cache_dir: var("MATMUL_CACHE_DIR").map(Into::into),
+            nccl_lib: var("MATMUL_NCCL_LIB").map(Into::into),
+            ..Default::default()
+        });
+    });
+}
+
 /// The GPU counts to test (all of them, and 2 when there are more), or None after SKIP.
 fn gpu_counts() -> Option<Vec<usize>> {
+    use_the_scripts_config();
     let found = list_devices().map(|d| d.len()).unwrap_or(0);
     let why = if found < 2 {
         Some(format!("{found} GPU(s); the multi-GPU tests need 2"))
