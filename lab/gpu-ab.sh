@@ -8,11 +8,14 @@
 # Usage (repo root, over a bundle from scripts/gpu-bundle.sh):
 #   dist/gpu/gpu-ab.sh ROUNDS SPEC_FILE
 # Each non-empty, non-# line of SPEC_FILE is one variant:
-#   LABEL | MATMUL_KERNEL_DEFINES | matmul bench arguments [| MATMUL_NVRTC_OPTIONS]
-# e.g.
-#   base   |               | --kernels wgmma,cublas --dtypes bf16 --shapes 4096,8192
-#   wait0  | WAIT_DEPTH=0  | --kernels wgmma --dtypes bf16 --shapes 4096,8192
-#   rul8   |               | --kernels multistage --dtypes f32 --shapes 8192 | --ptxas-options=--register-usage-level=8
+#   LABEL | MATMUL BINARY | matmul bench arguments
+# The binary is a build of the variant (the product reads no kernel defines or NVRTC options from
+# the environment: a variant is the source with a #define's default or the tiling's options edited,
+# built into its own binary, lab/README.md); empty: the bundle's bin/matmul. e.g.
+#   base   |                      | --kernels wgmma,cublas --dtypes bf16 --shapes 4096,8192
+#   wait0  | dist/wait0/bin/matmul | --kernels wgmma --dtypes bf16 --shapes 4096,8192
+# Spec files written before (ab-specs/) name MATMUL_KERNEL_DEFINES in the second column: build a
+# binary with those defines as the kernel's defaults and name it there instead.
 # Environment: OUT (default dist/gpu/logs/ab) for the per-run reports and ab.tsv.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,11 +34,11 @@ count=${#lines[@]}
 for ((r = 1; r <= rounds; r++)); do
     for ((i = 0; i < count; i++)); do
         line=${lines[$(((i + r - 1) % count))]}
-        IFS='|' read -r label defines args options <<<"$line"
-        label=$(echo "$label" | xargs) defines=$(echo "$defines" | xargs) options=$(echo "${options:-}" | xargs)
-        echo "== round $r: $label${defines:+ ($defines)}${options:+ [$options]}"
+        IFS='|' read -r label binary args <<<"$line"
+        label=$(echo "$label" | xargs) binary=$(echo "$binary" | xargs)
+        echo "== round $r: $label${binary:+ ($binary)}"
         # shellcheck disable=SC2086 # the arguments are words by design
-        MATMUL_KERNEL_DEFINES=$defines MATMUL_NVRTC_OPTIONS=$options timeout 300 "$here/bin/matmul" bench --no-ceilings \
+        timeout 300 "${binary:-$here/bin/matmul}" bench --no-ceilings \
             --out "$out/$label-$r" $args >"$out/$label-$r.log" 2>&1 ||
             { echo "   failed: $(tail -n 3 "$out/$label-$r.log")"; continue; }
     done

@@ -12,18 +12,18 @@
 #
 # Usage (repo root): dist/gpu/gpu-power.sh [PASSES] "wgmma-tf32 tf32 8192" "cublas tf32 8192" ...
 #   PASSES (default 2): the list is run that many times, in order, so ours and cuBLAS's alternate.
-#   A fourth word, e.g. "wgmma bf16 4096 WAIT_DEPTH=1", is that run's MATMUL_KERNEL_DEFINES
-#   (comma-separated, no spaces), so variants of one kernel can alternate too; a run without one
-#   keeps the MATMUL_KERNEL_DEFINES of the environment, as every run did before.
+#   A fourth word, e.g. "wgmma bf16 4096 dist/wait1/bin/matmul", is the matmul binary that run uses
+#   (a build of a variant: lab/README.md), so variants of one kernel can alternate too; a run
+#   without one uses the bundle's bin/matmul.
 # Environment: OUT (default dist/gpu/logs): power.txt and each run's bench log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { echo 'usage: gpu-power.sh [PASSES] "KERNEL DTYPE SHAPE [DEFINES]" ... (SHAPE: N or MxNxK)' >&2; exit 2; }
+usage() { echo 'usage: gpu-power.sh [PASSES] "KERNEL DTYPE SHAPE [BINARY]" ... (SHAPE: N or MxNxK)' >&2; exit 2; }
 passes=2
 [[ ${1:-} =~ ^[1-9][0-9]*$ ]] && { passes=$1; shift; }
 (($# > 0)) || usage
 for spec in "$@"; do
-    read -r kernel dtype shape defines extra <<<"$spec"
+    read -r kernel dtype shape binary extra <<<"$spec"
     [[ -n $dtype && $shape =~ ^[1-9][0-9]*(x[1-9][0-9]*x[1-9][0-9]*)?$ && -z $extra ]] ||
         { echo "gpu-power.sh: bad argument '$spec'" >&2; usage; }
 done
@@ -34,12 +34,12 @@ source "$here/gpu-steps.sh"
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/power.txt"
 for ((pass = 1; pass <= passes; pass++)); do
     for spec in "$@"; do
-        read -r kernel dtype shape defines <<<"$spec"
-        label=$kernel-$dtype-$shape${defines:+-${defines//[=,]/_}}-$pass
+        read -r kernel dtype shape binary <<<"$spec"
+        label=$kernel-$dtype-$shape${binary:+-$(basename "$(dirname "$(dirname "$binary")")")}-$pass
         nvidia-smi --query-gpu=power.draw.average,power.draw.instant,clocks.sm,clocks_event_reasons.active \
             --format=csv,noheader,nounits -lms 50 >"$out/smi.csv" 2>&1 &
         smi=$!
-        MATMUL_KERNEL_DEFINES=${defines:-${MATMUL_KERNEL_DEFINES:-}} timeout 120 "$here/bin/matmul" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
+        timeout 120 "${binary:-$here/bin/matmul}" bench --no-ceilings --kernels "$kernel" --dtypes "$dtype" --shapes "$shape" \
             --min-time 5 --max-iters 1000000 --max-case-seconds 30 --out "$out/bench-tmp" >"$out/bench-$label.log" 2>&1
         rc=$?
         kill "$smi"

@@ -19,7 +19,7 @@
 #      the 1-GPU run, C compared with the 1-GPU C (u32 bit for bit); the run of record goes to
 #      $OUT/baselines/<device>/multi-<GPUS>gpu/ (multi.json, multi.md);
 #   8. ctas-*, only with CTAS_AB set (e.g. "8 16"): gemm-rs bf16 16384 with NCCL limited to that
-#      many CTAs per collective (`--nccl-max-ctas`), against the bench's unlimited gemm-rs bf16
+#      many CTAs per collective (NCCL's own `NCCL_MAX_CTAS`), against the bench's unlimited gemm-rs bf16
 #      line (on 4x H200 no limit paid: docs/multi-gpu.md).
 # Every step is time-boxed and logged to $OUT/<step>.log; the script goes on past a failure and
 # ends with a PASS/FAIL table (exit 1 if any failed). The whole run stays under GPU_NCCL_BUDGET
@@ -210,10 +210,11 @@ EOF
         results[-1]="FAIL  rank-fails ($fails of $gpus ranks ended with an error, $named named their rank, $started of $((gpus - 1)) healthy ones started; ${last#FAIL  })"
     fi
 
-    # 8. NCCL's CTAs limited for gemm-rs bf16 (the reduce takes SMs from the products), on request.
+    # 8. NCCL's CTAs limited for gemm-rs bf16 (the reduce takes SMs from the products), on request:
+    #    NCCL's own NCCL_MAX_CTAS, which it reads at communicator creation.
     for c in ${CTAS_AB:-}; do
-        bstep "ctas-$c" 40 "$mm" bench --gpus "$gpus" --layout gemm-rs --dtypes bf16 --sizes 16384 \
-            --warmup 1 --iters 5 --nccl-max-ctas "$c" --out "$out/ctas-$c"
+        NCCL_MAX_CTAS=$c bstep "ctas-$c" 40 "$mm" bench --gpus "$gpus" --layout gemm-rs --dtypes bf16 --sizes 16384 \
+            --warmup 1 --iters 5 --out "$out/ctas-$c"
         grep "^gemm-rs" "$out/ctas-$c.log" | sed "s/^/max-ctas $c: /" | cut -c1-170
     done
 else

@@ -12,6 +12,13 @@ use serde::{Deserialize, Serialize};
 
 use matmul::DType;
 
+/// The bench's int8 ceiling row (`bench --kernels cublaslt-int8`, u32 problems only): cuBLASLt's
+/// s8·s8 → s32 GEMM of the same m, n, k (`CudaBackend::time_cublaslt_int8`). It does not compute
+/// the u32 product, is not verified against the u32 reference and is never a u32 answer (`auto`,
+/// `run`, `judge` never see it: it is not a registry kernel); the u32 rows' `vs_int8_ceiling`
+/// hold them against its rate ÷ 10 (a byte-split u32 product is 10 such int8 products).
+pub const INT8_CEILING: &str = "cublaslt-int8";
+
 /// The ceilings of one device from one source (a measurement or a datasheet).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceilings {
@@ -337,7 +344,7 @@ fn last_level_cache_in(root: &std::path::Path) -> Option<LastLevelCache> {
                 continue;
             }
             let level = read(dir.join("level")).and_then(|l| l.trim().parse::<u32>().ok());
-            let size = read(dir.join("size")).and_then(|s| crate::runner::parse_size(s.trim()));
+            let size = read(dir.join("size")).and_then(|s| crate::fmt::parse_size(s.trim()));
             let (Some(level), Some(size)) = (level, size) else {
                 continue;
             };

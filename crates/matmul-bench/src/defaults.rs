@@ -3,7 +3,7 @@
 
 use matmul::{BackendKind, DType, KernelSpec, KERNELS};
 
-use crate::runner::{BenchKernel, PlanEntry};
+use crate::plan::{BenchKernel, PlanEntry};
 
 /// The largest size the seed kernels run at in a quick run on CUDA.
 pub const QUICK_SEED_SIZE: u64 = 1024;
@@ -102,7 +102,7 @@ pub fn named_kernels(list: &str) -> matmul::Result<Option<Vec<BenchKernel>>> {
             }
             continue;
         }
-        if name.eq_ignore_ascii_case(crate::report::INT8_CEILING) {
+        if name.eq_ignore_ascii_case(crate::ceilings::INT8_CEILING) {
             if !out.iter().any(|o| matches!(o, BenchKernel::Int8Ceiling)) {
                 out.push(BenchKernel::Int8Ceiling);
             }

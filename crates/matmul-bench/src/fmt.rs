@@ -167,6 +167,17 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// A size as sysfs writes it (`512`, `48K`, `32M`, `1G`), in bytes.
+pub(crate) fn parse_size(s: &str) -> Option<usize> {
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1 << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok().map(|n| n * mult)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub mod check;
 pub mod defaults;
 pub mod fmt;
 pub mod multi;
+pub mod plan;
 pub mod profile;
 pub mod record;
 pub mod report;

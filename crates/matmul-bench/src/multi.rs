@@ -29,10 +29,6 @@ pub struct MultiRun {
     pub gpus: usize,
     /// NCCL's version and where it was loaded from.
     pub nccl: String,
-    /// NCCL's CTA bounds as asked (`--nccl-min-ctas`/`--nccl-max-ctas`), None: NCCL's choice.
-    pub nccl_min_ctas: Option<u32>,
-    /// See `nccl_min_ctas`.
-    pub nccl_max_ctas: Option<u32>,
     /// Untimed runs before timing, and timed runs of each mode.
     pub warmup: usize,
     /// See `warmup`.
@@ -150,14 +146,6 @@ impl MultiRun {
         let _ = writeln!(out, "# Multi-GPU bench: {} GPUs\n", self.gpus);
         let _ = writeln!(out, "Devices: {}  ", s.device);
         let _ = writeln!(out, "NCCL: {}  ", self.nccl);
-        if self.nccl_min_ctas.is_some() || self.nccl_max_ctas.is_some() {
-            let _ = writeln!(
-                out,
-                "NCCL CTAs: min {}, max {}  ",
-                opt(self.nccl_min_ctas),
-                opt(self.nccl_max_ctas)
-            );
-        }
         let _ = writeln!(
             out,
             "{}, commit {}, `{}` (medians of {} runs after {} warm-up)\n",
@@ -195,10 +183,6 @@ impl MultiRun {
         }
         out
     }
-}
-
-fn opt(v: Option<u32>) -> String {
-    v.map_or("NCCL's".into(), |v| v.to_string())
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -366,8 +350,6 @@ mod tests {
             system,
             gpus: 2,
             nccl: "2.28.3".into(),
-            nccl_min_ctas: None,
-            nccl_max_ctas: Some(8),
             warmup: 1,
             iters: 3,
             cases,
@@ -397,7 +379,6 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("`matmul bench --gpus 2`"), "{t}");
-        assert!(r.markdown().contains("min NCCL's, max 8"));
         assert!(scaling_table(&[]).contains("No multi-GPU run of record yet"));
     }
 

@@ -2,29 +2,15 @@
 //! run once more under Nsight Compute (`ncu`), which reads the DRAM byte counters of the kernel's
 //! launch; the record's measured intensity then places it on the roofline instead of the traffic
 //! model's. This module builds the ncu command, parses its CSV and, in [`profile_report`], runs it
-//! for every record; the caller says how to run one record (`matmul run ...` for the CLI).
+//! for every record; the caller finds `ncu` and says how to run one record (`matmul run ...` for
+//! the CLI).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::report::{Record, Report, Status};
 
 /// The ncu metrics read: bytes read from and written to DRAM by one launch.
 pub const DRAM_METRICS: &str = "dram__bytes_read.sum,dram__bytes_write.sum";
-
-/// `ncu` on PATH or in the usual CUDA locations.
-pub fn find_ncu() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("ncu"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| {
-        ["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-    })
-}
 
 /// The arguments of `ncu` that profile the first launch of `kernel_regex` (None: the first
 /// launch of any kernel) in `program args...`, printing the DRAM metrics as CSV.
@@ -170,6 +156,7 @@ pub fn profile_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     const CSV: &str = r#"==PROF== Connected to process 123
 ==PROF== Profiling "multistage" - 0: 0%....50%....100% - 3 passes

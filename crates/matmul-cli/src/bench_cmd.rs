@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use matmul::cuda::CudaBackend;
 use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
-use matmul_bench::profile::{find_ncu, profile_report, Profiled};
+use matmul_bench::profile::{profile_report, Profiled};
 use matmul_bench::{
     defaults, measure_cpu, measure_gpu, BenchConfig, BenchKernel, CpuCeilingOptions, ProgressEvent,
     Record, Suite,
@@ -875,6 +875,21 @@ fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
         }
     }
     stop
+}
+
+/// `ncu` on PATH or in the usual CUDA locations.
+fn find_ncu() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ncu"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        ["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    })
 }
 
 #[cfg(test)]

@@ -308,7 +308,7 @@ impl Device {
                         &kernel.text,
                         &kernel.cuda_defines(),
                         "sm_80",
-                        &matmul::cuda::DiskCache::from_env(),
+                        &matmul::cuda::DiskCache::configured(),
                     );
                     if let Err(c @ matmul::Error::Compile { .. }) = compiled {
                         return Err(CliError::input(c));

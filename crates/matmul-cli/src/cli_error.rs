@@ -55,7 +55,8 @@ impl From<matmul::Error> for CliError {
             | E::Invalid(_)
             | E::ShapeMismatch { .. }
             | E::WrongBackend { .. }
-            | E::OutOfRange { .. } => CliError::input(e),
+            | E::OutOfRange { .. }
+            | E::NotBuilt { .. } => CliError::input(e),
             _ => CliError::failure(e),
         }
     }

@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod byok_cmd;
 mod cli_error;
+mod env_config;
 mod judge_cmd;
 mod list_cmd;
 mod multi_cmd;
@@ -84,6 +85,7 @@ fn quiet_on_closed_pipe() {}
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
+    matmul::config::set(env_config::from_env());
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version (stdout, status 0), and usage errors (stderr, status 2), as clap

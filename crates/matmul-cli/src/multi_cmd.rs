@@ -1,4 +1,4 @@
-//! One GEMM across several GPUs over NCCL (matmul::cuda::multi), reached through `matmul run
+//! One GEMM across several GPUs over NCCL (matmul::nccl::multi), reached through `matmul run
 //! --gpus N` (each layout run once and checked against the CPU reference), `matmul run --rank R
 //! --world W --id-file F` (one process per GPU) and `matmul bench --gpus N` (timed beside the
 //! 1-GPU run of the same GEMM, C compared with the 1-GPU C, a multi.json/multi.md report).
@@ -10,8 +10,7 @@ use std::time::Instant;
 
 use clap::Args;
 use matmul::cpu::reference;
-use matmul::cuda::multi::{self, Layout, MultiOptions};
-use matmul::cuda::nccl::CtaLimit;
+use matmul::nccl::multi::{self, Layout, MultiOptions};
 use matmul::verify;
 use matmul::{AnyMatrix, COut, DType, Init, Problem, Shape};
 use matmul_bench::multi::{MultiCase, MultiRun};
@@ -33,13 +32,6 @@ pub struct GpuArgs {
     /// 1024 rows).
     #[arg(long, help_heading = "Multi-GPU")]
     pub pieces: Option<usize>,
-    /// With --gpus: at least this many CTAs (SMs) per NCCL collective (ncclConfig_t.minCTAs).
-    #[arg(long, help_heading = "Multi-GPU")]
-    pub nccl_min_ctas: Option<u32>,
-    /// With --gpus: at most this many CTAs (SMs) per NCCL collective (ncclConfig_t.maxCTAs):
-    /// fewer leave more SMs to the overlapped products.
-    #[arg(long, help_heading = "Multi-GPU")]
-    pub nccl_max_ctas: Option<u32>,
 }
 
 /// `run`'s one-process-per-GPU options (each process checks its own blocks of C).
@@ -73,8 +65,6 @@ impl GpuArgs {
         let given = [
             (self.layout.is_some(), "--layout"),
             (self.pieces.is_some(), "--pieces"),
-            (self.nccl_min_ctas.is_some(), "--nccl-min-ctas"),
-            (self.nccl_max_ctas.is_some(), "--nccl-max-ctas"),
         ];
         match given.iter().find(|(g, _)| *g) {
             Some((_, opt)) => Err(CliError::input(format!(
@@ -145,10 +135,6 @@ fn cases(plan: &Plan, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliEr
                 let mut opts = MultiOptions::new(gpus, layout);
                 opts.kernel = plan.kernel.clone();
                 opts.pieces = plan.gpu.pieces;
-                opts.nccl_ctas = CtaLimit {
-                    min: plan.gpu.nccl_min_ctas,
-                    max: plan.gpu.nccl_max_ctas,
-                };
                 multi::check(&problem, &opts)?;
                 cases.push((problem, opts));
             }
@@ -396,8 +382,6 @@ pub fn bench(plan: &Plan) -> CliResult {
                 system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
                 gpus,
                 nccl: nccl.clone(),
-                nccl_min_ctas: plan.gpu.nccl_min_ctas,
-                nccl_max_ctas: plan.gpu.nccl_max_ctas,
                 warmup: plan.warmup,
                 iters: plan.iters,
                 cases: records.clone(),
@@ -462,7 +446,7 @@ fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> Cli
                 .and_then(|s| s.parse().ok())
         })
         .unwrap_or(rank % devices);
-    let nccl = matmul::cuda::nccl::library()?;
+    let nccl = matmul::nccl::library()?;
     eprintln!(
         "rank {rank}/{world}: device {device}, NCCL from {}",
         nccl.found

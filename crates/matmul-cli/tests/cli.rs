@@ -957,10 +957,6 @@ fn multi_gpu_refuses_bad_input_and_a_missing_environment() {
             "--layout applies to a multi-GPU product: add --gpus N",
         ),
         (
-            vec!["bench", "--nccl-max-ctas", "4"],
-            "--nccl-max-ctas applies to a multi-GPU product",
-        ),
-        (
             vec!["bench", "--gpus", "2", "--suite", "shapes"],
             "--suite does not apply to `bench --gpus`",
         ),
@@ -971,22 +967,6 @@ fn multi_gpu_refuses_bad_input_and_a_missing_environment() {
         (
             vec!["bench", "--gpus", "2", "--kernels", "nope"],
             "unknown kernel `nope`",
-        ),
-        (
-            vec![
-                "bench",
-                "--gpus",
-                "2",
-                "--nccl-min-ctas",
-                "8",
-                "--nccl-max-ctas",
-                "4",
-            ],
-            "minimum CTAs (8) exceed its maximum (4)",
-        ),
-        (
-            vec!["bench", "--gpus", "2", "--nccl-max-ctas", "0"],
-            "at least 1",
         ),
         (
             run(&["--rank", "2", "--world", "2", "--id-file", "/x/id"]),

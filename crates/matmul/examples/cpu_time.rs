@@ -42,6 +42,11 @@ fn cpu_ns() -> Result<u64, String> {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
+    // The copy of the u32 kernel to time, as the `matmul` command takes it from its environment.
+    matmul::config::set(matmul::Config {
+        cpu_u32_isa: std::env::var("MATMUL_CPU_U32_ISA").ok(),
+        ..Default::default()
+    });
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: cpu_time f32|u32 N CALLS";
     let dtype: DType = args.first().ok_or(usage)?.parse()?;

@@ -27,7 +27,7 @@
 // Shared memory (dynamic): STAGES·(BM + BN)·BK·2 bytes (128×256×64, 4 stages: 192 KB), + 1 KB to
 // align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB of C boxes.
 // Traffic model per output element: K/BN + K/BM loads. Parameters: ELEM (16-bit), IN_BF16 | IN_F16,
-// BM = 128, BN = 64 | 128 | 256, BK = 64, STAGES, THREADS, CLUSTER, STORE_BOXES, C_NARROW, PROBE.
+// BM = 128, BN = 64 | 128 | 256, BK = 64, STAGES, THREADS, CLUSTER, STORE_BOXES, C_NARROW.
 // Constraints: sm_90a; any M, N, K (rows that are not 16-byte multiples are staged by the host:
 // src/cuda/staging.rs).
 
@@ -66,8 +66,7 @@ constexpr int MN_CHUNK_BYTES = BK * 128;                  // one MN-major box: (
 constexpr int GROUP_M = BN == 256 ? 16 / CLUSTER : 8;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 ≤ 65536
 
-// The mbarrier, TMA, cluster and wgmma wrappers are hopper.cuh's, C's epilogue is epilogue.cuh's,
-// the timeline probe (PROBE_*) probe.cuh's.
+// The mbarrier, TMA, cluster and wgmma wrappers are hopper.cuh's, C's epilogue is epilogue.cuh's.
 
 // The work units of this block (a cluster takes CLUSTER vertically adjacent tiles): tile_order.cuh.
 using Units = ClusterUnits<CLUSTER, GROUP_M>;
@@ -84,11 +83,9 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
         int tm, tn, kb0, kb1;
         units.tile(u % units.count, rank, tm, tn);
         piece_range(u / units.count, splits, kblocks, kb0, kb1);
-        PROBE_IF(it == 0, P_FIRST_TILE);
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-            PROBE_IF(it == 0, P_FIRST_COPY);
             mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // zero-filled bytes count too
             unsigned char* a = smem + s * STAGE_BYTES;     // (BM, BK) or BM/64 × (BK, 64)
             unsigned char* b = a + A_STAGE_BYTES;          // (BN, BK) or BN/64 × (BK, 64)
@@ -150,7 +147,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
-            PROBE_IF(it == 0 && tid == 0 && wg == 0, P_FIRST_STAGE);
             unsigned a = smem_u32(smem + s * STAGE_BYTES), b = a + A_STAGE_BYTES;
 #pragma unroll
             for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
@@ -183,7 +179,6 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
 #pragma unroll
         for (int i = 0; i < ACC; ++i) fence_operand(d[i]);
         if constexpr (WAIT_DEPTH == 1) release((it - 1) % STAGES);
-        PROBE_IF(tid == 0 && wg == 0, P_MAINLOOP_END);
         if (tm * BM >= (SWAP ? N : M)) continue;  // a cluster's spare tile past the last row
         if (splits > 1) {
             float* slab = partial + (size_t)piece * M * N;
@@ -194,9 +189,7 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         if (SWAP) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tn * BN, tm * BM + wg * 64);
         else store_c<false>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tm * BM + wg * 64, tn * BN);
     }
-    PROBE_IF(tid == 0 && wg == 0, P_STORES_ISSUED);
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
-    PROBE_IF(tid == 0 && wg == 0, P_STORES_DONE);
 }
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
@@ -221,29 +214,24 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     const int kblocks = (K + BK - 1) / BK;
     const unsigned rank = rank_in_cluster<CLUSTER>();
 
-    probe_entry();
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);             // the producer's arrive.expect_tx (+ the TMA bytes)
             mbar_init(&empty[s], 2 * CLUSTER);  // each consumer warpgroup of each block
         }
         fence_mbarrier_init();
-        PROBE_AT(P_BARRIERS);
     }
     // No copy or remote arrival may reach a barrier before it is initialized. A cluster's barrier
     // is split: every thread arrives now and waits below, after setmaxnreg and the prefetches.
     if (CLUSTER > 1) cluster_arrive();
     else __syncthreads();
-    PROBE_IF(threadIdx.x == 0 && CLUSTER == 1, P_SYNCED);
 
     if (threadIdx.x < 128) {
         setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            PROBE_AT(P_PRODUCER_REGS);
             // The tensor maps into the TMA unit's cache now, not on the first copy.
             prefetch_tensormap(&map_a);
             prefetch_tensormap(&map_b);
-            PROBE_AT(P_PREFETCHED);
         }
         if (CLUSTER > 1) {
             // Before the first multicast: the other block's barriers are initialized. By whole
@@ -251,7 +239,6 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
             // other 31 lanes, which are parked at the exit's __syncthreads (that build hung).
             __syncwarp();
             cluster_wait();
-            if (threadIdx.x == 0) PROBE_AT(P_SYNCED);
         }
         if (threadIdx.x == 0) {
             // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
@@ -261,7 +248,6 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
-        PROBE_IF(threadIdx.x == 128, P_CONSUMER_REGS);
         if (CLUSTER > 1) cluster_wait();  // before the first full-wait and remote release
         if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
         else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
@@ -271,5 +257,4 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     // A block must outlive the copies into it and the arrivals on its barriers (with a cluster
     // the producer's last waits see to the other block's; this barrier is the block's own).
     __syncthreads();
-    probe_exit();
 }

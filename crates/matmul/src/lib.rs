@@ -79,37 +79,42 @@
 //!
 //! # Layout
 //!
+//! Layers, lowest first; each imports only from its own layer or below (`tests/layers.rs`):
+//!
+//! - [`core`](self::core): the data and its types ([`problem`], [`dtype`], [`matrix`], [`error`]), the
+//!   host-memory check, and the library's [`Config`] (it reads no environment variable).
 //! - [`registry`]: every kernel (names, aliases, dtypes, the rules of `can_run`, the traffic
-//!   model); `matmul list` prints it.
+//!   model), [`RunOptions`], and how each CUDA kernel family launches ([`family`]); users' own
+//!   kernels ([`user`]). `matmul list` prints it.
+//! - [`backends`]: the [`Backend`] trait and its implementations, [`cpu`] (the reference every
+//!   result is checked against, a fast path, and [`verify`]), [`cuda`] (cargo feature `cuda`:
+//!   NVRTC-compiled kernels from `kernels/*.cu`, cuBLAS for comparison) and [`wgpu`] (cargo
+//!   feature `wgpu`); [`open_backend`]. Libraries load at run time: no GPU is an error, not a
+//!   crash.
+//! - `nccl` (cargo feature `nccl`): one product over several GPUs.
 //! - [`dispatch`]: which kernel runs (`auto`), with which tiling (the tune tables), and the
 //!   tuner's search space.
-//! - [`Backend`] and its two implementations: [`cpu`] (the reference every result is checked
-//!   against, and a fast path) and [`cuda`] (NVRTC-compiled kernels from `kernels/*.cu`,
-//!   cuBLAS for comparison). CUDA libraries load at run time: no GPU is an error, not a crash.
-//! - [`matrix`], [`problem`], [`dtype`], [`error`]: the data and its types; [`verify`]: the
-//!   comparison with the reference.
-//! - [`compat`]: the seeds' contracts (the Judge Girl problem, the Mojo puzzles).
-//! - [`family`]: how each CUDA kernel family launches (grid, block, shared memory, extra
-//!   arguments, tensor maps), one module per family behind one trait.
+//! - [`gemm()`] and [`Gemm`]: the one-call API; [`compat`]: the seeds' contracts (the Judge Girl
+//!   problem, the Mojo puzzles).
 
 #![warn(missing_docs)]
 
+// The layers, each a directory; a lower one never names a higher one (tests/layers.rs checks
+// that no two top-level modules outside `core` import each other, directly or around a ring).
 mod api;
-pub mod backend;
+pub mod backends;
 pub mod compat;
-pub mod cpu;
-pub mod cuda;
+pub mod core;
 pub mod dispatch;
-pub mod dtype;
-pub mod error;
-pub mod family;
-pub mod matrix;
-pub mod problem;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 pub mod registry;
-pub mod user;
-pub mod verify;
-pub mod wgpu;
 
+// The paths users know, each at its layer.
+pub use crate::backends::backend;
+pub use crate::backends::{cpu, cpu::verify, cuda, wgpu};
+pub use crate::core::{config, dtype, error, matrix, problem};
+pub use crate::registry::{family, user};
 pub use compat::judge;
 
 /// The tune tables and the tuner's search space, at their former path: [`dispatch::tune`] and
@@ -119,135 +124,18 @@ pub mod tune {
     pub use crate::dispatch::tune::*;
 }
 
-use std::str::FromStr;
-
+pub use crate::core::config::Config;
+pub use crate::core::dtype::{DType, Element, Types};
+pub use crate::core::error::{Error, Result, Unsupported};
+pub use crate::core::host::{available_memory, ensure_host_memory};
+pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
+pub use crate::core::problem::{COut, Op, Problem, Shape};
 pub use api::{gemm, Gemm, GemmOutput};
-pub use backend::{Backend, Inputs, RunOptions};
-pub use cpu::CpuBackend;
-pub use cuda::CudaBackend;
-pub use dtype::{DType, Element, Types};
-pub use error::{Error, Result, Unsupported};
-pub use matrix::{AnyMatrix, Init, Matrix};
-pub use problem::{COut, Op, Problem, Shape};
-pub use registry::{find, BackendKind, KernelSpec, Tiling, KERNELS};
+pub use backends::{
+    open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, Inputs, WgpuBackend,
+};
+pub use registry::{find, BackendKind, KernelSpec, RunOptions, Tiling, KERNELS};
 pub use verify::Verdict;
-pub use wgpu::WgpuBackend;
-
-/// Which backend to open (`--backend auto|cpu|cuda|wgpu`; "gpu" also means CUDA).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BackendChoice {
-    /// CUDA when a device is present, else wgpu on a hardware adapter, else the CPU.
-    #[default]
-    Auto,
-    /// The CPU, always available.
-    Cpu,
-    /// CUDA device 0; an error when there is none.
-    Cuda,
-    /// wgpu's adapter ([`WgpuBackend`]: software ones such as lavapipe included); an error when
-    /// there is none.
-    Wgpu,
-}
-
-impl BackendChoice {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto",
-            BackendChoice::Cpu => "cpu",
-            BackendChoice::Cuda => "cuda",
-            BackendChoice::Wgpu => "wgpu",
-        }
-    }
-
-    /// The backend that runs a kernel of `kind`.
-    pub fn of(kind: BackendKind) -> BackendChoice {
-        match kind {
-            BackendKind::Cpu => BackendChoice::Cpu,
-            BackendKind::Cuda => BackendChoice::Cuda,
-            BackendKind::Wgpu => BackendChoice::Wgpu,
-        }
-    }
-}
-
-impl FromStr for BackendChoice {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(BackendChoice::Auto),
-            "cpu" => Ok(BackendChoice::Cpu),
-            "cuda" | "gpu" => Ok(BackendChoice::Cuda),
-            "wgpu" => Ok(BackendChoice::Wgpu),
-            _ => Err(Error::Invalid(format!(
-                "unknown backend {} (expected auto, cpu, cuda or wgpu)",
-                error::quoted(s)
-            ))),
-        }
-    }
-}
-
-/// Opens the chosen backend (CUDA: device 0). `Auto` tries CUDA, then wgpu on a hardware adapter
-/// (a software one such as lavapipe is slower than the CPU backend: name `Wgpu` to use it), then
-/// the CPU, and returns why it did not take CUDA alongside, so callers can say what they chose.
-///
-/// ```
-/// use matmul::{open_backend, BackendChoice, BackendKind};
-///
-/// let (cpu, _) = open_backend(BackendChoice::Cpu)?;
-/// assert_eq!(cpu.kind(), BackendKind::Cpu);
-/// let (any, why_not_cuda) = open_backend(BackendChoice::Auto)?;
-/// assert_eq!(any.kind() == BackendKind::Cuda, why_not_cuda.is_none());
-/// # Ok::<(), matmul::Error>(())
-/// ```
-pub fn open_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, Option<String>)> {
-    match choice {
-        BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
-        BackendChoice::Cuda => Ok((Box::new(cuda::CudaBackend::new(0)?), None)),
-        BackendChoice::Wgpu => Ok((Box::new(wgpu::WgpuBackend::new()?), None)),
-        BackendChoice::Auto => match cuda::CudaBackend::new(0) {
-            Ok(b) => Ok((Box::new(b), None)),
-            Err(e) => match wgpu::WgpuBackend::new() {
-                Ok(w) if !w.is_software() => Ok((Box::new(w), Some(e.to_string()))),
-                Ok(w) => Ok((
-                    Box::new(cpu::CpuBackend),
-                    Some(format!(
-                        "{e}; wgpu has only a software adapter, {}: --backend wgpu runs it",
-                        w.adapter_name()
-                    )),
-                )),
-                Err(w) => Ok((Box::new(cpu::CpuBackend), Some(format!("{e}; {w}")))),
-            },
-        },
-    }
-}
-
-/// Refuses, before allocating, a host allocation larger than the memory the OS reports available
-/// (Linux `MemAvailable`), or than `MATMUL_MAX_HOST_BYTES` when that is set; elsewhere only the
-/// checked size arithmetic applies.
-pub fn ensure_host_memory(problem: &Problem, bytes: usize) -> Result<()> {
-    if let Some(avail) = available_memory() {
-        if bytes as u64 > avail {
-            return Err(Error::Invalid(format!(
-                "{problem} needs {bytes} bytes of host memory; only {avail} are available"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The host memory available for allocations, bytes: `MATMUL_MAX_HOST_BYTES` when set, else Linux
-/// `MemAvailable`; `None` when neither is known.
-pub fn available_memory() -> Option<u64> {
-    if let Some(limit) = std::env::var("MATMUL_MAX_HOST_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return Some(limit);
-    }
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
 
 /// The README's Rust examples, run as doc-tests so that they cannot drift from the API.
 #[cfg(doctest)]

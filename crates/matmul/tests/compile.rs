@@ -327,56 +327,6 @@ fn nvrtc_supports_the_targets() {
     assert!(archs.contains(&90) && archs.contains(&80), "{archs:?}");
 }
 
-/// The wgmma timeline probe (`PROBE=1`, lab/notebook.md 15l) must stay one that does not perturb
-/// what it measures: it compiles for sm_90a with no stack frame (a `printf` probe's frame in local
-/// memory delayed the very start it was timing, 15k) and no spills, and its CUBIN defines the
-/// array the host reads with `MATMUL_PROBE=wgmma_probe`. Both kernels it has timed: `wgmma` and
-/// `wgmma-cluster`, whose probe build spilled the entry's %globaltimer until 15m.
-#[test]
-#[cfg_attr(
-    not(matmul_require_nvrtc),
-    ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
-)]
-fn wgmma_probe_compiles_without_a_stack_frame() {
-    if !nvrtc_or_skip() {
-        return;
-    }
-    let (dir, cache) = temp_cache("probe");
-    for name in ["wgmma", "wgmma-cluster"] {
-        let kernel = matmul::registry::find(name).unwrap();
-        let mut defines =
-            compile::kernel_defines(kernel, DType::Bf16, &RunOptions::default()).unwrap();
-        defines.push(("PROBE".to_string(), "1".to_string()));
-        let src = kernel.cuda_source().unwrap();
-        let compiled =
-            compile::compile_source(src.file, &src.full_text(), &defines, "sm_90a", &cache)
-                .unwrap();
-        let info = compiled.function(&kernel.entry_point()).unwrap_or_else(|| {
-            panic!(
-                "ptxas reported nothing for {name}'s probe build:\n{}",
-                compiled.log
-            )
-        });
-        assert_eq!(
-            info.stack_frame_bytes, 0,
-            "{name}'s probe build has a stack frame: {info:?}"
-        );
-        assert!(
-            !compiled.spills(),
-            "{name}'s probe build spills: {:?}",
-            compiled.functions
-        );
-        assert!(
-            compiled
-                .cubin
-                .windows(b"wgmma_probe".len())
-                .any(|w| w == b"wgmma_probe"),
-            "{name}'s probe build's CUBIN has no `wgmma_probe` symbol"
-        );
-    }
-    let _ = std::fs::remove_dir_all(dir);
-}
-
 /// The environment variable that makes `processes_share_one_cache` a worker: the cache directory.
 const CACHE_WORKER: &str = "MATMUL_TEST_CACHE_WORKER";
 

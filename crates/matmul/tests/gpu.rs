@@ -121,8 +121,24 @@ const TINY: &[(usize, usize, usize)] = &[
 /// child runs the fault itself.
 const FAULT_CHILD: &str = "MATMUL_TEST_FAULT_CHILD";
 
+/// The compiled-kernel cache the GPU-host scripts share between their steps (`MATMUL_CACHE_DIR`,
+/// which the `matmul` command reads): this test program fills the library's config as the
+/// command does, once.
+fn use_the_scripts_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Some(dir) = std::env::var_os("MATMUL_CACHE_DIR").filter(|d| !d.is_empty()) {
+            matmul::config::set(matmul::Config {
+                cache_dir: Some(dir.into()),
+                ..Default::default()
+            });
+        }
+    });
+}
+
 /// The device, or None after printing SKIP (a failure under MATMUL_REQUIRE_GPU=1).
 fn gpu() -> Option<CudaBackend> {
+    use_the_scripts_cache();
     match CudaBackend::new(0) {
         Ok(b) => Some(b),
         Err(e) => {

@@ -12,8 +12,9 @@
 use std::sync::Mutex;
 
 use matmul::cpu::reference;
-use matmul::cuda::multi::{self, Layout, MultiOptions};
-use matmul::cuda::{list_devices, nccl};
+use matmul::cuda::list_devices;
+use matmul::nccl;
+use matmul::nccl::multi::{self, Layout, MultiOptions};
 use matmul::verify::compare_inputs;
 use matmul::{AnyMatrix, COut, DType, Init, Problem};
 
@@ -23,8 +24,24 @@ fn env_is(name: &str, value: &str) -> bool {
     std::env::var(name).as_deref() == Ok(value)
 }
 
+/// The compiled-kernel cache and the NCCL library the GPU-host scripts name
+/// (`MATMUL_CACHE_DIR`, `MATMUL_NCCL_LIB`, which the `matmul` command reads): this test program
+/// fills the library's config as the command does, once.
+fn use_the_scripts_config() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        matmul::config::set(matmul::Config {
+            cache_dir: var("MATMUL_CACHE_DIR").map(Into::into),
+            nccl_lib: var("MATMUL_NCCL_LIB").map(Into::into),
+            ..Default::default()
+        });
+    });
+}
+
 /// The GPU counts to test (all of them, and 2 when there are more), or None after SKIP.
 fn gpu_counts() -> Option<Vec<usize>> {
+    use_the_scripts_config();
     let found = list_devices().map(|d| d.len()).unwrap_or(0);
     let why = if found < 2 {
         Some(format!("{found} GPU(s); the multi-GPU tests need 2"))
@@ -49,16 +66,6 @@ fn gpu_counts() -> Option<Vec<usize>> {
 const SHAPES: &[(usize, usize, usize)] = &[(129, 67, 75), (257, 130, 301), (8, 9, 7)];
 
 fn check_layout(layout: Layout, dtypes: &[(DType, COut)], kernel: &str, pieces: Option<usize>) {
-    check_layout_with(layout, dtypes, kernel, pieces, nccl::CtaLimit::default());
-}
-
-fn check_layout_with(
-    layout: Layout,
-    dtypes: &[(DType, COut)],
-    kernel: &str,
-    pieces: Option<usize>,
-    ctas: nccl::CtaLimit,
-) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Some(counts) = gpu_counts() else { return };
     for &gpus in &counts {
@@ -72,7 +79,6 @@ fn check_layout_with(
                 let mut opts = MultiOptions::new(gpus, layout);
                 opts.kernel = kernel.into();
                 opts.pieces = pieces;
-                opts.nccl_ctas = ctas;
                 let got = multi::multi_gemm(&problem, &a, &b, &opts)
                     .unwrap_or_else(|e| panic!("{} on {gpus} GPUs, {problem}: {e}", layout.name()));
                 let verdict = compare_inputs(&problem, &a, &b, &got.c, &want);
@@ -144,27 +150,6 @@ fn gemm_rs_in_pieces_matches_the_reference() {
         (DType::U32, COut::Accumulator),
     ];
     check_layout(Layout::GemmRs, dtypes, "auto", Some(3));
-}
-
-/// NCCL limited to 1–2 CTAs per collective (ncclCommInitRankConfig, the config struct this
-/// crate fills): the communicator initializes and the results stay right.
-#[test]
-#[cfg_attr(
-    not(matmul_require_gpu),
-    ignore = "needs 2 CUDA GPUs and NCCL: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
-)]
-fn layouts_with_an_nccl_cta_limit_match_the_reference() {
-    let dtypes = &[
-        (DType::U32, COut::Accumulator),
-        (DType::Bf16, COut::Accumulator),
-    ];
-    let ctas = nccl::CtaLimit {
-        min: Some(1),
-        max: Some(2),
-    };
-    for layout in [Layout::AgGemm, Layout::GemmRs] {
-        check_layout_with(layout, dtypes, "auto", Some(2), ctas);
-    }
 }
 
 /// cuBLAS as the local product.

@@ -69,6 +69,17 @@ impl std::ops::Deref for Serial {
 fn adapter() -> Option<Serial> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    // The adapter CI names (`WGPU_ADAPTER_NAME`, which the `matmul` command reads): this test
+    // program fills the library's config as the command does.
+    if let Some(name) = std::env::var("WGPU_ADAPTER_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+    {
+        matmul::config::set(matmul::Config {
+            wgpu_adapter: Some(name),
+            ..Default::default()
+        });
+    }
     match WgpuBackend::new() {
         Ok(backend) => Some(Serial {
             backend,

@@ -1,7 +1,7 @@
 //! Compiles every kernel configuration the project uses to CUBIN with the crate's NVRTC path and
 //! writes each to OUT_DIR/<label>.cubin: the compile test's set (every CUDA kernel × dtype × C
 //! type × variant × arch × build, tests/compile.rs), every tiling of the built-in tune tables,
-//! the wgmma probe builds (PROBE=1) and ceilings.cu. Usage: sass-identity OUT_DIR; with
+//! and ceilings.cu. Usage: sass-identity OUT_DIR; with
 //! $SASS_FILTER set, only the configurations whose label contains one of its comma-separated words.
 use matmul::cuda::compile::{self, Build, DiskCache};
 use matmul::registry::{Geometry, KERNELS};
@@ -55,7 +55,6 @@ fn c_types(kernel: &KernelSpec, dtype: DType) -> Vec<Types> {
 
 enum Job {
     Registry(&'static KernelSpec, Types, RunOptions, &'static str, Build),
-    Probe(&'static KernelSpec),
     Ceilings(&'static str),
 }
 
@@ -74,7 +73,6 @@ fn label(job: &Job) -> String {
                 arch
             )
         }
-        Job::Probe(k) => format!("{}.probe.bf16.sm_90a", k.name),
         Job::Ceilings(arch) => format!("ceilings.{arch}"),
     };
     raw.chars()
@@ -121,9 +119,6 @@ fn main() {
             push(kernel, e.dtype, RunOptions::tiling(e.tiling));
         }
     }
-    for name in ["wgmma", "wgmma-cluster"] {
-        jobs.push(Job::Probe(matmul::find(name).unwrap()));
-    }
     for arch in ARCHS {
         jobs.push(Job::Ceilings(arch));
     }
@@ -139,13 +134,6 @@ fn main() {
             let compiled = match job {
                 Job::Registry(k, t, o, arch, b) => {
                     compile::compile_build_with_cache(k, *t, o, arch, &none, *b)
-                }
-                Job::Probe(k) => {
-                    let mut defines =
-                        compile::kernel_defines(k, DType::Bf16, &RunOptions::default()).unwrap();
-                    defines.push(("PROBE".to_string(), "1".to_string()));
-                    let src = k.cuda_source().unwrap();
-                    compile::compile_source(src.file, &src.full_text(), &defines, "sm_90a", &none)
                 }
                 Job::Ceilings(arch) => compile::compile_source(
                     "ceilings.cu",

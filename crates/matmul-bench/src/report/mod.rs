@@ -42,12 +42,7 @@ pub use write::{prepare_report_dir, write_comparison, write_reports, write_views
 /// model; [`Report::from_json`] recomputes the roofs of a schema-1 file.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// The bench's int8 ceiling row (`bench --kernels cublaslt-int8`, u32 problems only): cuBLASLt's
-/// s8·s8 → s32 GEMM of the same m, n, k (`CudaBackend::time_cublaslt_int8`). It does not compute
-/// the u32 product, is not verified against the u32 reference and is never a u32 answer (`auto`,
-/// `run`, `judge` never see it: it is not a registry kernel); the u32 rows' `vs_int8_ceiling`
-/// hold them against its rate ÷ 10 (a byte-split u32 product is 10 such int8 products).
-pub const INT8_CEILING: &str = "cublaslt-int8";
+pub use crate::ceilings::INT8_CEILING;
 
 /// The IMAD u32 kernel that the u32 rows' `vs_imad` compare with.
 pub const IMAD_KERNEL: &str = "multistage-raster";

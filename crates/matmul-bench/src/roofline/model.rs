@@ -218,7 +218,7 @@ impl Roofs {
     /// the 3xTF32 roof (tf32 ÷ 3, [`TF32X3_ROOF`]) for f32 emulated on the tf32 tensor cores where
     /// they have a tf32 peak, else [`Roofs::compute_for`].
     pub fn compute_for_kernel(&self, kernel: &str, dtype: DType) -> Option<&Roof> {
-        if kernel == crate::report::INT8_CEILING {
+        if kernel == crate::ceilings::INT8_CEILING {
             // cuBLASLt's int8 GEMM (the bench's ceiling row) sits under the int8 tensor peak.
             return self.compute.iter().find(|r| r.name == "int8");
         }

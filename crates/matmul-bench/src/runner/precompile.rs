@@ -64,7 +64,7 @@ impl BenchConfig {
 /// where they belong. Does nothing (returns no failure) when the disk cache is off
 /// (`MATMUL_CACHE_DIR=off`), as the run could not find the builds there.
 pub fn precompile(units: &[CompileUnit], arch: &str, done: &(dyn Fn() + Sync)) -> Vec<String> {
-    if matmul::cuda::DiskCache::from_env().dir().is_none() {
+    if matmul::cuda::DiskCache::configured().dir().is_none() {
         return Vec::new();
     }
     units

@@ -116,6 +116,7 @@ pub fn select(
             )));
         }
         let (opened, _) = open_backend(wanted).map_err(|e| match e {
+            e @ Error::NotBuilt { .. } => e,
             Error::Wgpu { message, .. } => Error::Wgpu {
                 context: format!("kernel `{}` needs an adapter", spec.name),
                 message,

@@ -142,7 +142,9 @@ impl Candidate {
         };
         let compute = modelled.compute_s;
         // Only the compute part scales with efficiency; a memory-bound point says nothing.
-        if !(measured_s > 0.0) || !(compute > 0.0) || modelled.seconds > compute * 1.5 {
+        // (NaN fails the comparisons too.)
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !positive(measured_s) || !positive(compute) || modelled.seconds > compute * 1.5 {
             return self;
         }
         let fixed = modelled.seconds - compute;

@@ -3,7 +3,7 @@
 //!
 //! `matmul tune` fills a table by timing the candidates of [`super::search`] after verifying each;
 //! `auto` ([`super::select`]) and `matmul bench` read it. The file is JSON in the user's cache
-//! directory (the NVRTC cache's directory, see `cuda::compile::DiskCache`), one table per device
+//! directory (the NVRTC cache's directory, [`Config::cache_dir`](crate::Config::cache_dir)), one table per device
 //! name and driver version: a new driver or another GPU starts from the built-in table for its
 //! model (`tuned/*.json`, compiled in), else from the registry's defaults.
 
@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::RunOptions;
-use crate::cuda::{DeviceInfo, DiskCache};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::registry::rules::DeviceIdentity;
+use crate::registry::DeviceInfo;
 use crate::registry::{DeviceLimits, KernelSpec, Tiling};
 
 use super::model::{Candidate, DeviceModel};
@@ -397,13 +397,13 @@ pub fn table_path(info: &DeviceInfo) -> Option<PathBuf> {
 
 /// Where the table of device `id`'s class lives (None: no cache directory).
 pub fn class_table_path(id: &DeviceIdentity) -> Option<PathBuf> {
-    let dir = DiskCache::from_env().dir()?.to_path_buf();
+    let dir = crate::config::get().cache_dir.clone()?;
     Some(TuneTable::path_in(&dir, &id.class, &id.driver))
 }
 
 /// Where a table for device `id`'s model alone lives: it overrides the class's table.
 pub fn model_table_path(id: &DeviceIdentity) -> Option<PathBuf> {
-    let dir = DiskCache::from_env().dir()?.to_path_buf();
+    let dir = crate::config::get().cache_dir.clone()?;
     Some(TuneTable::path_in(&dir, &id.model, &id.driver))
 }
 

@@ -6,11 +6,18 @@
 
 #[macro_use]
 mod sources;
+pub mod device;
+pub mod family;
+pub mod options;
 pub mod rules;
 pub mod tiling;
 pub mod traffic;
 pub mod types;
+pub mod user;
+pub mod wgsl;
 
+pub use device::DeviceInfo;
+pub use options::RunOptions;
 pub use rules::{narrow_c_kernels, DeviceLimits, SMALL_M_MAX, TF32_LAYOUT_RULE, TMA_TILING_RULE};
 pub use tiling::{TcTile, Tiling, DEFAULT_PTXAS_LEVEL};
 pub use traffic::Traffic;

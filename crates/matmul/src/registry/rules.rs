@@ -4,10 +4,10 @@
 use super::tiling::Tiling;
 use super::types::{BackendKind, Constraint, KernelSpec, WgmmaTf32Orientation};
 use super::KERNELS;
-use crate::backend::RunOptions;
 use crate::dtype::DType;
 use crate::error::Unsupported;
 use crate::problem::Problem;
+use crate::registry::RunOptions;
 
 /// What a TMA SIMT kernel (17_simt_tma.cu) asks of a tiling beyond [`Tiling::check`]: a box edge is
 /// at most 256 elements; BK/4 odd, so that rows of BK elements read along K by up to 8 lanes at

@@ -49,14 +49,12 @@ pub(super) const SIMT_TILE: (&str, &str) =
 pub(super) const HOPPER: (&str, &str) = ("hopper.cuh", include_str!("../../kernels/hopper.cuh"));
 /// How the wgmma kernels' consumers write C: from registers or through staged boxes and TMA stores.
 const EPILOGUE: (&str, &str) = ("epilogue.cuh", include_str!("../../kernels/epilogue.cuh"));
-/// The wgmma kernel's timeline probe (compiled in with `PROBE=1`, else empty).
-pub(super) const PROBE: (&str, &str) = ("probe.cuh", include_str!("../../kernels/probe.cuh"));
 /// The sm_80 tensor-core kernels' inline-PTX wrappers: cp.async, ldmatrix, ld.shared, mma.sync.
 pub(super) const SM80: (&str, &str) = ("sm80.cuh", include_str!("../../kernels/sm80.cuh"));
 /// The includes of 15_wgmma.cu (TMA + wgmma, 16-bit inputs).
-pub(super) const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE, PROBE];
+pub(super) const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGUE];
 /// The includes of 16_wgmma_tf32.cu, which loads its register operand with sm80.cuh's ldmatrix
-/// and has no probe.
+/// (no other wgmma include).
 pub(super) const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE];
 /// The byte-split pre-pass of the u8x4 kernels (`u8x4_split`: u32 → 4 K-major byte planes).
 pub(super) const U8X4_SPLIT: (&str, &str) = (

@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::types::KernelSpec;
-use crate::backend::RunOptions;
 use crate::problem::Problem;
+use crate::registry::RunOptions;
 
 /// A kernel's documented global-memory traffic model: what the roofline's arithmetic intensity
 /// is computed from (seed 004 does this for naive: 2·K loads per output).

@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::tiling::{TcTile, Tiling};
 use super::traffic::Traffic;
-use crate::backend::RunOptions;
 use crate::dtype::DType;
 pub use crate::family::wgmma::WgmmaTf32Orientation;
 use crate::family::Family;
+use crate::registry::RunOptions;
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -202,7 +202,7 @@ pub enum WgslShape {
 }
 
 /// A WGSL kernel run by the wgpu backend; its text is completed by a header that names the
-/// element type and the tile constants (`wgpu/shaders.rs`).
+/// element type and the tile constants (`registry/wgsl.rs`).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct WgslSource {
     /// File name under `crates/matmul/kernels/wgsl/`.
