@@ -130,9 +130,11 @@ pub use crate::core::error::{Error, Result, Unsupported};
 pub use crate::core::host::{available_memory, ensure_host_memory};
 pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
 pub use crate::core::problem::{COut, Op, Problem, Shape};
+pub use api::plan::{DeviceMatrix, Plan, PlanBuilder};
 pub use api::{gemm, Gemm, GemmOutput};
 pub use backends::{
-    open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, Inputs, WgpuBackend,
+    open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, DeviceData, Inputs, PlanRun,
+    Scale, WgpuBackend,
 };
 pub use registry::{find, BackendKind, KernelSpec, RunOptions, Tiling, KERNELS};
 pub use verify::Verdict;

@@ -1095,6 +1095,111 @@ fn autotune_measures_a_bucket_once_and_keeps_it() {
     );
 }
 
+/// Plans on device buffers: each kernel family (a SIMT rung with split-K, wgmma with split-K,
+/// the byte split with split-K, decode, mma.sync, cuBLAS) with α = 1, β = 0 on a C poisoned with
+/// NaN / 0xDEADBEEF (never read), and with α, β ≠ (1, 0) on a pre-filled C; run twice on the
+/// same buffers (operands reused) and once on new ones; every result against the CPU reference.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn plans_run_on_device_buffers() {
+    use matmul::{DeviceMatrix, Plan, Scale};
+    let Some(backend) = gpu() else { return };
+    let sm90a = backend.limits().unwrap().sm90a;
+    let cases: &[(&str, Problem)] = &[
+        (
+            "multistage-raster",
+            Problem::new(64, 64, 20_000, DType::F32),
+        ),
+        (
+            "multistage-raster",
+            Problem::new(129, 127, 131, DType::U32).with_ops(Op::T, Op::N),
+        ),
+        (
+            "wgmma",
+            Problem::new(136, 264, 4096, DType::Bf16).with_c(COut::Input),
+        ),
+        ("wgmma-tf32", Problem::new(136, 264, 2048, DType::Tf32)),
+        ("wgmma-u8x4-tma", Problem::new(130, 70, 5000, DType::U32)),
+        (
+            "decode",
+            Problem::new(3, 1001, 777, DType::F16).with_ops(Op::N, Op::T),
+        ),
+        ("mma-sync", Problem::new(65, 65, 65, DType::F16)),
+        (
+            "cublas",
+            Problem::new(100, 60, 70, DType::F32).with_ops(Op::T, Op::T),
+        ),
+        ("auto", Problem::new(257, 255, 33, DType::Bf16)),
+    ];
+    let mut ran = 0;
+    for &(name, p) in cases {
+        if name.starts_with("wgmma") && !sm90a {
+            continue;
+        }
+        let (ar, ac) = p.a_stored();
+        let (br, bc) = p.b_stored();
+        let a = AnyMatrix::generate(p.dtype, ar, ac, Init::Random { seed: 31 }).unwrap();
+        let b = AnyMatrix::generate(p.dtype, br, bc, Init::Random { seed: 32 }).unwrap();
+        let want = reference::matmul(&p, &a, &b).unwrap();
+        let wide = reference::matmul(&p.with_c(COut::Accumulator), &a, &b).unwrap();
+        for scale in [
+            Scale::ONE,
+            Scale {
+                alpha: 3.0,
+                beta: 2.0,
+            },
+        ] {
+            let plan = Plan::builder(&backend, p)
+                .kernel(name)
+                .alpha(scale.alpha)
+                .beta(scale.beta)
+                .build();
+            let plan = plan.unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+            let da = backend.upload(&a).unwrap();
+            let db = backend.upload(&b).unwrap();
+            // C before: the poison (β = 0 must not read it), or values β scales.
+            let before = if scale.is_plain() {
+                backend.poisoned_output(&p).unwrap()
+            } else {
+                AnyMatrix::generate(p.c_dtype(), p.m, p.n, Init::Random { seed: 33 }).unwrap()
+            };
+            let mut expect = before.clone();
+            if scale.is_plain() {
+                expect = want.clone();
+            } else {
+                scale.apply_host(&wide, &mut expect).unwrap();
+            }
+            for fresh in [false, false, true] {
+                let mut dc = backend.upload(&before).unwrap();
+                let (da2, db2);
+                let (ua, ub) = if fresh {
+                    da2 = backend.upload(&a).unwrap();
+                    db2 = backend.upload(&b).unwrap();
+                    (&da2, &db2)
+                } else {
+                    (&da, &db)
+                };
+                plan.run_data(ua, ub, &mut dc).unwrap();
+                backend.synchronize().unwrap();
+                let got = backend.download(&dc).unwrap();
+                let v = compare(&p, &got, &expect);
+                assert!(
+                    v.passed,
+                    "{name} {p} α={} β={}: {v:?}",
+                    scale.alpha, scale.beta
+                );
+                ran += 1;
+            }
+        }
+        let _ = DeviceMatrix::<f32>::zeros(&backend, 1, 1).unwrap();
+    }
+    println!("RESULT plans {ran} runs");
+    assert!(ran > 0);
+}
+
 /// `time` returns one positive duration per timed launch, rotating input sets, for a compiled
 /// kernel, an accumulating one (C re-zeroed outside the timed region) and cuBLAS.
 #[test]

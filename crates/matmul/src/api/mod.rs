@@ -2,6 +2,8 @@
 //! backend, compute dtype, transposes, tiling, verification). Both take typed matrices and return
 //! a typed C; the kernel choice is [`crate::dispatch`]'s, the same as the CLI's.
 
+pub mod plan;
+
 use crate::backend::{Backend, RunOptions};
 use crate::backends::BackendChoice;
 use crate::cpu::reference;

@@ -12,7 +12,9 @@ pub mod cuda;
 mod open;
 pub mod wgpu;
 
-pub use backend::{check_input_sets, check_inputs, Backend, Inputs};
+pub use backend::{
+    check_input_sets, check_inputs, Backend, DeviceData, HostPlan, Inputs, PlanRun, Scale,
+};
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;
 pub use open::{open_backend, BackendChoice};

@@ -53,6 +53,19 @@ impl Backend for CpuBackend {
         None
     }
 
+    /// A [`HostPlan`](crate::backends::HostPlan): each run is `run`, then α and β on the host.
+    fn plan(
+        &self,
+        kernel: &'static KernelSpec,
+        problem: &Problem,
+        opts: crate::RunOptions,
+        scale: crate::backends::Scale,
+    ) -> crate::Result<Box<dyn crate::backends::PlanRun + '_>> {
+        Ok(Box::new(crate::backends::HostPlan::new(
+            self, kernel, problem, opts, scale,
+        )?))
+    }
+
     fn run(
         &self,
         kernel: &KernelSpec,

@@ -103,9 +103,35 @@ impl CudaBackend {
             .ctx(|| format!("cuMemsetD{}Async on C", width * 8))
     }
 
+    /// Sets `len` elements of `width` bytes (2 or 4) at `ptr` to zero, on the stream.
+    pub(super) fn zero_at(&self, ptr: u64, len: usize, width: usize) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        let stream = self.stream.cu_stream();
+        // SAFETY: the caller passes a live allocation of `len` elements of `width` bytes.
+        let done = if width == 2 {
+            unsafe { cu_sys::cuMemsetD16Async(ptr, 0, len, stream) }
+        } else {
+            unsafe { cu_sys::cuMemsetD32Async(ptr, 0, len, stream) }
+        };
+        done.result().ctx(|| format!("cuMemsetD{}Async", width * 8))
+    }
+
     pub(super) fn download(&self, c: &DeviceBuf, problem: &Problem) -> Result<AnyMatrix> {
-        let what = || format!("copying C of {problem} to the host");
-        let (m, n) = (problem.m, problem.n);
+        self.download_matrix(c, problem.m, problem.n)
+            .map_err(|e| match e {
+                crate::Error::Cuda { context, message } => crate::Error::Cuda {
+                    context: format!("{context} (C of {problem})"),
+                    message,
+                },
+                e => e,
+            })
+    }
+
+    /// Copies the `m`×`n` matrix in `c` to the host, after the stream's work.
+    pub(super) fn download_matrix(&self, c: &DeviceBuf, m: usize, n: usize) -> Result<AnyMatrix> {
+        let what = || format!("copying a {m}x{n} matrix to the host");
         let out = match c {
             DeviceBuf::F32(s) => AnyMatrix::F32(Matrix::from_vec(
                 m,
@@ -128,7 +154,7 @@ impl CudaBackend {
                 self.stream.clone_dtoh(s).ctx(what)?,
             )?),
         };
-        self.sync(|| format!("after copying C of {problem}"))?;
+        self.sync(|| format!("after copying a {m}x{n} matrix to the host"))?;
         Ok(out)
     }
 }

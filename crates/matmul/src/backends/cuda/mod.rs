@@ -22,6 +22,7 @@ pub mod device;
 mod int8;
 pub(crate) mod launch;
 pub mod libs;
+mod plan;
 mod split_tail;
 mod staging;
 mod tma;
@@ -76,6 +77,8 @@ pub struct CudaBackend {
     /// The fault that left the context unusable (a kernel's illegal address or instruction:
     /// CUDA's sticky errors), once one has: every later call fails at once with it.
     lost: Mutex<Option<String>>,
+    /// This backend's [`Backend::instance`]: the matrices it holds say so.
+    instance: u64,
 }
 
 /// CUDA's sticky errors: after one, every call on the context fails until the process ends.
@@ -121,6 +124,7 @@ impl CudaBackend {
             blas: Mutex::new(None),
             tail_workspace: Mutex::new(None),
             lost: Mutex::new(None),
+            instance: plan::new_instance(),
         })
     }
 
@@ -373,6 +377,43 @@ impl Backend for CudaBackend {
 
     fn identity(&self) -> Option<crate::registry::rules::DeviceIdentity> {
         Some(self.info.identity())
+    }
+
+    fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    fn upload(&self, m: &AnyMatrix) -> Result<crate::backends::DeviceData> {
+        self.upload_data(m)
+    }
+
+    fn alloc_zeroed(
+        &self,
+        dtype: crate::DType,
+        rows: usize,
+        cols: usize,
+    ) -> Result<crate::backends::DeviceData> {
+        self.alloc_data(dtype, rows, cols)
+    }
+
+    fn download(&self, d: &crate::backends::DeviceData) -> Result<AnyMatrix> {
+        self.download_data(d)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.sync(|| "waiting for the stream".into())
+    }
+
+    /// A plan that launches on the device's stream without synchronizing: the kernel compiled
+    /// and its workspaces made once; tensor maps and staging made once per set of buffers.
+    fn plan(
+        &self,
+        kernel: &'static KernelSpec,
+        problem: &Problem,
+        opts: RunOptions,
+        scale: crate::backends::Scale,
+    ) -> Result<Box<dyn crate::backends::PlanRun + '_>> {
+        Ok(Box::new(self.make_plan(kernel, problem, opts, scale)?))
     }
 
     fn limits(&self) -> Option<DeviceLimits> {

@@ -659,6 +659,19 @@ impl Backend for WgpuBackend {
         BackendKind::Wgpu
     }
 
+    /// A [`HostPlan`](crate::backends::HostPlan): each run is `run` (uploads, runs, downloads), then α and β on the host.
+    fn plan(
+        &self,
+        kernel: &'static KernelSpec,
+        problem: &Problem,
+        opts: crate::RunOptions,
+        scale: crate::backends::Scale,
+    ) -> crate::Result<Box<dyn crate::backends::PlanRun + '_>> {
+        Ok(Box::new(crate::backends::HostPlan::new(
+            self, kernel, problem, opts, scale,
+        )?))
+    }
+
     fn describe(&self) -> String {
         let l = &self.caps.limits;
         format!(

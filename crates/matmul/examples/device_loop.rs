@@ -1,0 +1,101 @@
+//! A plan run many times on matrices kept on the backend, as a solver or an inference loop
+//! would, timed against the same kernel as `matmul bench` times it (CUDA events on the device;
+//! the wall clock on the CPU). On a GPU: 1024³ bf16 and 4096³ f32; on the CPU (no GPU, or
+//! `--cpu`): 256³ f32.
+//!
+//! ```sh
+//! cargo run --release -p matmul --example device_loop [-- --cpu] [-- --iters N]
+//! ```
+
+use std::time::Instant;
+
+use matmul::{
+    open_backend, AnyMatrix, Backend, BackendChoice, DType, DeviceMatrix, Init, Inputs, Matrix,
+    Plan, Problem,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let choice = if args.iter().any(|a| a == "--cpu") {
+        BackendChoice::Cpu
+    } else {
+        BackendChoice::Auto
+    };
+    let iters: usize = match args.iter().position(|a| a == "--iters") {
+        Some(i) => args.get(i + 1).ok_or("--iters takes a number")?.parse()?,
+        None => 1000,
+    };
+    let (backend, why) = open_backend(choice)?;
+    if let Some(why) = why {
+        eprintln!("device_loop: {why}");
+    }
+    println!("{}", backend.describe());
+    let problems = match backend.kind() {
+        matmul::BackendKind::Cuda => vec![
+            Problem::new(1024, 1024, 1024, DType::Bf16),
+            Problem::new(4096, 4096, 4096, DType::F32),
+        ],
+        _ => vec![Problem::new(256, 256, 256, DType::F32)],
+    };
+    let iters = if backend.kind() == matmul::BackendKind::Cuda {
+        iters
+    } else {
+        iters.min(20)
+    };
+    for p in problems {
+        match p.dtype {
+            DType::Bf16 => run::<half::bf16>(&*backend, p, iters)?,
+            _ => run::<f32>(&*backend, p, iters)?,
+        }
+    }
+    Ok(())
+}
+
+/// Plans `p` once, runs it `iters` times on the same device matrices and waits once, then times
+/// the same kernel as the bench does; prints both per call.
+fn run<T: matmul::Element>(
+    backend: &dyn Backend,
+    p: Problem,
+    iters: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let input = |rows, cols, seed| -> Result<Matrix<T>, Box<dyn std::error::Error>> {
+        let m = AnyMatrix::generate(p.dtype, rows, cols, Init::Random { seed })?;
+        Matrix::<T>::try_from(m).map_err(|_| "generated the wrong element type".into())
+    };
+    let (a, b) = (input(p.m, p.k, 1)?, input(p.k, p.n, 2)?);
+    let plan = Plan::builder(backend, p).build()?;
+    let (da, db) = (
+        DeviceMatrix::upload(backend, &a)?,
+        DeviceMatrix::upload(backend, &b)?,
+    );
+    let mut dc = DeviceMatrix::<f32>::zeros(backend, p.m, p.n)?;
+    // One run first: compilation and the operands' tensor maps are made once per buffer set.
+    plan.run(&da, &db, &mut dc)?;
+    backend.synchronize()?;
+    let start = Instant::now();
+    for _ in 0..iters {
+        plan.run(&da, &db, &mut dc)?;
+    }
+    backend.synchronize()?;
+    let per_call = start.elapsed().as_secs_f64() / iters as f64;
+    let opts = matmul::RunOptions {
+        tile: None,
+        tiling: plan.tiling(),
+    };
+    let inputs = [Inputs {
+        a: AnyMatrix::from(a),
+        b: AnyMatrix::from(b),
+    }];
+    let mut kernel = backend.time(plan.kernel(), &p, &inputs, 3, iters.min(50), opts)?;
+    kernel.sort_by(f64::total_cmp);
+    let median = kernel[kernel.len() / 2];
+    println!(
+        "{p}: {} — plan {:.1} µs per call over {iters} calls, kernel {:.1} µs (bench's median): {:+.1} µs ({:+.1} %)",
+        plan.kernel().name,
+        per_call * 1e6,
+        median * 1e6,
+        (per_call - median) * 1e6,
+        (per_call / median - 1.0) * 100.0
+    );
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! Plans on CUDA: a product's launcher (the compiled kernel, its launch configuration, its
+//! split-K and byte-plane workspaces) made once and launched on matrices the backend holds, with
+//! α and β applied by a second, elementwise kernel (kernels/scale.cu) reading the product from a
+//! workspace in the accumulator's type, so 16-bit C is rounded once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+
+use super::buffers::DeviceBuf;
+use super::launch::{Launcher, Operands};
+use super::libs::Context;
+use super::CudaBackend;
+use crate::backends::backend::input_storage;
+use crate::backends::{DeviceData, PlanRun, Scale};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::problem::{COut, Problem};
+use crate::registry::{KernelSpec, RunOptions};
+
+const SCALE_SOURCE: &str = include_str!("../../../kernels/scale.cu");
+const SCALE_THREADS: u32 = 256;
+
+/// The next CUDA backend's [`crate::Backend::instance`] (0 is the host's).
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+/// A number for a new CUDA backend that no other shares.
+pub(super) fn new_instance() -> u64 {
+    NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The operands of a plan's last run and their addresses (A, B, the kernel's C).
+type LastOperands = Option<((u64, u64, u64), Operands)>;
+
+/// A planned product on one CUDA backend.
+pub(super) struct CudaPlan<'a> {
+    backend: &'a CudaBackend,
+    kernel: &'static KernelSpec,
+    problem: Problem,
+    /// The problem the kernel runs: `problem`, or with C in the accumulator's type when α and
+    /// β are applied after it.
+    launched: Problem,
+    scale: Scale,
+    launcher: Launcher,
+    /// The kernel accumulates into a zeroed C.
+    zero: bool,
+    /// The operands of the last run, by their addresses: tensor maps and staging copies are made
+    /// once for a set of buffers, not on every run.
+    last: Mutex<LastOperands>,
+    /// With α, β other than (1, 0): the elementwise kernel and the product's workspace.
+    epilogue: Option<(CudaFunction, DeviceBuf)>,
+}
+
+impl CudaBackend {
+    /// A plan of `kernel` on `problem` ([`crate::Backend::plan`]).
+    pub(super) fn make_plan(
+        &self,
+        kernel: &'static KernelSpec,
+        problem: &Problem,
+        opts: RunOptions,
+        scale: Scale,
+    ) -> Result<CudaPlan<'_>> {
+        self.check_alive()?;
+        self.check_tile(kernel, problem, opts)?;
+        scale.check(problem.c_dtype())?;
+        let launched = if scale.is_plain() {
+            *problem
+        } else {
+            problem.with_c(COut::Accumulator)
+        };
+        crate::Backend::check(self, kernel, &launched, opts)?;
+        let launcher = self.launcher(kernel, &launched, &opts)?;
+        self.fits_in_memory(&launcher, &launched, 1)?;
+        let epilogue = if scale.is_plain() {
+            None
+        } else {
+            let entry = match problem.c_dtype() {
+                DType::U32 => "scale_u32",
+                DType::Bf16 => "scale_bf16",
+                DType::F16 => "scale_f16",
+                DType::F32 | DType::Tf32 => "scale_f32",
+            };
+            let func = self.load_function("scale.cu", SCALE_SOURCE, &[], entry)?;
+            Some((func, self.alloc_output(&launched)?))
+        };
+        Ok(CudaPlan {
+            backend: self,
+            kernel,
+            problem: *problem,
+            launched,
+            scale,
+            launcher,
+            zero: kernel.cuda_source().is_some_and(|s| s.zero_output),
+            last: Mutex::new(None),
+            epilogue,
+        })
+    }
+
+    /// Copies `m` to the device ([`crate::Backend::upload`]).
+    pub(super) fn upload_data(&self, m: &crate::matrix::AnyMatrix) -> Result<DeviceData> {
+        self.check_alive()?;
+        let buf = self.upload(m)?;
+        Ok(DeviceData::new(
+            m.dtype(),
+            m.rows(),
+            m.cols(),
+            self.instance,
+            Box::new(buf),
+        ))
+    }
+
+    /// A zeroed matrix on the device ([`crate::Backend::alloc_zeroed`]).
+    pub(super) fn alloc_data(&self, dtype: DType, rows: usize, cols: usize) -> Result<DeviceData> {
+        self.check_alive()?;
+        let dtype = input_storage(&Problem::new(1, 1, 1, dtype));
+        // A problem whose C is this matrix: 16-bit C in its own type.
+        let shape = Problem::new(rows, cols, 1, dtype).with_c(if dtype.is_16_bit() {
+            COut::Input
+        } else {
+            COut::Accumulator
+        });
+        let mut buf = self.alloc_output(&shape)?;
+        self.fill_output(&mut buf, true)?;
+        Ok(DeviceData::new(
+            dtype,
+            rows,
+            cols,
+            self.instance,
+            Box::new(buf),
+        ))
+    }
+
+    /// Copies `d` to the host after the work before it ([`crate::Backend::download`]).
+    pub(super) fn download_data(&self, d: &DeviceData) -> Result<crate::matrix::AnyMatrix> {
+        self.check_alive()?;
+        let buf: &DeviceBuf = d.buffer(self.instance, "the matrix")?;
+        let (rows, cols) = d.shape();
+        self.download_matrix(buf, rows, cols)
+    }
+}
+
+impl PlanRun for CudaPlan<'_> {
+    fn kernel(&self) -> &'static KernelSpec {
+        self.kernel
+    }
+
+    fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    fn scale(&self) -> Scale {
+        self.scale
+    }
+
+    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
+        let backend = self.backend;
+        backend.check_alive()?;
+        let p = &self.problem;
+        let storage = input_storage(p);
+        a.expect("A", storage, p.a_stored())?;
+        b.expect("B", storage, p.b_stored())?;
+        c.expect("C", p.c_dtype(), (p.m, p.n))?;
+        let s = &backend.stream;
+        let pa = a.buffer::<DeviceBuf>(backend.instance, "A")?.ptr(s);
+        let pb = b.buffer::<DeviceBuf>(backend.instance, "B")?.ptr(s);
+        let pc = c.buffer::<DeviceBuf>(backend.instance, "C")?.ptr(s);
+        let target = match &self.epilogue {
+            Some((_, w)) => w.ptr(s),
+            None => pc,
+        };
+        if self.zero {
+            let elem = self.launched.c_dtype().input_bytes().max(2);
+            backend.zero_at(target, p.m * p.n, elem)?;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (pa, pb, target);
+        if last.as_ref().is_none_or(|(k, _)| *k != key) {
+            let ops = backend.operands_at(&self.launcher, &self.launched, pa, pb, target)?;
+            *last = Some((key, ops));
+        }
+        let (_, ops) = last.as_ref().expect("set above");
+        backend.launch(&self.launcher, &self.launched, ops)?;
+        if let Some((func, _)) = &self.epilogue {
+            let count = (p.m * p.n) as i64;
+            let blocks = (count as u64)
+                .div_ceil(SCALE_THREADS as u64)
+                .min(backend.info.sm_count as u64 * 16)
+                .max(1) as u32;
+            let config = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (SCALE_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut builder = s.launch_builder(func);
+            builder.arg(&target).arg(&pc).arg(&count);
+            let (alpha32, beta32) = (self.scale.alpha as u32, self.scale.beta as u32);
+            let (alpha, beta) = (self.scale.alpha as f32, self.scale.beta as f32);
+            if p.c_dtype() == DType::U32 {
+                builder.arg(&alpha32).arg(&beta32);
+            } else {
+                builder.arg(&alpha).arg(&beta);
+            }
+            // SAFETY: scale_<C>(const ACC* P, OUT* C, long long count, α, β): the workspace
+            // holds count products of the accumulator's type, C count elements of its own.
+            unsafe { builder.launch(config) }
+                .map(|_| ())
+                .ctx(|| format!("launching the α/β pass of {p}"))?;
+        }
+        Ok(())
+    }
+}
