@@ -327,6 +327,33 @@ fn nvrtc_supports_the_targets() {
     assert!(archs.contains(&90) && archs.contains(&80), "{archs:?}");
 }
 
+/// A plan's α/β pass (kernels/scale.cu): its four entries compile for both targets without
+/// spills or a stack frame.
+#[test]
+#[cfg_attr(
+    not(matmul_require_nvrtc),
+    ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
+)]
+fn plan_scale_kernels_compile() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (dir, cache) = temp_cache("scale");
+    let text = include_str!("../kernels/scale.cu");
+    for arch in ARCHS {
+        let compiled = compile::compile_source("scale.cu", text, &[], arch, &cache).unwrap();
+        for entry in ["scale_f32", "scale_u32", "scale_bf16", "scale_f16"] {
+            let info = compiled
+                .function(entry)
+                .unwrap_or_else(|| panic!("{arch}: no `{entry}` in\n{}", compiled.log));
+            assert!(info.registers > 0, "{arch} {entry}: {info:?}");
+            assert_eq!(info.stack_frame_bytes, 0, "{arch} {entry}: {info:?}");
+        }
+        assert!(!compiled.spills(), "{arch}: {:?}", compiled.functions);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// The environment variable that makes `processes_share_one_cache` a worker: the cache directory.
 const CACHE_WORKER: &str = "MATMUL_TEST_CACHE_WORKER";
 
