@@ -165,8 +165,20 @@ impl FromStr for DType {
     }
 }
 
-/// A scalar that a host matrix can hold.
-pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static {
+mod sealed {
+    /// Only this crate's element types are [`super::Element`]s: the kernels exist for them alone.
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for u32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// A scalar that a host matrix can hold: f32, u32, f16 and bf16 (sealed: the kernels exist for
+/// these alone).
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static
+{
     /// The dtype whose storage this is (`Tf32` shares `f32`'s storage and is chosen by the problem).
     const STORAGE: DType;
     /// The value as f64: exact for every element type here (f32, u32, bf16, f16).

@@ -48,6 +48,7 @@ pub struct Unsupported {
 /// Every error of this crate. Nothing here panics on bad input: a shape, a name, a size or a
 /// missing GPU comes back as one of these, with its `Display` saying what to change.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The kernel's rules refuse the problem (dtype, shape, device); nothing was launched.
     #[error(transparent)]
