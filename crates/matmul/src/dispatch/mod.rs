@@ -192,6 +192,10 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
     Ok(choice)
 }
 
+/// The choices [`autotune`] measured in this process, by device class.
+static MEASURED: std::sync::Mutex<Vec<(String, tune::MeasuredChoice)>> =
+    std::sync::Mutex::new(Vec::new());
+
 /// [`auto`] with a measured choice: where the device's table has none for `problem`'s shape
 /// bucket, the model's top [`measure::TOP`] candidates are timed on it (about 15 ms each, after
 /// their first compilation, which the kernel cache keeps) and the fastest becomes the bucket's
@@ -206,15 +210,29 @@ pub fn autotune(backend: &dyn Backend, problem: &Problem) -> Result<Choice> {
     }
     let mut notes = Vec::new();
     let mut table = tuned_table(backend, &mut notes).unwrap_or_default();
+    // This process's choices for the class too: without a cache directory (or before the file
+    // is read again) a bucket is measured once per process.
+    let mut kept = MEASURED.lock().unwrap_or_else(|e| e.into_inner());
+    for (class, c) in kept.iter() {
+        if *class == id.class {
+            table.insert_choice(c.clone());
+        }
+    }
     if table.choice(problem, Some(&limits)).is_none() {
         let choice = measure::measure(backend, problem, Some(&table), measure::TOP)?;
         match tune::save_choice(&id, choice.clone()) {
             Ok(Some(_)) => {}
-            Ok(None) => notes.push("no cache directory: the measured choice is not kept".into()),
-            Err(e) => notes.push(format!("the measured choice is not kept: {e}")),
+            Ok(None) => notes.push(
+                "no cache directory: the measured choice is kept for this process only".into(),
+            ),
+            Err(e) => notes.push(format!(
+                "the measured choice is kept for this process only: {e}"
+            )),
         }
+        kept.push((id.class.clone(), choice.clone()));
         table.insert_choice(choice);
     }
+    drop(kept);
     let mut choice = auto_with_table(backend, problem.dtype, Some(problem), Some(&table))?;
     choice.notes = notes;
     Ok(choice)
