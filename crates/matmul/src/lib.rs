@@ -133,8 +133,8 @@ pub use crate::core::problem::{COut, Op, Problem, Shape};
 pub use api::plan::{DeviceMatrix, Plan, PlanBuilder};
 pub use api::{gemm, Gemm, GemmOutput};
 pub use backends::{
-    open_backend, Backend, BackendChoice, CpuBackend, CudaBackend, DeviceData, Inputs, PlanRun,
-    Scale, WgpuBackend,
+    open_backend, Backend, BackendChoice, Batch, CpuBackend, CudaBackend, DeviceData, Inputs,
+    PlanRun, Scale, WgpuBackend,
 };
 pub use registry::{find, BackendKind, KernelSpec, RunOptions, Tiling, KERNELS};
 pub use verify::Verdict;

@@ -1200,6 +1200,125 @@ fn plans_run_on_device_buffers() {
     assert!(ran > 0);
 }
 
+/// Strided batches on device buffers: three products with gaps between the matrices (8
+/// elements: 16-byte aligned bases for the TMA kernels) and, for some, one B shared by all
+/// (stride 0), with α, β ≠ (1, 0) on a pre-filled C; each product against the CPU reference and
+/// the gaps of C untouched.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn batched_plans_on_device_buffers() {
+    use matmul::{Batch, Plan, Scale};
+    let Some(backend) = gpu() else { return };
+    let sm90a = backend.limits().unwrap().sm90a;
+    let cases: &[(&str, Problem, bool)] = &[
+        (
+            "multistage-raster",
+            Problem::new(129, 127, 131, DType::F32),
+            false,
+        ),
+        (
+            "wgmma",
+            Problem::new(136, 264, 512, DType::Bf16).with_c(COut::Input),
+            true,
+        ),
+        (
+            "wgmma-u8x4-tma",
+            Problem::new(130, 70, 3000, DType::U32),
+            false,
+        ),
+        (
+            "decode",
+            Problem::new(3, 1001, 776, DType::F16).with_ops(Op::N, Op::T),
+            true,
+        ),
+        (
+            "cublas",
+            Problem::new(100, 64, 72, DType::F32).with_ops(Op::T, Op::T),
+            false,
+        ),
+        ("auto", Problem::new(256, 256, 64, DType::Bf16), false),
+    ];
+    let mut ran = 0;
+    for &(name, p, shared_b) in cases {
+        if name.starts_with("wgmma") && !sm90a {
+            continue;
+        }
+        let size = |(r, c): (usize, usize)| r * c;
+        let (a_len, b_len, c_len) = (size(p.a_stored()), size(p.b_stored()), p.m * p.n);
+        let batch = Batch {
+            count: 3,
+            stride_a: a_len + 8,
+            stride_b: if shared_b { 0 } else { b_len + 8 },
+            stride_c: c_len + 8,
+        };
+        let buf =
+            |dtype, len, seed| AnyMatrix::generate(dtype, 1, len, Init::Random { seed }).unwrap();
+        let storage = if p.dtype == DType::Tf32 {
+            DType::F32
+        } else {
+            p.dtype
+        };
+        let a = buf(storage, batch.need(batch.stride_a, a_len).unwrap(), 41);
+        let b = buf(storage, batch.need(batch.stride_b, b_len).unwrap(), 42);
+        let c0 = buf(p.c_dtype(), batch.need(batch.stride_c, c_len).unwrap(), 43);
+        let scale = Scale {
+            alpha: 3.0,
+            beta: 2.0,
+        };
+        let plan = Plan::builder(&backend, p)
+            .kernel(name)
+            .batch(batch)
+            .alpha(scale.alpha)
+            .beta(scale.beta)
+            .build()
+            .unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+        let (da, db) = (backend.upload(&a).unwrap(), backend.upload(&b).unwrap());
+        let mut dc = backend.upload(&c0).unwrap();
+        plan.run_data(&da, &db, &mut dc).unwrap();
+        backend.synchronize().unwrap();
+        let got = backend.download(&dc).unwrap();
+        let piece = |m: &AnyMatrix, at: usize, (r, c): (usize, usize)| -> AnyMatrix {
+            let cut = |len| at..at + len;
+            match m {
+                AnyMatrix::F32(x) => matmul::Matrix::from_vec(r, c, x.data[cut(r * c)].to_vec())
+                    .unwrap()
+                    .into(),
+                AnyMatrix::U32(x) => matmul::Matrix::from_vec(r, c, x.data[cut(r * c)].to_vec())
+                    .unwrap()
+                    .into(),
+                AnyMatrix::F16(x) => matmul::Matrix::from_vec(r, c, x.data[cut(r * c)].to_vec())
+                    .unwrap()
+                    .into(),
+                AnyMatrix::Bf16(x) => matmul::Matrix::from_vec(r, c, x.data[cut(r * c)].to_vec())
+                    .unwrap()
+                    .into(),
+            }
+        };
+        for i in 0..batch.count {
+            let ai = piece(&a, i * batch.stride_a, p.a_stored());
+            let bi = piece(&b, i * batch.stride_b, p.b_stored());
+            let wide = reference::matmul(&p.with_c(COut::Accumulator), &ai, &bi).unwrap();
+            let mut expect = piece(&c0, i * batch.stride_c, (p.m, p.n));
+            scale.apply_host(&wide, &mut expect).unwrap();
+            let gi = piece(&got, i * batch.stride_c, (p.m, p.n));
+            let v = compare(&p, &gi, &expect);
+            assert!(v.passed, "{name} {p} product {i}: {v:?}");
+            let gap = i * batch.stride_c + c_len;
+            assert_eq!(
+                got.to_f64_vec()[gap..gap + 8],
+                c0.to_f64_vec()[gap..gap + 8],
+                "{name}: C's gap {i}"
+            );
+            ran += 1;
+        }
+    }
+    println!("RESULT batched plans {ran} products");
+    assert!(ran > 0);
+}
+
 /// `time` returns one positive duration per timed launch, rotating input sets, for a compiled
 /// kernel, an accumulating one (C re-zeroed outside the timed region) and cuBLAS.
 #[test]

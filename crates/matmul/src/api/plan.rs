@@ -6,7 +6,7 @@
 
 use std::marker::PhantomData;
 
-use crate::backends::{Backend, DeviceData, PlanRun, Scale};
+use crate::backends::{Backend, Batch, DeviceData, PlanRun, Scale};
 use crate::dispatch;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -63,6 +63,11 @@ impl<T: Element> DeviceMatrix<T> {
     pub fn data(&self) -> &DeviceData {
         &self.data
     }
+
+    /// The backend's untyped handle, mutable (for [`Plan::run_data`]).
+    pub fn data_mut(&mut self) -> &mut DeviceData {
+        &mut self.data
+    }
 }
 
 /// A product planned once on a backend: C = α·op(A)·op(B) + β·C with the kernel chosen (by
@@ -88,6 +93,7 @@ impl<T: Element> DeviceMatrix<T> {
 /// ```
 pub struct Plan<'b> {
     inner: Box<dyn PlanRun + 'b>,
+    batch: Batch,
     tiling: Option<Tiling>,
     notes: Vec<String>,
 }
@@ -101,6 +107,7 @@ pub struct PlanBuilder<'b> {
     tiling: Option<Tiling>,
     tile: Option<u32>,
     scale: Scale,
+    batch: Option<Batch>,
 }
 
 impl<'b> Plan<'b> {
@@ -114,6 +121,7 @@ impl<'b> Plan<'b> {
             tiling: None,
             tile: None,
             scale: Scale::ONE,
+            batch: None,
         }
     }
 
@@ -126,13 +134,13 @@ impl<'b> Plan<'b> {
         b: &DeviceMatrix<T>,
         c: &mut DeviceMatrix<U>,
     ) -> Result<()> {
-        self.inner.run(&a.data, &b.data, &mut c.data)
+        self.inner.run(&a.data, &b.data, &mut c.data, self.batch)
     }
 
     /// [`Plan::run`] on untyped matrices ([`Backend::upload`]'s), for callers that hold
     /// [`AnyMatrix`] data.
     pub fn run_data(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
-        self.inner.run(a, b, c)
+        self.inner.run(a, b, c, self.batch)
     }
 
     /// The kernel the plan runs.
@@ -148,6 +156,11 @@ impl<'b> Plan<'b> {
     /// α and β.
     pub fn scale(&self) -> Scale {
         self.inner.scale()
+    }
+
+    /// The batch each run computes ([`Batch::one`] unless [`PlanBuilder::batch`] set one).
+    pub fn batch(&self) -> Batch {
+        self.batch
     }
 
     /// The tiling it runs with, when not the kernel's registry default.
@@ -193,6 +206,21 @@ impl<'b> PlanBuilder<'b> {
         self
     }
 
+    /// A strided batch of `count` products (cuBLAS's `gemmStridedBatched`): A, B and C are
+    /// buffers of matrices `stride_a`, `stride_b`, `stride_c` elements apart ([`Batch`]; a
+    /// `DeviceMatrix` of any shape with enough elements). On CUDA each product is its own launch
+    /// for now, in order on the stream.
+    pub fn batch(mut self, batch: Batch) -> Self {
+        self.batch = Some(batch);
+        self
+    }
+
+    /// `count` products whose matrices follow each other without gaps ([`Batch::contiguous`]).
+    pub fn batch_count(mut self, count: usize) -> Self {
+        self.batch = Some(Batch::contiguous(count, &self.problem));
+        self
+    }
+
     /// Chooses the kernel, compiles it and makes its workspaces.
     pub fn build(self) -> Result<Plan<'b>> {
         let p = &self.problem;
@@ -202,9 +230,12 @@ impl<'b> PlanBuilder<'b> {
             tile: self.tile,
             tiling,
         };
+        let batch = self.batch.unwrap_or(Batch::one(p));
+        batch.check(p)?;
         let inner = self.backend.plan(choice.kernel, p, opts, self.scale)?;
         Ok(Plan {
             inner,
+            batch,
             tiling,
             notes: choice.notes,
         })
@@ -363,5 +394,91 @@ mod tests {
             .kernel("no-such-kernel")
             .build()
             .is_err());
+    }
+
+    /// A strided batch with gaps between the matrices and B shared by every product (stride
+    /// 0), with α and β, against each product computed alone; and the batch's errors.
+    #[test]
+    fn strided_batches_on_the_cpu() {
+        let cpu = CpuBackend;
+        let (m, n, k, count) = (3, 4, 5, 3);
+        let p = Problem::new(m, n, k, DType::F32).with_ops(Op::T, Op::N);
+        let batch = Batch {
+            count,
+            stride_a: k * m + 2,
+            stride_b: 0,
+            stride_c: m * n + 1,
+        };
+        let a = random::<f32>(1, batch.need(batch.stride_a, k * m).unwrap(), 11);
+        let b = random::<f32>(k, n, 12);
+        let c0 = random::<f32>(1, batch.need(batch.stride_c, m * n).unwrap(), 13);
+        let (da, db) = (
+            DeviceMatrix::upload(&cpu, &a).unwrap(),
+            DeviceMatrix::upload(&cpu, &b).unwrap(),
+        );
+        let mut dc = DeviceMatrix::upload(&cpu, &c0).unwrap();
+        let plan = Plan::builder(&cpu, p)
+            .batch(batch)
+            .alpha(2.0)
+            .beta(0.5)
+            .build()
+            .unwrap();
+        assert_eq!(plan.batch(), batch);
+        plan.run(&da, &db, &mut dc).unwrap();
+        let got = dc.download(&cpu).unwrap();
+        for i in 0..count {
+            let ai =
+                Matrix::from_vec(k, m, a.data[i * batch.stride_a..][..k * m].to_vec()).unwrap();
+            let want =
+                reference::matmul(&p, &AnyMatrix::from(ai), &AnyMatrix::from(b.clone())).unwrap();
+            for (j, w) in want.to_f64_vec().into_iter().enumerate() {
+                let at = i * batch.stride_c + j;
+                let expect = 2.0 * w + 0.5 * c0.data[at] as f64;
+                assert!(
+                    (got.data[at] as f64 - expect).abs() <= 1e-5 * (1.0 + expect.abs()),
+                    "{i} {j}"
+                );
+            }
+            // The gap after each C is untouched.
+            if i + 1 < count {
+                let gap = i * batch.stride_c + m * n;
+                assert_eq!(got.data[gap], c0.data[gap]);
+            }
+        }
+        // Overlapping Cs, too short a buffer, an empty batch.
+        let overlap = Batch {
+            stride_c: m * n - 1,
+            ..batch
+        };
+        assert!(Plan::builder(&cpu, p)
+            .batch(overlap)
+            .build()
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("stride_c"));
+        let mut short = DeviceMatrix::<f32>::zeros(&cpu, 1, m * n).unwrap();
+        let e = plan.run(&da, &db, &mut short).unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch { what: "C", .. }), "{e}");
+        assert!(Plan::builder(&cpu, p)
+            .batch(Batch { count: 0, ..batch })
+            .build()
+            .is_err());
+        // batch_count: contiguous matrices, each product the one-at-a-time result.
+        let p = Problem::new(2, 2, 2, DType::U32);
+        let plan = Plan::builder(&cpu, p).batch_count(2).build().unwrap();
+        let a = DeviceMatrix::upload(
+            &cpu,
+            &Matrix::<u32>::from_vec(4, 2, vec![1, 2, 3, 4, 5, 6, 7, 8]).unwrap(),
+        )
+        .unwrap();
+        let b = DeviceMatrix::upload(
+            &cpu,
+            &Matrix::<u32>::from_vec(4, 2, vec![1, 0, 0, 1, 2, 0, 0, 2]).unwrap(),
+        )
+        .unwrap();
+        let mut c = DeviceMatrix::<u32>::zeros(&cpu, 4, 2).unwrap();
+        plan.run(&a, &b, &mut c).unwrap();
+        assert_eq!(c.download(&cpu).unwrap().data, [1, 2, 3, 4, 10, 12, 14, 16]);
     }
 }

@@ -277,6 +277,125 @@ impl Scale {
     }
 }
 
+/// A strided batch of products sharing one problem: product i reads A's matrix at element
+/// i·`stride_a` of A's buffer, B's at i·`stride_b`, and writes C's at i·`stride_c` (strides in
+/// elements; gaps between matrices allowed; a stride of 0 gives every product the same A or B),
+/// as cuBLAS's `gemmStridedBatched`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    /// Products in the batch (at least 1).
+    pub count: usize,
+    /// Elements from one A to the next.
+    pub stride_a: usize,
+    /// Elements from one B to the next.
+    pub stride_b: usize,
+    /// Elements from one C to the next (at least m·n when count > 1: the Cs never overlap).
+    pub stride_c: usize,
+}
+
+impl Batch {
+    /// One product: the matrices are the buffers.
+    pub fn one(problem: &Problem) -> Batch {
+        Batch::contiguous(1, problem)
+    }
+
+    /// `count` products whose matrices follow each other without gaps.
+    pub fn contiguous(count: usize, problem: &Problem) -> Batch {
+        let size = |(r, c): (usize, usize)| r * c;
+        Batch {
+            count,
+            stride_a: size(problem.a_stored()),
+            stride_b: size(problem.b_stored()),
+            stride_c: problem.m * problem.n,
+        }
+    }
+
+    /// Elements a buffer of matrices of `len` elements at `stride` must hold: (count − 1)·stride
+    /// + len (None on overflow).
+    pub fn need(&self, stride: usize, len: usize) -> Option<usize> {
+        self.count
+            .saturating_sub(1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(len))
+    }
+
+    /// Checks the batch for `problem`: at least one product, Cs that do not overlap, and every
+    /// offset within reach.
+    pub fn check(&self, problem: &Problem) -> Result<()> {
+        if self.count == 0 {
+            return Err(Error::Invalid("a batch holds at least 1 product".into()));
+        }
+        let c_len = problem.m * problem.n;
+        if self.count > 1 && self.stride_c < c_len {
+            return Err(Error::Invalid(format!(
+                "stride_c = {} is less than one C ({}x{} = {c_len} elements): the products would \
+                 overwrite each other",
+                self.stride_c, problem.m, problem.n
+            )));
+        }
+        let size = |(r, c): (usize, usize)| r * c;
+        for (what, stride, len) in [
+            ("A", self.stride_a, size(problem.a_stored())),
+            ("B", self.stride_b, size(problem.b_stored())),
+            ("C", self.stride_c, c_len),
+        ] {
+            if self
+                .need(stride, len)
+                .is_none_or(|n| n > i32::MAX as usize * 64)
+            {
+                return Err(Error::Invalid(format!(
+                    "{what}'s batch of {} at stride {stride} is out of reach",
+                    self.count
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `a`, `b` and `c` hold the batch of `problem`: their element types, and for
+    /// one product their shapes, for more their lengths.
+    pub fn check_operands(
+        &self,
+        problem: &Problem,
+        a: &DeviceData,
+        b: &DeviceData,
+        c: &DeviceData,
+    ) -> Result<()> {
+        let storage = input_storage(problem);
+        if *self == Batch::one(problem) {
+            a.expect("A", storage, problem.a_stored())?;
+            b.expect("B", storage, problem.b_stored())?;
+            return c.expect("C", problem.c_dtype(), (problem.m, problem.n));
+        }
+        let size = |(r, c): (usize, usize)| r * c;
+        for (what, d, dtype, stride, len) in [
+            ("A", a, storage, self.stride_a, size(problem.a_stored())),
+            ("B", b, storage, self.stride_b, size(problem.b_stored())),
+            (
+                "C",
+                c,
+                problem.c_dtype(),
+                self.stride_c,
+                problem.m * problem.n,
+            ),
+        ] {
+            let need = self.need(stride, len).unwrap_or(usize::MAX);
+            let (rows, cols) = d.shape();
+            if d.dtype() != dtype || rows * cols < need {
+                return Err(Error::ShapeMismatch {
+                    what,
+                    expected: format!(
+                        "{need} {dtype} elements ({} matrices of {len} at stride {stride})",
+                        self.count
+                    ),
+                    found: format!("{rows}x{cols} {}", d.dtype()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A matrix held by a backend, in its memory (the device's for CUDA, the host's for the CPU and
 /// wgpu), made by [`Backend::upload`] or [`Backend::alloc_zeroed`]; [`crate::DeviceMatrix`] is
 /// its typed face.
@@ -381,11 +500,12 @@ pub trait PlanRun {
     fn problem(&self) -> &Problem;
     /// α and β.
     fn scale(&self) -> Scale;
-    /// Enqueues C = α·op(A)·op(B) + β·C (A and B stored as the problem says, C m×n of its C
-    /// type, all held by the plan's backend). On CUDA it returns before the product is done
-    /// (the backend's stream orders later work; [`Backend::synchronize`] waits); on the CPU
-    /// and wgpu the product is done when it returns.
-    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()>;
+    /// Enqueues C = α·op(A)·op(B) + β·C for each product of `batch` (A and B stored as the
+    /// problem says, C m×n of its C type, all held by the plan's backend; [`Batch::one`]: the
+    /// matrices are the buffers). On CUDA it returns before the products are done (the backend's
+    /// stream orders later work; [`Backend::synchronize`] waits); on the CPU and wgpu they are
+    /// done when it returns.
+    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()>;
 }
 
 /// The storage type of `problem`'s inputs (f32 for tf32).
@@ -444,23 +564,56 @@ impl PlanRun for HostPlan<'_> {
     fn scale(&self) -> Scale {
         self.scale
     }
-    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
+    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()> {
         let p = &self.problem;
-        let storage = input_storage(p);
-        a.expect("A", storage, p.a_stored())?;
-        b.expect("B", storage, p.b_stored())?;
-        c.expect("C", p.c_dtype(), (p.m, p.n))?;
+        batch.check(p)?;
+        batch.check_operands(p, a, b, c)?;
         let ha: &AnyMatrix = a.buffer(self.owner, "A")?;
         let hb: &AnyMatrix = b.buffer(self.owner, "B")?;
-        if self.scale.is_plain() {
-            let product = self.backend.run(self.kernel, p, ha, hb, self.opts)?;
-            *c.buffer_mut::<AnyMatrix>(self.owner, "C")? = product;
-            return Ok(());
-        }
-        // The product in the accumulator's type, then α and β with one rounding to C's.
+        let hc: &mut AnyMatrix = c.buffer_mut(self.owner, "C")?;
+        // The product in the accumulator's type when α and β follow (one rounding to C's).
         let wide = p.with_c(crate::problem::COut::Accumulator);
-        let product = self.backend.run(self.kernel, &wide, ha, hb, self.opts)?;
-        self.scale
-            .apply_host(&product, c.buffer_mut(self.owner, "C")?)
+        let run_as = if self.scale.is_plain() { p } else { &wide };
+        for i in 0..batch.count {
+            let ai = sub_matrix(ha, i * batch.stride_a, p.a_stored())?;
+            let bi = sub_matrix(hb, i * batch.stride_b, p.b_stored())?;
+            let product = self.backend.run(self.kernel, run_as, &ai, &bi, self.opts)?;
+            let at = i * batch.stride_c;
+            if self.scale.is_plain() {
+                put_sub_matrix(hc, at, &product)?;
+            } else {
+                let mut ci = sub_matrix(hc, at, (p.m, p.n))?;
+                self.scale.apply_host(&product, &mut ci)?;
+                put_sub_matrix(hc, at, &ci)?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// The `rows`×`cols` matrix at element `offset` of `m`'s data, copied.
+fn sub_matrix(m: &AnyMatrix, offset: usize, (rows, cols): (usize, usize)) -> Result<AnyMatrix> {
+    let len = rows * cols;
+    crate::with_matrix!(m, x => {
+        let data = x.data.get(offset..offset + len).ok_or_else(|| {
+            Error::Invalid(format!("a {rows}x{cols} matrix at element {offset} runs past the buffer"))
+        })?;
+        Ok(AnyMatrix::from(crate::Matrix::from_vec(rows, cols, data.to_vec())?))
+    })
+}
+
+/// Writes `src`'s elements into `dst`'s data from element `offset` on (same element type).
+fn put_sub_matrix(dst: &mut AnyMatrix, offset: usize, src: &AnyMatrix) -> Result<()> {
+    let (found, want) = (src.dtype(), dst.dtype());
+    crate::with_matrix!(dst, d => {
+        let s = src
+            .as_typed()
+            .ok_or_else(|| Error::Invalid(format!("a {found} product for a {want} C")))?;
+        let len = s.data.len();
+        d.data
+            .get_mut(offset..offset + len)
+            .ok_or_else(|| Error::Invalid(format!("C's matrix at element {offset} runs past the buffer")))?
+            .copy_from_slice(&s.data);
+        Ok(())
+    })
 }

@@ -13,7 +13,7 @@ mod open;
 pub mod wgpu;
 
 pub use backend::{
-    check_input_sets, check_inputs, Backend, DeviceData, HostPlan, Inputs, PlanRun, Scale,
+    check_input_sets, check_inputs, Backend, Batch, DeviceData, HostPlan, Inputs, PlanRun, Scale,
 };
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;

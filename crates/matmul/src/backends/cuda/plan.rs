@@ -13,7 +13,7 @@ use super::launch::{Launcher, Operands};
 use super::libs::Context;
 use super::CudaBackend;
 use crate::backends::backend::input_storage;
-use crate::backends::{DeviceData, PlanRun, Scale};
+use crate::backends::{Batch, DeviceData, PlanRun, Scale};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::problem::{COut, Problem};
@@ -30,8 +30,9 @@ pub(super) fn new_instance() -> u64 {
     NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The operands of a plan's last run and their addresses (A, B, the kernel's C).
-type LastOperands = Option<((u64, u64, u64), Operands)>;
+/// The operands of a plan's last run, one per product of its batch, with their addresses (A, B,
+/// the kernel's C).
+type LastOperands = Vec<((u64, u64, u64), Operands)>;
 
 /// A planned product on one CUDA backend.
 pub(super) struct CudaPlan<'a> {
@@ -92,7 +93,7 @@ impl CudaBackend {
             scale,
             launcher,
             zero: kernel.cuda_source().is_some_and(|s| s.zero_output),
-            last: Mutex::new(None),
+            last: Mutex::new(Vec::new()),
             epilogue,
         })
     }
@@ -153,60 +154,80 @@ impl PlanRun for CudaPlan<'_> {
         self.scale
     }
 
-    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
+    fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()> {
         let backend = self.backend;
         backend.check_alive()?;
         let p = &self.problem;
-        let storage = input_storage(p);
-        a.expect("A", storage, p.a_stored())?;
-        b.expect("B", storage, p.b_stored())?;
-        c.expect("C", p.c_dtype(), (p.m, p.n))?;
+        batch.check(p)?;
+        batch.check_operands(p, a, b, c)?;
         let s = &backend.stream;
         let pa = a.buffer::<DeviceBuf>(backend.instance, "A")?.ptr(s);
         let pb = b.buffer::<DeviceBuf>(backend.instance, "B")?.ptr(s);
         let pc = c.buffer::<DeviceBuf>(backend.instance, "C")?.ptr(s);
-        let target = match &self.epilogue {
-            Some((_, w)) => w.ptr(s),
-            None => pc,
-        };
-        if self.zero {
-            let elem = self.launched.c_dtype().input_bytes().max(2);
-            backend.zero_at(target, p.m * p.n, elem)?;
-        }
+        let in_bytes = p.dtype.input_bytes() as u64;
+        let c_bytes = p.c_dtype().input_bytes() as u64;
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (pa, pb, target);
-        if last.as_ref().is_none_or(|(k, _)| *k != key) {
-            let ops = backend.operands_at(&self.launcher, &self.launched, pa, pb, target)?;
-            *last = Some((key, ops));
-        }
-        let (_, ops) = last.as_ref().expect("set above");
-        backend.launch(&self.launcher, &self.launched, ops)?;
-        if let Some((func, _)) = &self.epilogue {
-            let count = (p.m * p.n) as i64;
-            let blocks = (count as u64)
-                .div_ceil(SCALE_THREADS as u64)
-                .min(backend.info.sm_count as u64 * 16)
-                .max(1) as u32;
-            let config = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (SCALE_THREADS, 1, 1),
-                shared_mem_bytes: 0,
+        last.truncate(batch.count);
+        // One launch (and α/β pass) per product, in order on the stream; each product's
+        // operands (tensor maps, staging) made once for its addresses.
+        for i in 0..batch.count {
+            let ai = pa + (i * batch.stride_a) as u64 * in_bytes;
+            let bi = pb + (i * batch.stride_b) as u64 * in_bytes;
+            let ci = pc + (i * batch.stride_c) as u64 * c_bytes;
+            let target = match &self.epilogue {
+                Some((_, w)) => w.ptr(s),
+                None => ci,
             };
-            let mut builder = s.launch_builder(func);
-            builder.arg(&target).arg(&pc).arg(&count);
-            let (alpha32, beta32) = (self.scale.alpha as u32, self.scale.beta as u32);
-            let (alpha, beta) = (self.scale.alpha as f32, self.scale.beta as f32);
-            if p.c_dtype() == DType::U32 {
-                builder.arg(&alpha32).arg(&beta32);
-            } else {
-                builder.arg(&alpha).arg(&beta);
+            if self.zero {
+                let elem = self.launched.c_dtype().input_bytes().max(2);
+                backend.zero_at(target, p.m * p.n, elem)?;
             }
-            // SAFETY: scale_<C>(const ACC* P, OUT* C, long long count, α, β): the workspace
-            // holds count products of the accumulator's type, C count elements of its own.
-            unsafe { builder.launch(config) }
-                .map(|_| ())
-                .ctx(|| format!("launching the α/β pass of {p}"))?;
+            let key = (ai, bi, target);
+            if last.get(i).is_none_or(|(k, _)| *k != key) {
+                let ops = backend.operands_at(&self.launcher, &self.launched, ai, bi, target)?;
+                if i < last.len() {
+                    last[i] = (key, ops);
+                } else {
+                    last.push((key, ops));
+                }
+            }
+            backend.launch(&self.launcher, &self.launched, &last[i].1)?;
+            if let Some((func, _)) = &self.epilogue {
+                self.scale_into(func, target, ci)?;
+            }
         }
         Ok(())
+    }
+}
+
+impl CudaPlan<'_> {
+    /// Enqueues C = α·P + β·C over the m×n elements of the product `p` (the workspace) and C at
+    /// `c` (kernels/scale.cu).
+    fn scale_into(&self, func: &CudaFunction, p: u64, c: u64) -> Result<()> {
+        let problem = &self.problem;
+        let count = (problem.m * problem.n) as i64;
+        let blocks = (count as u64)
+            .div_ceil(SCALE_THREADS as u64)
+            .min(self.backend.info.sm_count as u64 * 16)
+            .max(1) as u32;
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (SCALE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut builder = self.backend.stream.launch_builder(func);
+        builder.arg(&p).arg(&c).arg(&count);
+        let (alpha32, beta32) = (self.scale.alpha as u32, self.scale.beta as u32);
+        let (alpha, beta) = (self.scale.alpha as f32, self.scale.beta as f32);
+        if problem.c_dtype() == DType::U32 {
+            builder.arg(&alpha32).arg(&beta32);
+        } else {
+            builder.arg(&alpha).arg(&beta);
+        }
+        // SAFETY: scale_<C>(const ACC* P, OUT* C, long long count, α, β): the workspace holds
+        // count products of the accumulator's type, C count elements of its own.
+        unsafe { builder.launch(config) }
+            .map(|_| ())
+            .ctx(|| format!("launching the α/β pass of {problem}"))
     }
 }
