@@ -45,19 +45,10 @@ impl CliError {
 
 impl From<matmul::Error> for CliError {
     fn from(e: matmul::Error) -> CliError {
-        use matmul::Error as E;
-        match e {
-            E::Unsupported(_)
-            | E::UnknownKernel(_)
-            | E::UnknownDType(_)
-            | E::BadShape(_)
-            | E::TooLarge { .. }
-            | E::Invalid(_)
-            | E::ShapeMismatch { .. }
-            | E::WrongBackend { .. }
-            | E::OutOfRange { .. }
-            | E::NotBuilt { .. } => CliError::input(e),
-            _ => CliError::failure(e),
+        if e.is_bad_input() {
+            CliError::input(e)
+        } else {
+            CliError::failure(e)
         }
     }
 }

@@ -226,6 +226,27 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether this is bad input (a name, a shape, a value, an option that does not apply, a
+    /// backend left out of the build), found before any device work: the CLI's exit status 2,
+    /// Python's `ValueError`. Everything else is a runtime failure (status 1, `RuntimeError`).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Unsupported(_)
+                | Error::UnknownKernel(_)
+                | Error::UnknownDType(_)
+                | Error::BadShape(_)
+                | Error::TooLarge { .. }
+                | Error::Invalid(_)
+                | Error::ShapeMismatch { .. }
+                | Error::WrongBackend { .. }
+                | Error::OutOfRange { .. }
+                | Error::NotBuilt { .. }
+        )
+    }
+}
+
 /// [`Error::OutOfRange`]'s message: the operand, the dtype and its largest finite value.
 fn out_of_range(operand: &str, dtype: crate::dtype::DType) -> String {
     let max = dtype.max_finite();

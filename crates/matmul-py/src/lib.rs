@@ -1,0 +1,312 @@
+//! Python bindings of the `matmul` library (module `matmul._matmul`, re-exported by the `matmul`
+//! package): `gemm` on numpy arrays through a plan ([`matmul::Plan`]), the registry and the
+//! backends as dicts. Bad input raises `ValueError`, device failures `RuntimeError`
+//! ([`matmul::Error::is_bad_input`]); the GIL is released while a product runs.
+
+use std::sync::OnceLock;
+
+use matmul::{
+    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, DeviceMatrix, Element, Matrix, Op, Plan,
+    Problem, Scale, WgpuBackend,
+};
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// A library error as the Python exception its kind calls for.
+fn py_err(e: matmul::Error) -> PyErr {
+    if e.is_bad_input() {
+        PyValueError::new_err(e.to_string())
+    } else {
+        PyRuntimeError::new_err(e.to_string())
+    }
+}
+
+/// A backend opened once for the process, or why it could not be (the message, and whether it
+/// was bad input).
+type Opened<B> = Result<B, (String, bool)>;
+
+static CUDA: OnceLock<Opened<CudaBackend>> = OnceLock::new();
+static WGPU: OnceLock<Opened<WgpuBackend>> = OnceLock::new();
+static CPU: CpuBackend = CpuBackend;
+
+fn opened<B>(
+    slot: &'static OnceLock<Opened<B>>,
+    open: impl FnOnce() -> matmul::Result<B>,
+) -> matmul::Result<&'static B> {
+    slot.get_or_init(|| open().map_err(|e| (e.to_string(), e.is_bad_input())))
+        .as_ref()
+        .map_err(|(message, input)| {
+            if *input {
+                matmul::Error::Invalid(message.clone())
+            } else {
+                matmul::Error::Cuda {
+                    context: "opening the backend".into(),
+                    message: message.clone(),
+                }
+            }
+        })
+}
+
+/// The backend `name` names (None or "auto": CUDA when a device opens, else the CPU).
+fn backend(name: Option<&str>) -> matmul::Result<&'static (dyn Backend + Sync)> {
+    match name.unwrap_or("auto") {
+        "cpu" => Ok(&CPU),
+        "cuda" => Ok(opened(&CUDA, || CudaBackend::new(0))?),
+        "wgpu" => Ok(opened(&WGPU, WgpuBackend::new)?),
+        "auto" => Ok(match opened(&CUDA, || CudaBackend::new(0)) {
+            Ok(cuda) => cuda,
+            Err(_) => &CPU,
+        }),
+        other => Err(matmul::Error::Invalid(format!(
+            "backend {other:?}: use \"auto\", \"cpu\", \"cuda\" or \"wgpu\""
+        ))),
+    }
+}
+
+/// A 2-D array's elements as a row-major matrix (any strides or order; one copy).
+fn matrix<T: Element + numpy::Element>(a: &PyReadonlyArray2<'_, T>) -> matmul::Result<Matrix<T>> {
+    let view = a.as_array();
+    let (rows, cols) = view.dim();
+    Matrix::from_vec(rows, cols, view.iter().copied().collect())
+}
+
+/// What `gemm` computes, parsed from its arguments.
+struct Call<'a> {
+    kernel: &'a str,
+    backend: Option<&'a str>,
+    ops: (Op, Op),
+    scale: Scale,
+    verify: bool,
+}
+
+/// C = α·op(A)·op(B) + β·C0 on `backend`, through a plan; verified against the CPU reference
+/// when asked.
+fn run<T: Element>(
+    call: &Call<'_>,
+    a: Matrix<T>,
+    b: Matrix<T>,
+    c0: Option<Matrix<T>>,
+) -> matmul::Result<Matrix<T>> {
+    let (op_a, op_b) = call.ops;
+    let (m, k) = if op_a == Op::N {
+        a.shape()
+    } else {
+        (a.cols, a.rows)
+    };
+    let (kb, n) = if op_b == Op::N {
+        b.shape()
+    } else {
+        (b.cols, b.rows)
+    };
+    if kb != k {
+        return Err(matmul::Error::ShapeMismatch {
+            what: "op(B)",
+            expected: format!("{k} rows, as op(A) ({m}x{k}) has columns"),
+            found: format!("{kb}x{n}"),
+        });
+    }
+    let c_out = if T::STORAGE.is_16_bit() {
+        COut::Input
+    } else {
+        COut::Accumulator
+    };
+    let problem = Problem::new(m, n, k, T::STORAGE)
+        .with_ops(op_a, op_b)
+        .with_c(c_out);
+    let backend = backend(call.backend)?;
+    let plan = Plan::builder(backend, problem)
+        .kernel(call.kernel)
+        .alpha(call.scale.alpha)
+        .beta(call.scale.beta)
+        .build()?;
+    let da = DeviceMatrix::upload(backend, &a)?;
+    let db = DeviceMatrix::upload(backend, &b)?;
+    let mut dc = match &c0 {
+        Some(c) => DeviceMatrix::upload(backend, c)?,
+        None => DeviceMatrix::zeros(backend, m, n)?,
+    };
+    plan.run(&da, &db, &mut dc)?;
+    let c = dc.download(backend)?;
+    if call.verify {
+        let (a, b) = (AnyMatrix::from(a), AnyMatrix::from(b));
+        let want = if call.scale.is_plain() {
+            matmul::cpu::reference::matmul(&problem, &a, &b)?
+        } else {
+            let wide = matmul::cpu::reference::matmul(&problem.with_c(COut::Accumulator), &a, &b)?;
+            let mut want = match c0 {
+                Some(c) => AnyMatrix::from(c),
+                None => AnyMatrix::from(Matrix::<T>::zeros(m, n)?),
+            };
+            call.scale.apply_host(&wide, &mut want)?;
+            want
+        };
+        let v = matmul::verify::compare(&problem, &AnyMatrix::from(c.clone()), &want);
+        if !v.passed {
+            return Err(matmul::Error::Mismatch {
+                kernel: plan.kernel().name.to_string(),
+                problem: problem.to_string(),
+                detail: format!(
+                    "rel. Frobenius error {:.3e} (tolerance {:.1e}), {} mismatches",
+                    v.rel_frobenius, v.tolerance, v.mismatches
+                ),
+            });
+        }
+    }
+    Ok(c)
+}
+
+fn gemm_typed<'py, T: Element + numpy::Element>(
+    py: Python<'py>,
+    call: &Call<'_>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dtype_err = |what: &str| {
+        PyValueError::new_err(format!(
+            "{what} must be a 2-D array of the same dtype as A ({})",
+            T::STORAGE
+        ))
+    };
+    let a: PyReadonlyArray2<'py, T> = a.extract().map_err(|_| dtype_err("A"))?;
+    let b: PyReadonlyArray2<'py, T> = b.extract().map_err(|_| dtype_err("B"))?;
+    let (am, bm) = (matrix(&a).map_err(py_err)?, matrix(&b).map_err(py_err)?);
+    let out: Option<Bound<'py, PyArray2<T>>> = match out {
+        Some(o) => Some(o.extract().map_err(|_| dtype_err("out"))?),
+        None => None,
+    };
+    if call.scale.beta != 0.0 && out.is_none() {
+        return Err(PyValueError::new_err(
+            "beta != 0 needs out= (C's old value)",
+        ));
+    }
+    let c0 = match &out {
+        Some(o) if call.scale.beta != 0.0 => Some(matrix(&o.readonly()).map_err(py_err)?),
+        _ => None,
+    };
+    let c = py.detach(|| run(call, am, bm, c0)).map_err(py_err)?;
+    let (m, n) = c.shape();
+    match out {
+        Some(o) => {
+            if o.shape() != [m, n] {
+                return Err(PyValueError::new_err(format!(
+                    "out is {:?}; C is {m}x{n}",
+                    o.shape()
+                )));
+            }
+            let mut w = o
+                .try_readwrite()
+                .map_err(|e| PyValueError::new_err(format!("out is not writable: {e}")))?;
+            let mut view = w.as_array_mut();
+            for (dst, src) in view.iter_mut().zip(c.data.iter()) {
+                *dst = *src;
+            }
+            drop(w);
+            Ok(o.into_any())
+        }
+        None => {
+            let arr = numpy::ndarray::Array2::from_shape_vec((m, n), c.data)
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            Ok(PyArray2::from_owned_array(py, arr).into_any())
+        }
+    }
+}
+
+/// C = alpha·op(A)·op(B) + beta·C on 2-D arrays of float32, uint32 (wrapping), float16 or
+/// bfloat16 (ml_dtypes); C has the inputs' dtype. op(X) is X, or X.T with transpose_*.
+/// `out` (m×n, the inputs' dtype, writable) receives C and is returned; beta != 0 needs it
+/// (its contents are C's old value). `kernel`: a registry name (`kernels()`), a seed alias or
+/// "auto". `backend`: "auto" (CUDA if present, else the CPU), "cpu", "cuda" or "wgpu".
+/// `verify` compares with the CPU reference (slow for large products) and raises RuntimeError
+/// on a mismatch. Any strides and orders are accepted; A and B are copied once on the host.
+/// The GIL is released while the product runs. Bad input raises ValueError, device failures
+/// RuntimeError.
+#[pyfunction]
+#[pyo3(signature = (a, b, *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, out = None, verify = false))]
+#[allow(clippy::too_many_arguments)]
+fn gemm<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    kernel: &str,
+    backend: Option<&str>,
+    transpose_a: bool,
+    transpose_b: bool,
+    alpha: f64,
+    beta: f64,
+    out: Option<&Bound<'py, PyAny>>,
+    verify: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let call = Call {
+        kernel,
+        backend,
+        ops: (Op::from_flag(transpose_a), Op::from_flag(transpose_b)),
+        scale: Scale { alpha, beta },
+        verify,
+    };
+    let dtype: String = a.getattr("dtype")?.str()?.extract()?;
+    match dtype.as_str() {
+        "float32" => gemm_typed::<f32>(py, &call, a, b, out),
+        "uint32" => gemm_typed::<u32>(py, &call, a, b, out),
+        "float16" => gemm_typed::<half::f16>(py, &call, a, b, out),
+        "bfloat16" => gemm_typed::<half::bf16>(py, &call, a, b, out),
+        other => Err(PyValueError::new_err(format!(
+            "dtype {other}: matmul takes float32, uint32, float16 or bfloat16 (ml_dtypes) arrays"
+        ))),
+    }
+}
+
+/// The kernel registry, one dict per kernel.
+#[pyfunction]
+fn kernels(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    matmul::KERNELS
+        .iter()
+        .map(|k| {
+            let d = PyDict::new(py);
+            d.set_item("name", k.name)?;
+            d.set_item("aliases", k.aliases.to_vec())?;
+            d.set_item("backend", k.backend.to_string())?;
+            d.set_item(
+                "dtypes",
+                k.dtypes.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )?;
+            d.set_item("summary", k.summary)?;
+            d.set_item("origin", k.origin)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// The backends: the CPU, CUDA device 0 and the wgpu adapter, each with its description or the
+/// reason it cannot be opened.
+#[pyfunction]
+fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut out = Vec::new();
+    for name in ["cpu", "cuda", "wgpu"] {
+        let d = PyDict::new(py);
+        d.set_item("backend", name)?;
+        match py.detach(|| backend(Some(name)).map(|b| b.describe())) {
+            Ok(description) => {
+                d.set_item("available", true)?;
+                d.set_item("description", description)?;
+            }
+            Err(e) => {
+                d.set_item("available", false)?;
+                d.set_item("error", e.to_string())?;
+            }
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+#[pymodule]
+fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+"""The Python package against numpy on the CPU backend (CI), and on CUDA when a GPU is there
+(skipped without one, a failure under MATMUL_REQUIRE_GPU=1)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import matmul
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_float32_matches_numpy_with_transposes():
+    r = rng(1)
+    for ta in (False, True):
+        for tb in (False, True):
+            a = r.standard_normal((7, 5) if not ta else (5, 7)).astype(np.float32)
+            b = r.standard_normal((5, 3) if not tb else (3, 5)).astype(np.float32)
+            want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+            got = matmul.gemm(a, b, backend="cpu", transpose_a=ta, transpose_b=tb)
+            assert got.dtype == np.float32 and got.shape == (7, 3)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_uint32_wraps_exactly():
+    r = rng(2)
+    a = r.integers(0, 2**32, size=(4, 6), dtype=np.uint32)
+    b = r.integers(0, 2**32, size=(6, 3), dtype=np.uint32)
+    want = (a.astype(np.uint64) @ b.astype(np.uint64)) % 2**32  # wraps in uint64 too: exact mod 2^32
+    got = matmul.gemm(a, b, backend="cpu")
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, want.astype(np.uint32))
+
+
+def test_float16_and_strided_inputs():
+    r = rng(3)
+    big = r.standard_normal((20, 16)).astype(np.float16)
+    a = big[::2, ::3]  # a strided view: 10×6
+    b = np.asfortranarray(r.standard_normal((6, 4)).astype(np.float16))
+    got = matmul.gemm(a, b, backend="cpu", verify=True)
+    assert got.dtype == np.float16
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+def test_alpha_beta_into_out():
+    r = rng(4)
+    a = r.standard_normal((3, 4)).astype(np.float32)
+    b = r.standard_normal((4, 5)).astype(np.float32)
+    c = r.standard_normal((3, 5)).astype(np.float32)
+    want = 2.0 * (a @ b) - 0.5 * c
+    out = c.copy()
+    got = matmul.gemm(a, b, backend="cpu", alpha=2.0, beta=-0.5, out=out, verify=True)
+    assert got is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_input_is_value_error():
+    a = np.ones((2, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="op\\(B\\)"):
+        matmul.gemm(a, np.ones((2, 2), dtype=np.float32), backend="cpu")
+    with pytest.raises(ValueError, match="dtype"):
+        matmul.gemm(a.astype(np.float64), a.T.astype(np.float64), backend="cpu")
+    with pytest.raises(ValueError, match="same dtype"):
+        matmul.gemm(a, np.ones((3, 2), dtype=np.uint32), backend="cpu")
+    with pytest.raises(ValueError):
+        matmul.gemm(a, a.T.copy(), kernel="no-such-kernel", backend="cpu")
+    with pytest.raises(ValueError, match="backend"):
+        matmul.gemm(a, a.T.copy(), backend="tpu")
+    with pytest.raises(ValueError, match="beta"):
+        matmul.gemm(a, a.T.copy(), backend="cpu", beta=1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        matmul.gemm(a.astype(np.uint32), a.T.astype(np.uint32), backend="cpu", alpha=0.5)
+
+
+def test_registry_and_devices():
+    ks = matmul.kernels()
+    names = {k["name"] for k in ks}
+    assert {"naive", "tiled", "cpu", "cublas", "wgmma"} <= names
+    assert all({"name", "aliases", "backend", "dtypes", "summary"} <= k.keys() for k in ks)
+    ds = matmul.devices()
+    assert ds[0]["backend"] == "cpu" and ds[0]["available"]
+    for d in ds:
+        assert d["available"] or d["error"]
+    assert isinstance(matmul.__version__, str)
+
+
+@pytest.mark.skipif(
+    os.environ.get("MATMUL_REQUIRE_GPU") != "1"
+    and not any(d["backend"] == "cuda" and d["available"] for d in matmul.devices()),
+    reason="no CUDA device (MATMUL_REQUIRE_GPU=1 makes this a failure)",
+)
+def test_cuda_matches_numpy():
+    r = rng(5)
+    a = r.standard_normal((129, 257)).astype(np.float32)
+    b = r.standard_normal((257, 65)).astype(np.float32)
+    got = matmul.gemm(a, b, backend="cuda", verify=True)
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
