@@ -2,6 +2,9 @@
 # Builds everything the GPU host needs, here (no GPU, no CUDA needed), into dist/gpu/ (flat):
 #   bin/matmul            the CLI release binary (when the workspace builds it)
 #   bin/test-<name>       the matmul crate's release test executables (lib, cpu, gpu, compile, ...)
+#   bin/device_loop, bin/batched  the library's plan examples (examples/), run by hand
+#   wheels/, python-tests/ the Python package's abi3 wheel, when target/wheels has one (build it with
+#                         maturin: crates/matmul-py), and its pytest files
 #   tests/data/           judge vectors and puzzle expectations
 #   gpu-check.sh          the check of record: tests, kernel compiles, compute-sanitizer
 #   gpu-bench.sh          ./test.sh, the puzzles and `matmul bench`
@@ -67,6 +70,18 @@ if [[ $cli_built == 1 && -x $target_dir/release/matmul ]]; then
     cp "$target_dir/release/matmul" "$out/bin/matmul"
 else
     echo "note: no $target_dir/release/matmul; bundling without the CLI"
+fi
+cargo build --release -p matmul --examples
+for example in device_loop batched; do
+    cp "$target_dir/release/examples/$example" "$out/bin/$example"
+done
+wheel=$(compgen -G "target/wheels/matmul-*-abi3-*.whl" | head -n 1 || true)
+if [[ -n $wheel ]]; then
+    mkdir -p "$out/wheels" "$out/python-tests"
+    cp "$wheel" "$out/wheels/"
+    cp crates/matmul-py/tests/*.py "$out/python-tests/"
+else
+    echo "note: no Python wheel in target/wheels (crates/matmul-py: maturin build --release -o ../../target/wheels)" >&2
 fi
 cp -r tests/data "$out/tests/data"
 cp scripts/gpu-check.sh scripts/gpu-bench.sh scripts/gpu-steps.sh scripts/gpu-wgpu.sh scripts/gpu-int8.sh \
