@@ -6,8 +6,8 @@
 use std::sync::OnceLock;
 
 use matmul::{
-    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, DeviceMatrix, Element, Matrix, Op, Plan,
-    Problem, Scale, WgpuBackend,
+    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, DeviceMatrix, Element, Matrix, Op, Problem,
+    Scale, WgpuBackend,
 };
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -116,7 +116,7 @@ fn run<T: Element>(
         .with_ops(op_a, op_b)
         .with_c(c_out);
     let backend = backend(call.backend)?;
-    let plan = Plan::builder(backend, problem)
+    let plan = matmul::Plan::builder(backend, problem)
         .kernel(call.kernel)
         .alpha(call.scale.alpha)
         .beta(call.scale.beta)
@@ -302,9 +302,274 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     Ok(out)
 }
 
+/// A numpy array's elements as an untyped row-major matrix (one copy).
+fn any_from_py(obj: &Bound<'_, PyAny>) -> PyResult<AnyMatrix> {
+    fn typed<T: Element + numpy::Element>(obj: &Bound<'_, PyAny>) -> PyResult<AnyMatrix> {
+        let a: PyReadonlyArray2<'_, T> = obj
+            .extract()
+            .map_err(|_| PyValueError::new_err("expected a 2-D array"))?;
+        Ok(AnyMatrix::from(matrix(&a).map_err(py_err)?))
+    }
+    let dtype: String = obj.getattr("dtype")?.str()?.extract()?;
+    match dtype.as_str() {
+        "float32" => typed::<f32>(obj),
+        "uint32" => typed::<u32>(obj),
+        "float16" => typed::<half::f16>(obj),
+        "bfloat16" => typed::<half::bf16>(obj),
+        other => Err(PyValueError::new_err(format!(
+            "dtype {other}: matmul takes float32, uint32, float16 or bfloat16 (ml_dtypes) arrays"
+        ))),
+    }
+}
+
+/// An untyped matrix as a new numpy array.
+fn any_to_py(py: Python<'_>, m: AnyMatrix) -> PyResult<Bound<'_, PyAny>> {
+    fn typed<T: Element + numpy::Element>(
+        py: Python<'_>,
+        m: Matrix<T>,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        let arr = numpy::ndarray::Array2::from_shape_vec((m.rows, m.cols), m.data)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(PyArray2::from_owned_array(py, arr).into_any())
+    }
+    match m {
+        AnyMatrix::F32(x) => typed(py, x),
+        AnyMatrix::U32(x) => typed(py, x),
+        AnyMatrix::F16(x) => typed(py, x),
+        AnyMatrix::Bf16(x) => typed(py, x),
+    }
+}
+
+/// A matrix held by a backend (device memory on CUDA): `to_device`, `zeros`, `Plan.run`'s
+/// operands; `numpy()` copies it back.
+#[pyclass(unsendable, module = "matmul")]
+struct DeviceArray {
+    data: matmul::DeviceData,
+    backend: &'static (dyn Backend + Sync),
+    backend_name: String,
+}
+
+#[pymethods]
+impl DeviceArray {
+    /// (rows, cols).
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        self.data.shape()
+    }
+
+    /// The element type's numpy name.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        numpy_name(self.data.dtype())
+    }
+
+    /// The backend that holds it.
+    #[getter]
+    fn backend(&self) -> &str {
+        &self.backend_name
+    }
+
+    /// A numpy copy, after the work enqueued before on the backend.
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let m = py
+            .detach(|| self.backend.download(&self.data))
+            .map_err(py_err)?;
+        any_to_py(py, m)
+    }
+
+    fn __repr__(&self) -> String {
+        let (r, c) = self.data.shape();
+        format!(
+            "DeviceArray({r}x{c} {} on {})",
+            self.dtype(),
+            self.backend_name
+        )
+    }
+}
+
+fn numpy_name(dtype: matmul::DType) -> &'static str {
+    match dtype {
+        matmul::DType::U32 => "uint32",
+        matmul::DType::F16 => "float16",
+        matmul::DType::Bf16 => "bfloat16",
+        _ => "float32",
+    }
+}
+
+/// The backend `name` names, and its name as `devices()` gives it.
+fn backend_named(name: Option<&str>) -> matmul::Result<(&'static (dyn Backend + Sync), String)> {
+    let b = backend(name)?;
+    Ok((b, b.kind().to_string()))
+}
+
+/// to_device(array, backend=None) -> DeviceArray
+///
+/// Copies a 2-D numpy array (float32, uint32, float16, bfloat16) to `backend` ("auto": CUDA if
+/// present, else the CPU).
+#[pyfunction]
+#[pyo3(signature = (array, backend = None))]
+fn to_device(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    backend: Option<&str>,
+) -> PyResult<DeviceArray> {
+    let m = any_from_py(array)?;
+    let (b, name) = backend_named(backend).map_err(py_err)?;
+    let data = py.detach(|| b.upload(&m)).map_err(py_err)?;
+    Ok(DeviceArray {
+        data,
+        backend: b,
+        backend_name: name,
+    })
+}
+
+/// zeros(shape, dtype="float32", backend=None) -> DeviceArray
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = "float32", backend = None))]
+fn zeros(shape: (usize, usize), dtype: &str, backend: Option<&str>) -> PyResult<DeviceArray> {
+    let dtype = parse_dtype(dtype)?;
+    let (b, name) = backend_named(backend).map_err(py_err)?;
+    let data = b.alloc_zeroed(dtype, shape.0, shape.1).map_err(py_err)?;
+    Ok(DeviceArray {
+        data,
+        backend: b,
+        backend_name: name,
+    })
+}
+
+fn parse_dtype(name: &str) -> PyResult<matmul::DType> {
+    match name {
+        "float32" | "f32" => Ok(matmul::DType::F32),
+        "tf32" => Ok(matmul::DType::Tf32),
+        "uint32" | "u32" => Ok(matmul::DType::U32),
+        "float16" | "f16" => Ok(matmul::DType::F16),
+        "bfloat16" | "bf16" => Ok(matmul::DType::Bf16),
+        other => Err(PyValueError::new_err(format!(
+            "dtype {other:?}: float32, tf32, uint32, float16 or bfloat16"
+        ))),
+    }
+}
+
+/// Plan(m, n, k, dtype="float32", *, kernel="auto", backend=None, transpose_a=False,
+/// transpose_b=False, alpha=1.0, beta=0.0, c_dtype=None, batch=None)
+///
+/// C = alpha·op(A)·op(B) + beta·C planned once (kernel chosen and compiled, workspaces made) and
+/// run many times on DeviceArrays of its backend. `c_dtype`: the inputs' dtype for 16-bit
+/// inputs, else the accumulator's (default: float32 for float32/tf32/16-bit, uint32 for uint32).
+/// `batch`: a count of products stored one after another, or (count, stride_a, stride_b,
+/// stride_c) in elements. On CUDA `run` only enqueues; `synchronize()` waits.
+#[pyclass(unsendable, module = "matmul", name = "Plan")]
+struct PyPlan {
+    inner: matmul::Plan<'static>,
+    backend: &'static (dyn Backend + Sync),
+}
+
+#[pymethods]
+impl PyPlan {
+    #[new]
+    #[pyo3(signature = (m, n, k, dtype = "float32", *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, c_dtype = None, batch = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        m: usize,
+        n: usize,
+        k: usize,
+        dtype: &str,
+        kernel: &str,
+        backend: Option<&str>,
+        transpose_a: bool,
+        transpose_b: bool,
+        alpha: f64,
+        beta: f64,
+        c_dtype: Option<&str>,
+        batch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPlan> {
+        let dtype = parse_dtype(dtype)?;
+        let c_out = match c_dtype.map(parse_dtype).transpose()? {
+            None => COut::Accumulator,
+            Some(c) if c == dtype && dtype.is_16_bit() => COut::Input,
+            Some(c) if c == dtype.accumulator() => COut::Accumulator,
+            Some(c) => {
+                return Err(PyValueError::new_err(format!(
+                    "C of {dtype} inputs cannot be {c}"
+                )))
+            }
+        };
+        let problem = Problem::new(m, n, k, dtype)
+            .with_ops(Op::from_flag(transpose_a), Op::from_flag(transpose_b))
+            .with_c(c_out);
+        let mut builder = {
+            let (b, _) = backend_named(backend).map_err(py_err)?;
+            matmul::Plan::builder(b, problem)
+                .kernel(kernel)
+                .alpha(alpha)
+                .beta(beta)
+        };
+        if let Some(batch) = batch {
+            builder = match batch.extract::<usize>() {
+                Ok(count) => builder.batch_count(count),
+                Err(_) => {
+                    let (count, stride_a, stride_b, stride_c): (usize, usize, usize, usize) =
+                        batch.extract().map_err(|_| {
+                            PyValueError::new_err(
+                                "batch is a count or (count, stride_a, stride_b, stride_c)",
+                            )
+                        })?;
+                    builder.batch(matmul::Batch {
+                        count,
+                        stride_a,
+                        stride_b,
+                        stride_c,
+                    })
+                }
+            };
+        }
+        let (b, _) = backend_named(backend).map_err(py_err)?;
+        let inner = py.detach(|| builder.build()).map_err(py_err)?;
+        Ok(PyPlan { inner, backend: b })
+    }
+
+    /// Enqueues C = alpha·op(A)·op(B) + beta·C on DeviceArrays of the plan's backend.
+    fn run(
+        &self,
+        py: Python<'_>,
+        a: &DeviceArray,
+        b: &DeviceArray,
+        mut c: PyRefMut<'_, DeviceArray>,
+    ) -> PyResult<()> {
+        let inner = &self.inner;
+        let c_data = &mut c.data;
+        py.detach(|| inner.run_data(&a.data, &b.data, c_data))
+            .map_err(py_err)
+    }
+
+    /// Waits for the work enqueued on the plan's backend.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.backend.synchronize()).map_err(py_err)
+    }
+
+    /// The kernel the plan runs.
+    #[getter]
+    fn kernel(&self) -> &'static str {
+        self.inner.kernel().name
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Plan({} with {})",
+            self.inner.problem(),
+            self.inner.kernel().name
+        )
+    }
+}
+
 #[pymodule]
 fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<DeviceArray>()?;
+    m.add_class::<PyPlan>()?;
+    m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;

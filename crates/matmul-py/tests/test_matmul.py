@@ -88,6 +88,34 @@ def test_registry_and_devices():
     assert isinstance(matmul.__version__, str)
 
 
+def test_plan_on_device_arrays():
+    r = rng(6)
+    a = r.standard_normal((8, 6)).astype(np.float32)
+    b = r.standard_normal((6, 5)).astype(np.float32)
+    da, db = matmul.to_device(a, backend="cpu"), matmul.to_device(b, backend="cpu")
+    dc = matmul.zeros((8, 5), backend="cpu")
+    assert dc.shape == (8, 5) and dc.dtype == "float32" and da.backend == "cpu"
+    plan = matmul.Plan(8, 5, 6, backend="cpu", beta=1.0)  # C += A·B
+    for _ in range(3):
+        plan.run(da, db, dc)
+    plan.synchronize()
+    np.testing.assert_allclose(dc.numpy(), 3 * (a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+    assert isinstance(plan.kernel, str)
+    # A batch of 2 products stored one after the other.
+    a2 = r.standard_normal((2 * 8, 6)).astype(np.float32)
+    b2 = r.standard_normal((2 * 6, 5)).astype(np.float32)
+    c2 = matmul.zeros((2 * 8, 5), backend="cpu")
+    matmul.Plan(8, 5, 6, backend="cpu", batch=2).run(matmul.to_device(a2, "cpu"), matmul.to_device(b2, "cpu"), c2)
+    got = c2.numpy()
+    for i in range(2):
+        want = a2[8 * i : 8 * i + 8].astype(np.float64) @ b2[6 * i : 6 * i + 6]
+        np.testing.assert_allclose(got[8 * i : 8 * i + 8], want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="C"):
+        plan.run(da, db, matmul.zeros((5, 8), backend="cpu"))
+    with pytest.raises(ValueError, match="dtype"):
+        matmul.Plan(2, 2, 2, "float64")
+
+
 @pytest.mark.skipif(
     os.environ.get("MATMUL_REQUIRE_GPU") != "1"
     and not any(d["backend"] == "cuda" and d["available"] for d in matmul.devices()),
@@ -99,3 +127,10 @@ def test_cuda_matches_numpy():
     b = r.standard_normal((257, 65)).astype(np.float32)
     got = matmul.gemm(a, b, backend="cuda", verify=True)
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    # A plan on device arrays, C poisoned-free: beta = 0 never reads it; then accumulate.
+    da, db = matmul.to_device(a, "cuda"), matmul.to_device(b, "cuda")
+    dc = matmul.to_device(np.full((129, 65), np.nan, dtype=np.float32), "cuda")
+    plan = matmul.Plan(129, 65, 257, backend="cuda", alpha=2.0)
+    plan.run(da, db, dc)
+    plan.synchronize()
+    np.testing.assert_allclose(dc.numpy(), 2 * (a.astype(np.float64) @ b), rtol=1e-4, atol=1e-4)

@@ -1,5 +1,5 @@
 //! The runner's tests, over a fake backend.
-use std::cell::RefCell;
+use std::sync::Mutex;
 
 use matmul::cpu::CpuBackend;
 use matmul::registry::{BackendKind, DeviceLimits};
@@ -154,7 +154,7 @@ struct TestBackend {
     synthetic: bool,
     /// When set, every launch of a kernel on a problem takes this many seconds.
     fixed: Option<fn(&str, &Problem) -> f64>,
-    timed: RefCell<Vec<&'static str>>,
+    timed: Mutex<Vec<&'static str>>,
 }
 
 impl TestBackend {
@@ -208,7 +208,7 @@ impl Backend for TestBackend {
         iters: usize,
         opts: RunOptions,
     ) -> matmul::Result<Vec<f64>> {
-        let mut timed = self.timed.borrow_mut();
+        let mut timed = self.timed.lock().unwrap();
         timed.push(kernel.name);
         if let Some(time) = self.fixed {
             return Ok(vec![time(kernel.name, problem); iters]);
@@ -233,7 +233,7 @@ fn a_wrong_or_erroring_kernel_is_failed_and_not_timed() {
         config.verify_full_limit = if error { 1 << 27 } else { 0 }; // exercise the sampled check too
         let report = run(&backend, &config, &mut |_| {});
         assert!(
-            backend.timed.borrow().is_empty(),
+            backend.timed.lock().unwrap().is_empty(),
             "a failed kernel must not be timed"
         );
         assert_eq!(report.records.len(), 8);
@@ -296,7 +296,7 @@ fn rounds_interleave_the_kernels_and_pool_their_samples() {
     let report = run(&backend, &config, &mut |_| {});
     // Round 1 in registry order, then rotated by one kernel per round.
     assert_eq!(
-        *backend.timed.borrow(),
+        *backend.timed.lock().unwrap(),
         [
             "cpu",
             "cpu-reference",

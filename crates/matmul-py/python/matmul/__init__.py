@@ -8,10 +8,12 @@
            [12., 12.]], dtype=float32)
 
 `gemm` runs on CUDA when a GPU is present (the first call opens it), else on the CPU; `kernels()`
-lists the registry, `devices()` the backends. Bad input raises ValueError, device failures
+lists the registry, `devices()` the backends. To multiply many times, keep the matrices on the
+backend (`to_device`, `zeros`) and plan the product once (`Plan`; `run` then only enqueues on
+CUDA, `synchronize()` waits, `DeviceArray.numpy()` copies back). Bad input raises ValueError, device failures
 RuntimeError, with the library's messages.
 """
 
-from ._matmul import __version__, devices, gemm, kernels
+from ._matmul import DeviceArray, Plan, __version__, devices, gemm, kernels, to_device, zeros
 
-__all__ = ["__version__", "devices", "gemm", "kernels"]
+__all__ = ["DeviceArray", "Plan", "__version__", "devices", "gemm", "kernels", "to_device", "zeros"]

@@ -35,3 +35,46 @@ def kernels() -> list[dict[str, Any]]:
 def devices() -> list[dict[str, Any]]:
     """The backends this machine can open: the CPU always, CUDA devices, wgpu adapters; each with
     its description, or with the reason it cannot be opened."""
+
+_DType = Literal["float32", "tf32", "uint32", "float16", "bfloat16"]
+
+class DeviceArray:
+    """A matrix held by a backend (device memory on CUDA)."""
+    @property
+    def shape(self) -> tuple[int, int]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def numpy(self) -> npt.NDArray[Any]:
+        """A numpy copy, after the work enqueued before on the backend."""
+
+def to_device(array: npt.NDArray[Any], backend: Optional[str] = None) -> DeviceArray:
+    """Copies a 2-D array (float32, uint32, float16, bfloat16) to the backend."""
+
+def zeros(shape: tuple[int, int], dtype: _DType = "float32", backend: Optional[str] = None) -> DeviceArray:
+    """A matrix of zeros on the backend."""
+
+class Plan:
+    """C = alpha·op(A)·op(B) + beta·C planned once, run many times on DeviceArrays."""
+    def __init__(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        dtype: _DType = "float32",
+        *,
+        kernel: str = "auto",
+        backend: Optional[str] = None,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        c_dtype: Optional[_DType] = None,
+        batch: Optional[int | tuple[int, int, int, int]] = None,
+    ) -> None: ...
+    @property
+    def kernel(self) -> str: ...
+    def run(self, a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
+        """Enqueues the product (done on return on the CPU; on CUDA, after synchronize())."""
+    def synchronize(self) -> None: ...

@@ -24,7 +24,7 @@ pub struct Inputs {
 /// [`CudaBackend`](crate::CudaBackend); [`open_backend`](crate::open_backend) picks one. A
 /// backend runs only its own kernels ([`KernelSpec::backend`]) and checks inputs and rules before
 /// any work, so a bad call is an [`Error`], never a panic.
-pub trait Backend {
+pub trait Backend: Send + Sync {
     /// Which kernels this backend runs (those whose [`KernelSpec::backend`] is this).
     fn kind(&self) -> BackendKind;
 
@@ -493,7 +493,7 @@ impl DeviceData {
 
 /// A product planned once on a backend ([`Backend::plan`]): the kernel compiled, its launch
 /// configuration and workspaces made, run many times on matrices the backend holds.
-pub trait PlanRun {
+pub trait PlanRun: Send + Sync {
     /// The kernel it runs.
     fn kernel(&self) -> &'static KernelSpec;
     /// The product it runs.
