@@ -1,6 +1,8 @@
 //! A plan run many times on matrices kept on the backend, as a solver or an inference loop
 //! would, timed against the same kernel as `matmul bench` times it (CUDA events on the device;
-//! the wall clock on the CPU). On a GPU: 1024³ bf16 and 4096³ f32; on the CPU (no GPU, or
+//! the wall clock on the CPU); then the one-call path (`Gemm::run`: upload, run, download) and the
+//! round trip of the operands alone (upload A and B, download C), to show what a call off the
+//! device costs. On a GPU: 1024³ bf16 and 4096³ f32; on the CPU (no GPU, or
 //! `--cpu`): 256³ f32.
 //!
 //! ```sh
@@ -96,6 +98,36 @@ fn run<T: matmul::Element>(
         median * 1e6,
         (per_call - median) * 1e6,
         (per_call / median - 1.0) * 100.0
+    );
+    // Off the device: the one-call path, and the transfers it cannot avoid.
+    let Inputs { a, b } = inputs.into_iter().next().expect("one input set");
+    let (a, b) = (
+        Matrix::<T>::try_from(a).map_err(|_| "A's type")?,
+        Matrix::<T>::try_from(b).map_err(|_| "B's type")?,
+    );
+    let calls = 3;
+    let start = Instant::now();
+    for _ in 0..calls {
+        matmul::Gemm::new(&a, &b).on(backend).run_as::<f32>()?;
+    }
+    let one_call = start.elapsed().as_secs_f64() / calls as f64;
+    let start = Instant::now();
+    for _ in 0..calls {
+        let (ua, ub) = (
+            DeviceMatrix::upload(backend, &a)?,
+            DeviceMatrix::upload(backend, &b)?,
+        );
+        backend.synchronize()?;
+        dc.download(backend)?;
+        drop((ua, ub));
+    }
+    let transfers = start.elapsed().as_secs_f64() / calls as f64;
+    println!(
+        "{p}: one call (upload, run, download) {:.1} ms; the transfers alone {:.1} ms; kernel + transfers {:.1} ms ({:.2}x)",
+        one_call * 1e3,
+        transfers * 1e3,
+        (median + transfers) * 1e3,
+        one_call / (median + transfers)
     );
     Ok(())
 }
