@@ -563,12 +563,45 @@ impl PyPlan {
     }
 }
 
+/// signature(n, s1, s2, *, kernel="auto", backend=None) -> int
+///
+/// The Judge Girl CUDA-MATMUL signature of one case: A and B of side n from the judge's
+/// generator with seeds s1 and s2, C = A·B in wrapping u32 by `kernel` (a registry name or a
+/// seed alias such as "TILING"; "auto" picks one), then the judge's u32 hash of C.
+#[pyfunction]
+#[pyo3(signature = (n, s1, s2, *, kernel = "auto", backend = None))]
+fn signature(
+    py: Python<'_>,
+    n: u32,
+    s1: u32,
+    s2: u32,
+    kernel: &str,
+    backend: Option<&str>,
+) -> PyResult<u32> {
+    use matmul::judge;
+    let b = self::backend(backend).map_err(py_err)?;
+    let spec = match matmul::dispatch::choose(kernel, b, matmul::DType::U32, None) {
+        Ok(choice) => choice.kernel,
+        Err(e) => return Err(py_err(e)),
+    };
+    if !spec.supports(matmul::DType::U32) {
+        return Err(PyValueError::new_err(format!(
+            "kernel `{}` has no u32 version; the judge's arithmetic is u32",
+            spec.name
+        )));
+    }
+    let case = judge::Case { line: 1, n, s1, s2 };
+    py.detach(|| judge::case_signature(b, spec, &case, judge::Generator::Judge))
+        .map_err(py_err)
+}
+
 #[pymodule]
 fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<DeviceArray>()?;
     m.add_class::<PyPlan>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(signature, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;

@@ -14,6 +14,26 @@ CUDA, `synchronize()` waits, `DeviceArray.numpy()` copies back). Bad input raise
 RuntimeError, with the library's messages.
 """
 
-from ._matmul import DeviceArray, Plan, __version__, devices, gemm, kernels, to_device, zeros
+from ._matmul import (
+    DeviceArray,
+    Plan,
+    __version__,
+    devices,
+    gemm,
+    kernels,
+    signature,
+    to_device,
+    zeros,
+)
 
-__all__ = ["DeviceArray", "Plan", "__version__", "devices", "gemm", "kernels", "to_device", "zeros"]
+__all__ = [
+    "DeviceArray",
+    "Plan",
+    "__version__",
+    "devices",
+    "gemm",
+    "kernels",
+    "signature",
+    "to_device",
+    "zeros",
+]

@@ -78,3 +78,6 @@ class Plan:
     def run(self, a: DeviceArray, b: DeviceArray, c: DeviceArray) -> None:
         """Enqueues the product (done on return on the CPU; on CUDA, after synchronize())."""
     def synchronize(self) -> None: ...
+
+def signature(n: int, s1: int, s2: int, *, kernel: str = "auto", backend: Optional[str] = None) -> int:
+    """The Judge Girl CUDA-MATMUL signature of one case (N S1 S2), C computed by `kernel`."""
