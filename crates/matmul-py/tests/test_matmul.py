@@ -46,6 +46,17 @@ def test_float16_and_strided_inputs():
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=2e-2)
 
 
+def test_bfloat16_through_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")  # an optional dependency (pip install matmul[bf16]); CI installs it
+    r = rng(7)
+    a = r.standard_normal((9, 8)).astype(ml_dtypes.bfloat16)
+    b = r.standard_normal((8, 5)).astype(ml_dtypes.bfloat16)
+    got = matmul.gemm(a, b, backend="cpu", verify=True)
+    assert got.dtype == ml_dtypes.bfloat16 and got.shape == (9, 5)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=5e-2)
+
+
 def test_alpha_beta_into_out():
     r = rng(4)
     a = r.standard_normal((3, 4)).astype(np.float32)
