@@ -168,6 +168,33 @@ pub fn of(src: &CudaSource) -> &'static dyn Family {
 }
 
 /// Blocks of `per` along an edge of `n`: ⌈n / per⌉, which must fit a grid dimension.
+/// The split-K plan of a persistent tensor-core kernel (wgmma's and the byte split's): 1 (no
+/// split) unless `tiles` fill at most half of `sms`; then about one wave of pieces, each at
+/// least `min_piece` of the `kblocks` k-blocks, evened out so that no piece is empty, kept only
+/// where `estimate` (the family's time for a number of pieces) says the partial slabs cost less
+/// than the idle SMs they put to work.
+fn split_k_plan(
+    tiles: u64,
+    kblocks: u64,
+    sms: u64,
+    min_piece: u64,
+    estimate: impl Fn(u64) -> f64,
+) -> u64 {
+    if tiles == 0 || 2 * tiles > sms {
+        return 1;
+    }
+    let s = (sms / tiles).min(kblocks / min_piece);
+    if s < 2 {
+        return 1;
+    }
+    let s = kblocks.div_ceil(kblocks.div_ceil(s));
+    if estimate(s) < estimate(1) {
+        s
+    } else {
+        1
+    }
+}
+
 fn blocks(n: usize, per: u32) -> Result<u32, String> {
     u32::try_from(n.div_ceil(per as usize))
         .map_err(|_| format!("the grid would need {} blocks", n.div_ceil(per as usize)))

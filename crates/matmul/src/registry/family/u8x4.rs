@@ -124,21 +124,13 @@ impl U8x4Tma {
         let Some(t) = kernel.tc_tile() else {
             return 1;
         };
-        let tiles = U8x4Tma::tiles(kernel, problem);
-        let kblocks = (padded_k(problem.k) / t.bk as usize) as u64;
-        if tiles == 0 || 2 * tiles > sms {
-            return 1;
-        }
-        let s = (sms / tiles).min(kblocks / MIN_PIECE_KBLOCKS);
-        if s < 2 {
-            return 1;
-        }
-        let s = kblocks.div_ceil(kblocks.div_ceil(s));
-        if U8x4Tma::estimate(kernel, problem, sms, s) < U8x4Tma::estimate(kernel, problem, sms, 1) {
-            s
-        } else {
-            1
-        }
+        super::split_k_plan(
+            U8x4Tma::tiles(kernel, problem),
+            (padded_k(problem.k) / t.bk as usize) as u64,
+            sms,
+            MIN_PIECE_KBLOCKS,
+            |s| U8x4Tma::estimate(kernel, problem, sms, s),
+        )
     }
 
     /// The split plan's time for `splits` pieces a tile: waves of (tile, piece) units of ten

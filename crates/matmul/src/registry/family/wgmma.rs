@@ -158,22 +158,13 @@ impl Wgmma {
         if t.cluster > 1 {
             return 1;
         }
-        let tiles = Wgmma::tiles(kernel, problem);
-        let kblocks = problem.k.div_ceil(t.bk as usize) as u64;
-        if tiles == 0 || 2 * tiles > sms {
-            return 1;
-        }
-        let s = (sms / tiles).min(kblocks / MIN_PIECE_KBLOCKS);
-        if s < 2 {
-            return 1;
-        }
-        let s = kblocks.div_ceil(kblocks.div_ceil(s));
-        // Only where the partial slabs cost less than the idle SMs they put to work.
-        if Wgmma::estimate(kernel, problem, sms, s) < Wgmma::estimate(kernel, problem, sms, 1) {
-            s
-        } else {
-            1
-        }
+        super::split_k_plan(
+            Wgmma::tiles(kernel, problem),
+            problem.k.div_ceil(t.bk as usize) as u64,
+            sms,
+            MIN_PIECE_KBLOCKS,
+            |s| Wgmma::estimate(kernel, problem, sms, s),
+        )
     }
 
     /// The model's time for `kernel` on `problem` on `sms` SMs with `splits` k pieces per tile:
