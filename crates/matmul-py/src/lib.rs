@@ -6,10 +6,10 @@
 use std::sync::OnceLock;
 
 use matmul::{
-    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, DeviceMatrix, Element, Matrix, Op, Problem,
-    Scale, WgpuBackend,
+    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, Element, Matrix, Op, Problem, Scale,
+    WgpuBackend,
 };
-use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -82,67 +82,50 @@ struct Call<'a> {
 }
 
 /// C = α·op(A)·op(B) + β·C0 on `backend`, through a plan; verified against the CPU reference
-/// when asked.
-fn run<T: Element>(
+/// when asked. C has the inputs' dtype.
+fn run(
     call: &Call<'_>,
-    a: Matrix<T>,
-    b: Matrix<T>,
-    c0: Option<Matrix<T>>,
-) -> matmul::Result<Matrix<T>> {
+    a: AnyMatrix,
+    b: AnyMatrix,
+    c0: Option<AnyMatrix>,
+) -> matmul::Result<AnyMatrix> {
+    let dtype = a.dtype();
     let (op_a, op_b) = call.ops;
-    let (m, k) = if op_a == Op::N {
-        a.shape()
-    } else {
-        (a.cols, a.rows)
-    };
-    let (kb, n) = if op_b == Op::N {
-        b.shape()
-    } else {
-        (b.cols, b.rows)
-    };
-    if kb != k {
-        return Err(matmul::Error::ShapeMismatch {
-            what: "op(B)",
-            expected: format!("{k} rows, as op(A) ({m}x{k}) has columns"),
-            found: format!("{kb}x{n}"),
-        });
-    }
-    let c_out = if T::STORAGE.is_16_bit() {
-        COut::Input
-    } else {
-        COut::Accumulator
-    };
-    let problem = Problem::new(m, n, k, T::STORAGE)
-        .with_ops(op_a, op_b)
-        .with_c(c_out);
+    let problem = Problem::from_stored(
+        dtype,
+        (a.rows(), a.cols()),
+        (b.rows(), b.cols()),
+        op_a,
+        op_b,
+    )?
+    .with_c(COut::for_types(dtype, dtype)?);
+    let (m, n) = (problem.m, problem.n);
     let backend = backend(call.backend)?;
     let plan = matmul::Plan::builder(backend, problem)
         .kernel(call.kernel)
         .alpha(call.scale.alpha)
         .beta(call.scale.beta)
         .build()?;
-    let da = DeviceMatrix::upload(backend, &a)?;
-    let db = DeviceMatrix::upload(backend, &b)?;
+    let (da, db) = (backend.upload(&a)?, backend.upload(&b)?);
     let mut dc = match &c0 {
-        Some(c) => DeviceMatrix::upload(backend, c)?,
-        None => DeviceMatrix::zeros(backend, m, n)?,
+        Some(c) => backend.upload(c)?,
+        None => backend.alloc_zeroed(dtype, m, n)?,
     };
-    plan.run(&da, &db, &mut dc)?;
-    let c = dc.download(backend)?;
+    plan.run_data(&da, &db, &mut dc)?;
+    let c = backend.download(&dc)?;
     if call.verify {
-        let (a, b) = (AnyMatrix::from(a), AnyMatrix::from(b));
         let want = if call.scale.is_plain() {
             matmul::cpu::reference::matmul(&problem, &a, &b)?
         } else {
             let wide = matmul::cpu::reference::matmul(&problem.with_c(COut::Accumulator), &a, &b)?;
             let mut want = match c0 {
-                Some(c) => AnyMatrix::from(c),
-                None => AnyMatrix::from(Matrix::<T>::zeros(m, n)?),
+                Some(c) => c,
+                None => CpuBackend.download(&CpuBackend.alloc_zeroed(dtype, m, n)?)?,
             };
             call.scale.apply_host(&wide, &mut want)?;
             want
         };
-        let v = matmul::verify::compare(&problem, &AnyMatrix::from(c.clone()), &want);
+        let v = matmul::verify::compare(&problem, &c, &want);
         if !v.passed {
             return Err(matmul::Error::Mismatch {
                 kernel: plan.kernel().name.to_string(),
@@ -155,63 +138,6 @@ fn run<T: Element>(
         }
     }
     Ok(c)
-}
-
-fn gemm_typed<'py, T: Element + numpy::Element>(
-    py: Python<'py>,
-    call: &Call<'_>,
-    a: &Bound<'py, PyAny>,
-    b: &Bound<'py, PyAny>,
-    out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let dtype_err = |what: &str| {
-        PyValueError::new_err(format!(
-            "{what} must be a 2-D array of the same dtype as A ({})",
-            T::STORAGE
-        ))
-    };
-    let a: PyReadonlyArray2<'py, T> = a.extract().map_err(|_| dtype_err("A"))?;
-    let b: PyReadonlyArray2<'py, T> = b.extract().map_err(|_| dtype_err("B"))?;
-    let (am, bm) = (matrix(&a).map_err(py_err)?, matrix(&b).map_err(py_err)?);
-    let out: Option<Bound<'py, PyArray2<T>>> = match out {
-        Some(o) => Some(o.extract().map_err(|_| dtype_err("out"))?),
-        None => None,
-    };
-    if call.scale.beta != 0.0 && out.is_none() {
-        return Err(PyValueError::new_err(
-            "beta != 0 needs out= (C's old value)",
-        ));
-    }
-    let c0 = match &out {
-        Some(o) if call.scale.beta != 0.0 => Some(matrix(&o.readonly()).map_err(py_err)?),
-        _ => None,
-    };
-    let c = py.detach(|| run(call, am, bm, c0)).map_err(py_err)?;
-    let (m, n) = c.shape();
-    match out {
-        Some(o) => {
-            if o.shape() != [m, n] {
-                return Err(PyValueError::new_err(format!(
-                    "out is {:?}; C is {m}x{n}",
-                    o.shape()
-                )));
-            }
-            let mut w = o
-                .try_readwrite()
-                .map_err(|e| PyValueError::new_err(format!("out is not writable: {e}")))?;
-            let mut view = w.as_array_mut();
-            for (dst, src) in view.iter_mut().zip(c.data.iter()) {
-                *dst = *src;
-            }
-            drop(w);
-            Ok(o.into_any())
-        }
-        None => {
-            let arr = numpy::ndarray::Array2::from_shape_vec((m, n), c.data)
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-            Ok(PyArray2::from_owned_array(py, arr).into_any())
-        }
-    }
 }
 
 /// C = alpha·op(A)·op(B) + beta·C on 2-D arrays of float32, uint32 (wrapping), float16 or
@@ -246,16 +172,58 @@ fn gemm<'py>(
         scale: Scale { alpha, beta },
         verify,
     };
-    let dtype: String = a.getattr("dtype")?.str()?.extract()?;
-    match dtype.as_str() {
-        "float32" => gemm_typed::<f32>(py, &call, a, b, out),
-        "uint32" => gemm_typed::<u32>(py, &call, a, b, out),
-        "float16" => gemm_typed::<half::f16>(py, &call, a, b, out),
-        "bfloat16" => gemm_typed::<half::bf16>(py, &call, a, b, out),
-        other => Err(PyValueError::new_err(format!(
-            "dtype {other}: matmul takes float32, uint32, float16 or bfloat16 (ml_dtypes) arrays"
-        ))),
+    let (am, bm) = (any_from_py(a)?, any_from_py(b)?);
+    let same = |m: &AnyMatrix, what: &str| {
+        if m.dtype() == am.dtype() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "{what} must be a 2-D array of the same dtype as A ({}), not {}",
+                am.dtype(),
+                m.dtype()
+            )))
+        }
+    };
+    same(&bm, "B")?;
+    if call.scale.beta != 0.0 && out.is_none() {
+        return Err(PyValueError::new_err(
+            "beta != 0 needs out= (C's old value)",
+        ));
     }
+    let c0 = match out {
+        Some(o) if call.scale.beta != 0.0 => {
+            let c0 = any_from_py(o)?;
+            same(&c0, "out")?;
+            Some(c0)
+        }
+        _ => None,
+    };
+    let c = py.detach(|| run(&call, am, bm, c0)).map_err(py_err)?;
+    let (m, n) = (c.rows(), c.cols());
+    let result = any_to_py(py, c)?;
+    let Some(o) = out else {
+        return Ok(result);
+    };
+    let shape: (usize, usize) = o
+        .getattr("shape")?
+        .extract()
+        .map_err(|_| PyValueError::new_err("out must be a 2-D array"))?;
+    if shape != (m, n) {
+        return Err(PyValueError::new_err(format!(
+            "out is {shape:?}; C is {m}x{n}"
+        )));
+    }
+    let dtype_of =
+        |x: &Bound<'py, PyAny>| -> PyResult<String> { x.getattr("dtype")?.str()?.extract() };
+    let (o_dtype, r_dtype) = (dtype_of(o)?, dtype_of(&result)?);
+    if o_dtype != r_dtype {
+        return Err(PyValueError::new_err(format!(
+            "out must be {r_dtype}, not {o_dtype}"
+        )));
+    }
+    // numpy raises ValueError for a read-only out.
+    o.set_item(py.Ellipsis(), result)?;
+    Ok(o.clone())
 }
 
 /// The kernel registry, one dict per kernel.
@@ -487,13 +455,7 @@ impl PyPlan {
         let dtype = parse_dtype(dtype)?;
         let c_out = match c_dtype.map(parse_dtype).transpose()? {
             None => COut::Accumulator,
-            Some(c) if c == dtype && dtype.is_16_bit() => COut::Input,
-            Some(c) if c == dtype.accumulator() => COut::Accumulator,
-            Some(c) => {
-                return Err(PyValueError::new_err(format!(
-                    "C of {dtype} inputs cannot be {c}"
-                )))
-            }
+            Some(c) => COut::for_types(dtype, c).map_err(py_err)?,
         };
         let problem = Problem::new(m, n, k, dtype)
             .with_ops(Op::from_flag(transpose_a), Op::from_flag(transpose_b))

@@ -201,39 +201,10 @@ impl<'a, T: Element> Gemm<'a, T> {
                 T::STORAGE
             )));
         }
-        let c = if U::STORAGE == dtype.accumulator() {
-            COut::Accumulator
-        } else if dtype.is_16_bit() && U::STORAGE == dtype {
-            COut::Input
-        } else {
-            let acc = dtype.accumulator();
-            return Err(Error::Invalid(if dtype.is_16_bit() {
-                format!(
-                    "C of {dtype} inputs is {acc} or {dtype}, not {}",
-                    U::STORAGE
-                )
-            } else {
-                format!("C of {dtype} inputs is {acc}, not {}", U::STORAGE)
-            }));
-        };
-        let (m, k) = match self.op_a {
-            Op::N => self.a.shape(),
-            Op::T => (self.a.cols, self.a.rows),
-        };
-        let (kb, n) = match self.op_b {
-            Op::N => self.b.shape(),
-            Op::T => (self.b.cols, self.b.rows),
-        };
-        if kb != k {
-            return Err(Error::ShapeMismatch {
-                what: "op(B)",
-                expected: format!("{k} rows, as op(A) ({m}x{k}) has columns"),
-                found: format!("{kb}x{n}"),
-            });
-        }
-        let problem = Problem::new(m, n, k, dtype)
-            .with_ops(self.op_a, self.op_b)
-            .with_c(c);
+        let c = COut::for_types(dtype, U::STORAGE)?;
+        let problem =
+            Problem::from_stored(dtype, self.a.shape(), self.b.shape(), self.op_a, self.op_b)?
+                .with_c(c);
         let bytes = problem.host_bytes()?;
         crate::ensure_host_memory(&problem, bytes)?;
         Ok(problem)

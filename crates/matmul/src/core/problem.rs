@@ -41,6 +41,27 @@ pub enum COut {
     Input,
 }
 
+impl COut {
+    /// The C of `dtype` inputs stored as `c`: the accumulator's type, or the input's own for
+    /// bf16 and f16; anything else is an [`Error::Invalid`] naming the choices.
+    pub fn for_types(dtype: DType, c: DType) -> Result<COut, Error> {
+        let acc = dtype.accumulator();
+        if c == acc {
+            Ok(COut::Accumulator)
+        } else if dtype.is_16_bit() && c == dtype {
+            Ok(COut::Input)
+        } else if dtype.is_16_bit() {
+            Err(Error::Invalid(format!(
+                "C of {dtype} inputs is {acc} or {dtype}, not {c}"
+            )))
+        } else {
+            Err(Error::Invalid(format!(
+                "C of {dtype} inputs is {acc}, not {c}"
+            )))
+        }
+    }
+}
+
 impl FromStr for COut {
     type Err = Error;
     fn from_str(s: &str) -> Result<COut, Error> {
@@ -103,6 +124,34 @@ pub struct Strides {
 }
 
 impl Problem {
+    /// The product of A stored `a` (rows, cols) and B stored `b` under `op_a` and `op_b`: m
+    /// and k from op(A), n from op(B), whose rows must be op(A)'s columns (else an
+    /// [`Error::ShapeMismatch`] naming both).
+    pub fn from_stored(
+        dtype: DType,
+        a: (usize, usize),
+        b: (usize, usize),
+        op_a: Op,
+        op_b: Op,
+    ) -> Result<Problem, Error> {
+        let (m, k) = match op_a {
+            Op::N => a,
+            Op::T => (a.1, a.0),
+        };
+        let (kb, n) = match op_b {
+            Op::N => b,
+            Op::T => (b.1, b.0),
+        };
+        if kb != k {
+            return Err(Error::ShapeMismatch {
+                what: "op(B)",
+                expected: format!("{k} rows, as op(A) ({m}x{k}) has columns"),
+                found: format!("{kb}x{n}"),
+            });
+        }
+        Ok(Problem::new(m, n, k, dtype).with_ops(op_a, op_b))
+    }
+
     /// An m×n×k product of `dtype`, neither operand transposed, C in the accumulator type.
     /// Nothing is checked here: zero sizes are refused by
     /// [`KernelSpec::can_run`](crate::KernelSpec::can_run), huge ones by [`Problem::host_bytes`].
