@@ -191,10 +191,7 @@ impl<'a, T: Element> Gemm<'a, T> {
     /// checked against each other.
     fn problem_as<U: Element>(&self) -> Result<Problem> {
         let dtype = self.dtype.unwrap_or(T::STORAGE);
-        let storage = match dtype {
-            DType::Tf32 => DType::F32,
-            d => d,
-        };
+        let storage = dtype.storage();
         if storage != T::STORAGE {
             return Err(Error::Invalid(format!(
                 "dtype {dtype} needs {storage} matrices; these hold {} elements",

@@ -158,10 +158,7 @@ pub fn check_input_sets(problem: &Problem, inputs: &[Inputs]) -> Result<()> {
 
 /// Checks that `a` and `b` have the stored shapes and storage type that `problem` says.
 pub fn check_inputs(problem: &Problem, a: &AnyMatrix, b: &AnyMatrix) -> Result<()> {
-    let storage = match problem.dtype {
-        crate::DType::Tf32 => crate::DType::F32,
-        d => d,
-    };
+    let storage = problem.dtype.storage();
     for (what, m, (r, c)) in [("A", a, problem.a_stored()), ("B", b, problem.b_stored())] {
         if m.dtype() != storage {
             return Err(Error::ShapeMismatch {
@@ -361,7 +358,7 @@ impl Batch {
         b: &DeviceData,
         c: &DeviceData,
     ) -> Result<()> {
-        let storage = input_storage(problem);
+        let storage = problem.dtype.storage();
         if *self == Batch::one(problem) {
             a.expect("A", storage, problem.a_stored())?;
             b.expect("B", storage, problem.b_stored())?;
@@ -506,14 +503,6 @@ pub trait PlanRun: Send + Sync {
     /// stream orders later work; [`Backend::synchronize`] waits); on the CPU and wgpu they are
     /// done when it returns.
     fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()>;
-}
-
-/// The storage type of `problem`'s inputs (f32 for tf32).
-pub fn input_storage(problem: &Problem) -> DType {
-    match problem.dtype {
-        DType::Tf32 => DType::F32,
-        d => d,
-    }
 }
 
 /// The plan of a backend that works on host memory (the CPU; wgpu, which copies to its device

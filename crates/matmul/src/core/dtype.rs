@@ -60,6 +60,15 @@ impl DType {
         }
     }
 
+    /// The element type matrices of this dtype are stored in: f32 for tf32 (rounded by the
+    /// kernels, not in memory), else the dtype itself.
+    pub fn storage(self) -> DType {
+        match self {
+            DType::Tf32 => DType::F32,
+            d => d,
+        }
+    }
+
     /// The type products accumulate in, and C's type by default: u32 for u32, f32 for every
     /// floating type.
     pub fn accumulator(self) -> DType {

@@ -718,6 +718,20 @@ impl CudaBackend {
     }
 
     /// Launches split-K's reduction: C = the sum of the `splits` slabs at `partial`.
+    /// The launch of an elementwise grid-stride kernel over `count` elements (split-K's
+    /// reductions, a plan's α/β pass): blocks of [`REDUCE_THREADS`], at most 16 per SM.
+    pub(super) fn elementwise_config(&self, count: u64) -> LaunchConfig {
+        let blocks = count
+            .div_ceil(REDUCE_THREADS as u64)
+            .min(self.info.sm_count as u64 * 16)
+            .max(1);
+        LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (REDUCE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
     fn launch_reduce(
         &self,
         reduce: &CudaFunction,
@@ -727,14 +741,7 @@ impl CudaBackend {
         splits: u64,
     ) -> Result<()> {
         let count = (problem.m * problem.n) as i32; // can_run bounds C below 2^31 elements
-        let blocks = (count as u32)
-            .div_ceil(REDUCE_THREADS)
-            .min(self.info.sm_count * 16);
-        let config = LaunchConfig {
-            grid_dim: (blocks.max(1), 1, 1),
-            block_dim: (REDUCE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.elementwise_config(count as u64);
         let splits = splits as i32;
         let mut builder = self.stream.launch_builder(reduce);
         builder.arg(&partial).arg(&c).arg(&count).arg(&splits);

@@ -6,13 +6,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, PushKernelArg};
 
 use super::buffers::DeviceBuf;
 use super::launch::{Launcher, Operands};
 use super::libs::Context;
 use super::CudaBackend;
-use crate::backends::backend::input_storage;
 use crate::backends::{Batch, DeviceData, PlanRun, Scale};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -20,7 +19,6 @@ use crate::problem::{COut, Problem};
 use crate::registry::{KernelSpec, RunOptions};
 
 const SCALE_SOURCE: &str = include_str!("../../../kernels/scale.cu");
-const SCALE_THREADS: u32 = 256;
 
 /// The next CUDA backend's [`crate::Backend::instance`] (0 is the host's).
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
@@ -114,7 +112,7 @@ impl CudaBackend {
     /// A zeroed matrix on the device ([`crate::Backend::alloc_zeroed`]).
     pub(super) fn alloc_data(&self, dtype: DType, rows: usize, cols: usize) -> Result<DeviceData> {
         self.check_alive()?;
-        let dtype = input_storage(&Problem::new(1, 1, 1, dtype));
+        let dtype = dtype.storage();
         // A problem whose C is this matrix: 16-bit C in its own type.
         let shape = Problem::new(rows, cols, 1, dtype).with_c(if dtype.is_16_bit() {
             COut::Input
@@ -206,15 +204,7 @@ impl CudaPlan<'_> {
     fn scale_into(&self, func: &CudaFunction, p: u64, c: u64) -> Result<()> {
         let problem = &self.problem;
         let count = (problem.m * problem.n) as i64;
-        let blocks = (count as u64)
-            .div_ceil(SCALE_THREADS as u64)
-            .min(self.backend.info.sm_count as u64 * 16)
-            .max(1) as u32;
-        let config = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (SCALE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.backend.elementwise_config(count as u64);
         let mut builder = self.backend.stream.launch_builder(func);
         builder.arg(&p).arg(&c).arg(&count);
         let (alpha32, beta32) = (self.scale.alpha as u32, self.scale.beta as u32);
