@@ -563,6 +563,16 @@ impl PlanRun for HostPlan<'_> {
         // The product in the accumulator's type when α and β follow (one rounding to C's).
         let wide = p.with_c(crate::problem::COut::Accumulator);
         let run_as = if self.scale.is_plain() { p } else { &wide };
+        if batch == Batch::one(p) {
+            // One product: the buffers are the matrices (check_operands checked their shapes).
+            let product = self.backend.run(self.kernel, run_as, ha, hb, self.opts)?;
+            return if self.scale.is_plain() {
+                *hc = product;
+                Ok(())
+            } else {
+                self.scale.apply_host(&product, hc)
+            };
+        }
         for i in 0..batch.count {
             let ai = sub_matrix(ha, i * batch.stride_a, p.a_stored())?;
             let bi = sub_matrix(hb, i * batch.stride_b, p.b_stored())?;
