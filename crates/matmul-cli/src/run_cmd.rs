@@ -140,6 +140,12 @@ pub fn run(args: RunArgs) -> CliResult {
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
     judge_init(&args)?;
+    if args.autotune && !args.kernel.eq_ignore_ascii_case("auto") {
+        return Err(CliError::input(format!(
+            "--autotune applies to --kernel auto (it measures auto's candidates); `{}` is named",
+            args.kernel
+        )));
+    }
     // A kernel of your own (docs/own-kernels.md): checked here, run in a supervised child.
     let user = match &args.user.kernel_file {
         Some(_) => {

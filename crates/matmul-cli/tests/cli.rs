@@ -416,6 +416,10 @@ fn bad_input_is_status_2_naming_what_is_wrong() {
             "--tiling applies to the SIMT-ladder kernels (blocktile-1d, ",
         ),
         (
+            &["run", "--kernel", "cpu", "--autotune", "-m", "4", "-n", "4", "-k", "4"],
+            "--autotune applies to --kernel auto (it measures auto's candidates); `cpu` is named",
+        ),
+        (
             &["run", "--kernel", "cpu", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
             "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async, wgpu-naive, wgpu-single-block, wgpu-tiled); `cpu` has none",
         ),
