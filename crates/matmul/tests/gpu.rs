@@ -1306,12 +1306,15 @@ fn batched_plans_on_device_buffers() {
             let gi = piece(&got, i * batch.stride_c, (p.m, p.n));
             let v = compare(&p, &gi, &expect);
             assert!(v.passed, "{name} {p} product {i}: {v:?}");
-            let gap = i * batch.stride_c + c_len;
-            assert_eq!(
-                got.to_f64_vec()[gap..gap + 8],
-                c0.to_f64_vec()[gap..gap + 8],
-                "{name}: C's gap {i}"
-            );
+            // The gap after each C but the last is untouched.
+            if i + 1 < batch.count {
+                let gap = i * batch.stride_c + c_len;
+                assert_eq!(
+                    got.to_f64_vec()[gap..gap + 8],
+                    c0.to_f64_vec()[gap..gap + 8],
+                    "{name}: C's gap {i}"
+                );
+            }
             ran += 1;
         }
     }
