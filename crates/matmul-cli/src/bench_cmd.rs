@@ -77,6 +77,11 @@ pub struct BenchArgs {
     /// repeated within ±0.3 % (lab/notebook.md, "Measuring small differences").
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
+    /// Run every case as a strided batch of this many products (contiguous A, B and C), timed
+    /// as a whole: the kernels with a batched build in one launch, cuBLAS through
+    /// cublasGemmStridedBatchedEx (docs/library.md, "Batches").
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65_535))]
+    batch: usize,
     /// auto (the backend of the kernels --kernels names, else CUDA when present, else CPU), cpu
     /// or cuda.
     #[arg(long, default_value = "auto")]
@@ -129,6 +134,7 @@ fn bench_user(args: &BenchArgs) -> CliResult {
         (args.tiling.is_some(), "--tiling"),
         (args.profile, "--profile"),
         (args.rounds != 1, "--rounds"),
+        (args.batch != 1, "--batch"),
         (args.min_time.is_some(), "--min-time"),
     ];
     if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
@@ -206,6 +212,7 @@ fn bench_multi(args: &BenchArgs) -> CliResult {
         (args.profile, "--profile"),
         (args.tiling.is_some(), "--tiling"),
         (args.rounds != 1, "--rounds"),
+        (args.batch != 1, "--batch"),
         (args.min_time.is_some(), "--min-time"),
         (args.quick, "--quick"),
         (args.max_mnk.is_some(), "--max-mnk"),
@@ -633,6 +640,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
     config.max_iters = args.max_iters;
     config.max_case_seconds = Some(args.max_case_seconds);
     config.rounds = args.rounds as usize;
+    config.batch = args.batch;
     config.tiling = args.tiling;
     config.validate()?;
     prepare_out(&args.out)?;

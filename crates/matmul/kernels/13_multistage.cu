@@ -16,7 +16,9 @@
 // may have `multistage` compute the first tiles whole and multistage_tail the rest in pieces of
 // their k range (below). Split-K, for a problem of few tiles: the host launches `multistage` with
 // gridDim.z = P pieces of every tile's k range, each writing its own M×N slab of a workspace, and
-// multistage_reduce behind it, which sums the slabs into C.
+// multistage_reduce behind it, which sums the slabs into C. A strided batch (BATCHED = 1 builds): the
+// entry takes the batch's count and strides after `tiles`, block z of the grid's z computes product
+// z (no split tail or split-K then).
 // Geometry: THREADS = (BM/WM)·(BN/WN)·32; grid = (ceil(N/BN), ceil(M/BM), P).
 // Shared memory (dynamic): STAGES·BK·(BM + BN + 2·PAD) elements.
 // Traffic model per output element: K/BN + K/BM loads.
@@ -26,6 +28,9 @@
 
 #ifndef RASTER_GROUP
 #define RASTER_GROUP 0
+#endif
+#ifndef BATCHED
+#define BATCHED 0
 #endif
 
 // RowChunkCopy: the transposing copy of a row-major operand's OUTER×INNER tile (outer = k, inner =
@@ -251,7 +256,11 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
     const LoopOperands op{A, B, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path};
     // Split-K (gridDim.z = P > 1 pieces): block z computes slices [z·S/P, (z + 1)·S/P) of its
     // tile into slab z of the M×N slabs C then points at; multistage_reduce sums them.
+#if BATCHED
+    const int P = 1, z = 0;  // gridDim.z is the batch: the entry has moved A, B and C to block z's product
+#else
     const int P = gridDim.z, z = blockIdx.z;
+#endif
     const int t0 = static_cast<int>(static_cast<long long>(z) * slices / P);
     const int t1 = static_cast<int>(static_cast<long long>(z + 1) * slices / P);
     C += static_cast<size_t>(z) * M * N;
@@ -284,13 +293,24 @@ __device__ __forceinline__ void multistage_body(const ELEM* __restrict__ A, cons
 // (below, launched right after this one as its programmatic dependent) computes those tiles.
 extern "C" __global__ void REGISTER_BOUNDS
 multistage(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles)
+           int M, int N, int K, int a_rs, int a_cs, int b_rs, int b_cs, int tiles
+#if BATCHED
+           ,
+           int batch_count, long long stride_a, long long stride_b, long long stride_c
+#endif
+)
 {
 #if __CUDA_ARCH__ >= 900
     // A programmatic dependent (multistage_tail) may start once every block has passed here.
     asm volatile("griddepcontrol.launch_dependents;");
 #endif
     if (static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x) >= tiles) return;
+#if BATCHED
+    if (static_cast<int>(blockIdx.z) >= batch_count) return;
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+#endif
     const TilePath a_path = tile_path(a_cs, a_rs), b_path = tile_path(b_rs, b_cs);
     WITH_TILE_PATHS(a_path, b_path, multistage_body, A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, a_path, b_path);
 }

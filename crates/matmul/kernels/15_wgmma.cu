@@ -23,6 +23,9 @@
 // into slab `piece` of `partial` (splits × M × N), and `wgmma_reduce`, launched behind, sums the
 // slabs in piece order (deterministic) into C (piece_range: tile_order.cuh; store_partial and
 // wgmma_reduce: epilogue.cuh).
+// Strided batches (compiled with BATCHED = 1): the entry takes the batch's count and strides after
+// the usual arguments, the maps have the product as a third dimension, and the persistent loop's
+// units run over every product's tiles (BatchArgs); split-K is not planned for a batch.
 // Geometry: THREADS = 384 (three warpgroups); a persistent grid of at most one block per SM.
 // Shared memory (dynamic): STAGES·(BM + BN)·BK·2 bytes (128×256×64, 4 stages: 192 KB), + 1 KB to
 // align to the swizzle's 1024-byte period, + STORE_BOXES·2·8 KB of C boxes.
@@ -71,18 +74,38 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;    // 128·40 + 256·232 
 // The work units of this block (a cluster takes CLUSTER vertically adjacent tiles): tile_order.cuh.
 using Units = ClusterUnits<CLUSTER, GROUP_M>;
 
+// A strided batch (BATCHED = 1 builds): `count` products, and work unit u of the persistent loop
+// belongs to product u / (units · splits). The A and B sides' maps have the product as their third
+// dimension (a side that every product shares, stride 0, has one: its step is 0); C's products are
+// stride_c elements apart (the direct stores) and C's map has them as its third dimension too.
+struct BatchArgs {
+    int count;           // 1 unless BATCHED
+    int a_step, b_step;  // the map's product for product z is z · step
+    long long stride_c;  // elements from one product's C to the next
+};
+
+// Unit u's product and its unit within that product's units × splits.
+__device__ __forceinline__ void unit_of_batch(int u, int per_product, int& z, int& w)
+{
+    z = BATCHED ? u / per_product : 0;
+    w = BATCHED ? u % per_product : u;
+}
+
 // ---- producer: one thread issues every TMA copy ----------------------------------------------
 template <int TA, int TB>
 __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* empty, const TmaMap* map_a,
-                                        const TmaMap* map_b, Units units, unsigned rank, int kblocks, int splits)
+                                        const TmaMap* map_b, Units units, unsigned rank, int kblocks, int splits,
+                                        BatchArgs batch)
 {
     constexpr int B_ROWS = BN / CLUSTER;                    // K-major B rows this block loads
     constexpr int B_CHUNKS = BN / SWIZZLE_ELEMS / CLUSTER;  // MN-major B chunks this block loads
     int it = 0;  // k-blocks loaded so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count * splits; u += units.step) {
-        int tm, tn, kb0, kb1;
-        units.tile(u % units.count, rank, tm, tn);
-        piece_range(u / units.count, splits, kblocks, kb0, kb1);
+    for (int u = units.first; u < units.count * splits * batch.count; u += units.step) {
+        int tm, tn, kb0, kb1, z, w;
+        unit_of_batch(u, units.count * splits, z, w);
+        units.tile(w % units.count, rank, tm, tn);
+        piece_range(w / units.count, splits, kblocks, kb0, kb1);
+        const int za = z * batch.a_step, zb = z * batch.b_step;
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
             mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
@@ -90,20 +113,20 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
             unsigned char* a = smem + s * STAGE_BYTES;     // (BM, BK) or BM/64 × (BK, 64)
             unsigned char* b = a + A_STAGE_BYTES;          // (BN, BK) or BN/64 × (BK, 64)
             if (TA == 0) {
-                tma_load(a, map_a, &full[s], kb * BK, tm * BM);
+                tma_load_at(a, map_a, &full[s], kb * BK, tm * BM, za);
             } else {
 #pragma unroll
                 for (int j = 0; j < BM / SWIZZLE_ELEMS; ++j)
-                    tma_load(a + j * MN_CHUNK_BYTES, map_a, &full[s], tm * BM + j * SWIZZLE_ELEMS, kb * BK);
+                    tma_load_at(a + j * MN_CHUNK_BYTES, map_a, &full[s], tm * BM + j * SWIZZLE_ELEMS, kb * BK, za);
             }
             if (TB == 0) {
-                tma_load_to_cluster<CLUSTER>(b + rank * B_ROWS * 128, map_b, &full[s], kb * BK,
-                                             tn * BN + rank * B_ROWS);
+                tma_load_to_cluster_at<CLUSTER>(b + rank * B_ROWS * 128, map_b, &full[s], kb * BK,
+                                                tn * BN + rank * B_ROWS, zb);
             } else {
 #pragma unroll
                 for (int j = rank * B_CHUNKS; j < (rank + 1) * B_CHUNKS; ++j)
-                    tma_load_to_cluster<CLUSTER>(b + j * MN_CHUNK_BYTES, map_b, &full[s], tn * BN + j * SWIZZLE_ELEMS,
-                                                 kb * BK);
+                    tma_load_to_cluster_at<CLUSTER>(b + j * MN_CHUNK_BYTES, map_b, &full[s],
+                                                    tn * BN + j * SWIZZLE_ELEMS, kb * BK, zb);
             }
         }
     }
@@ -120,7 +143,7 @@ __device__ __forceinline__ void produce(unsigned char* smem, u64* full, u64* emp
 template <int TA, int TB, bool SWAP>
 __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* empty, OUT* __restrict__ C, int M,
                                         int N, const TmaMap* map_c, Units units, unsigned rank, int kblocks,
-                                        int splits, float* __restrict__ partial)
+                                        int splits, float* __restrict__ partial, BatchArgs batch)
 {
     const int wg = threadIdx.x / 128 - 1;  // 0 or 1: rows [64·wg, 64·wg + 64) of the tile
     const int tid = threadIdx.x % 128, lane = threadIdx.x % 32, warp = tid / 32;
@@ -139,10 +162,11 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
         }
     };
     unsigned it = 0;  // k-blocks consumed so far: buffer it % STAGES, its use number it / STAGES
-    for (int u = units.first; u < units.count * splits; u += units.step) {
-        int tm, tn, kb0, kb1;
-        const int piece = u / units.count;
-        units.tile(u % units.count, rank, tm, tn);
+    for (int u = units.first; u < units.count * splits * batch.count; u += units.step) {
+        int tm, tn, kb0, kb1, z, w;
+        unit_of_batch(u, units.count * splits, z, w);  // z again after the main loop
+        const int piece = w / units.count;
+        units.tile(w % units.count, rank, tm, tn);
         piece_range(piece, splits, kblocks, kb0, kb1);
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
             int s = it % STAGES;
@@ -186,8 +210,12 @@ __device__ __forceinline__ void consume(unsigned char* smem, u64* full, u64* emp
             else store_partial<false>(d, slab, M, N, tm * BM + wg * 64 + warp * 16 + lane / 4, tn * BN + 2 * (lane % 4));
             continue;
         }
-        if (SWAP) store_c<true>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tn * BN, tm * BM + wg * 64);
-        else store_c<false>(d, staged, boxes, map_c, C, M, N, wg, warp, lane, tm * BM + wg * 64, tn * BN);
+        // The product, computed again rather than held through the main loop (the cluster
+        // build's consumers have no register to spare for it).
+        z = BATCHED ? u / (units.count * splits) : 0;
+        OUT* const Cz = C + (BATCHED ? z * batch.stride_c : 0);
+        if (SWAP) store_c<true>(d, staged, boxes, map_c, Cz, M, N, wg, warp, lane, tn * BN, tm * BM + wg * 64, z);
+        else store_c<false>(d, staged, boxes, map_c, Cz, M, N, wg, warp, lane, tm * BM + wg * 64, tn * BN, z);
     }
     if (staged && tid == 0) bulk_wait_all();  // the boxes must outlive TMA's reads of them
 }
@@ -196,7 +224,12 @@ extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
 wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ C, int M, int N, int K,
       int a_rs, int a_cs, int b_rs, int b_cs, const __grid_constant__ TmaMap map_a,
       const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c, int splits,
-      float* __restrict__ partial)
+      float* __restrict__ partial
+#if BATCHED
+      ,
+      int batch_count, long long stride_a, long long stride_b, long long stride_c
+#endif
+)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
@@ -210,6 +243,14 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
     // (K-major B ran ~4 % faster than MN-major B). The host builds map_a over B and map_b over A
     // by the same rule (src/cuda/tma.rs, `swaps_operands`).
     const bool swap = !a_mn && b_mn;
+#if BATCHED
+    // Swapped, wgmma's A side is B's map and its B side A's.
+    const int a_step = (swap ? stride_b : stride_a) != 0, b_step = (swap ? stride_a : stride_b) != 0;
+    const BatchArgs batch{batch_count, a_step, b_step, stride_c};
+    splits = 1;  // the host plans no split-K for a batch; known here, the partials' path is dead code
+#else
+    const BatchArgs batch{1, 0, 0, 0};
+#endif
     const Units units = swap ? Units((N + BM - 1) / BM, (M + BN - 1) / BN) : Units((M + BM - 1) / BM, (N + BN - 1) / BN);
     const int kblocks = (K + BK - 1) / BK;
     const unsigned rank = rank_in_cluster<CLUSTER>();
@@ -242,17 +283,17 @@ wgmma(const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ 
         }
         if (threadIdx.x == 0) {
             // The swapped product's A side (B^T) is MN-major and its B side (A^T) K-major.
-            if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
-            else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
-            else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits);
+            if (a_mn && b_mn) produce<1, 1>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits, batch);
+            else if (a_mn || swap) produce<1, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits, batch);
+            else produce<0, 0>(smem, full, empty, &map_a, &map_b, units, rank, kblocks, splits, batch);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         if (CLUSTER > 1) cluster_wait();  // before the first full-wait and remote release
-        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
-        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
-        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
-        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial);
+        if (a_mn && b_mn) consume<1, 1, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial, batch);
+        else if (a_mn) consume<1, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial, batch);
+        else if (swap) consume<1, 0, true>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial, batch);
+        else consume<0, 0, false>(smem, full, empty, C, M, N, &map_c, units, rank, kblocks, splits, partial, batch);
     }
     // A block must outlive the copies into it and the arrivals on its barriers (with a cluster
     // the producer's last waits see to the other block's; this barrier is the block's own).

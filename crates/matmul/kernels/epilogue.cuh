@@ -113,7 +113,7 @@ __device__ __forceinline__ void store_direct(const float (&d)[ACC], OUT* __restr
 // (8 or 4 bytes) of one instruction cover 8 rows whose chunks (col / chunk) ^ (row % 8) differ:
 // conflict-free.
 __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c, int wg,
-                                             int warp, int lane, int c_row, int c_col)
+                                             int warp, int lane, int c_row, int c_col, int cz)
 {
 #if STORE_BOXES > 0
     const bool lead = threadIdx.x % 128 == 0;  // the thread that issues (and waits for) the stores
@@ -140,7 +140,7 @@ __device__ __forceinline__ void store_staged(const float (&d)[ACC], unsigned cha
         if (lead) {
 #pragma unroll
             for (int b = 0; b < C_STAGE_BOXES; ++b)
-                tma_store(map_c, boxes + b * C_BOX_BYTES, c_col + (round * C_STAGE_BOXES + b) * C_BOX_COLS, c_row);
+                tma_store_at(map_c, boxes + b * C_BOX_BYTES, c_col + (round * C_STAGE_BOXES + b) * C_BOX_COLS, c_row, cz);
             bulk_commit();
         }
     }
@@ -193,7 +193,7 @@ __device__ __forceinline__ void store_partial(const float (&d)[ACC], float* __re
 // every warp writes. For a fixed (j, h, c) the 32 lanes hit 8 distinct 16-byte chunks × 4 words:
 // conflict-free 4-byte writes.
 __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c,
-                                               int wg, int warp, int lane, int m0, int n0)
+                                               int wg, int warp, int lane, int m0, int n0, int cz)
 {
 #if STORE_BOXES > 0
     static_assert(STORE_BOXES % 2 == 0, "epilogue: the swapped epilogue stages boxes in column pairs");
@@ -225,8 +225,8 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
         if (lead) {
 #pragma unroll
             for (int b = 0; b < STORE_BOXES; ++b)
-                tma_store(map_c, boxes + b * C_BOX_BYTES, n0 + (b % 2) * C_BOX_COLS,
-                          m0 + (round * (STORE_BOXES / 2) + b / 2) * 64);
+                tma_store_at(map_c, boxes + b * C_BOX_BYTES, n0 + (b % 2) * C_BOX_COLS,
+                             m0 + (round * (STORE_BOXES / 2) + b / 2) * 64, cz);
             bulk_commit();
         }
     }
@@ -243,7 +243,7 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 // For a fixed (j, h) the 32 lanes write 8 rows (q, g & 1) × one 16-byte chunk (2·warp + h), and
 // the swizzle sends the 8 rows' chunks to 8 distinct places: conflict-free.
 __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned char* boxes, const TmaMap* map_c,
-                                               int wg, int warp, int lane, int m0, int n0)
+                                               int wg, int warp, int lane, int m0, int n0, int cz)
 {
 #if STORE_BOXES > 0
     const bool lead = threadIdx.x % 128 == 0;
@@ -275,7 +275,7 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
         if (lead) {
 #pragma unroll
             for (int b = 0; b < C_STAGE_BOXES; ++b)
-                tma_store(map_c, boxes + b * C_BOX_BYTES, n0, m0 + (round * C_STAGE_BOXES + b) * 64);
+                tma_store_at(map_c, boxes + b * C_BOX_BYTES, n0, m0 + (round * C_STAGE_BOXES + b) * 64, cz);
             bulk_commit();
         }
     }
@@ -287,16 +287,18 @@ __device__ __forceinline__ void store_staged_t(const float (&d)[ACC], unsigned c
 // c + [0, BN). Swapped: C's rows r + [0, BN), columns c + [0, 64) (d holds the tile of C^T). With
 // `staged` (STORE_BOXES > 0, C's rows a multiple of 16 bytes) through the boxes at `boxes`;
 // the caller waits for the last stores (bulk_wait_all, thread 0 of the warpgroup) before the
-// boxes' shared memory is released.
+// boxes' shared memory is released. `cz`: the product of a batch whose C the staged stores write
+// (BATCHED builds; the direct stores get C already at that product).
 template <bool SWAP>
 __device__ __forceinline__ void store_c(const float (&d)[ACC], bool staged, unsigned char* boxes, const TmaMap* map_c,
-                                        OUT* __restrict__ C, int M, int N, int wg, int warp, int lane, int r, int c)
+                                        OUT* __restrict__ C, int M, int N, int wg, int warp, int lane, int r, int c,
+                                        int cz = 0)
 {
     if (SWAP) {
-        if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, r, c);
+        if (staged) store_staged_t(d, boxes, map_c, wg, warp, lane, r, c, cz);
         else store_direct_t(d, C, M, N, r, c);
     } else {
-        if (staged) store_staged(d, boxes, map_c, wg, warp, lane, r, c);
+        if (staged) store_staged(d, boxes, map_c, wg, warp, lane, r, c, cz);
         else store_direct(d, C, M, N, r + warp * 16 + lane / 4, c + (lane % 4) * 2);
     }
 }

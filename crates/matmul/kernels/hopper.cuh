@@ -66,6 +66,22 @@ __device__ __forceinline__ void tma_load(void* dst, const TmaMap* map, u64* bar,
         : "memory");
 }
 
+// A strided batch (BATCHED = 1 builds of 15_wgmma.cu): the maps have a third dimension, the
+// product, and every copy names its product too.
+#ifndef BATCHED
+#define BATCHED 0
+#endif
+
+// tma_load's copy from product c2 of a map with a third dimension (BATCHED builds).
+__device__ __forceinline__ void tma_load_3d(void* dst, const TmaMap* map, u64* bar, int c0, int c1, int c2)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
+
 // Fetches a tensor map into the TMA unit's cache ahead of its first copy.
 __device__ __forceinline__ void prefetch_tensormap(const TmaMap* map)
 {
@@ -79,6 +95,25 @@ __device__ __forceinline__ void tma_store(const TmaMap* map, const void* src, in
                      reinterpret_cast<u64>(map)),
                  "r"(smem_u32(src)), "r"(c0), "r"(c1)
                  : "memory");
+}
+
+// tma_store into product c2 of a map with a third dimension (BATCHED builds).
+__device__ __forceinline__ void tma_store_3d(const TmaMap* map, const void* src, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                     reinterpret_cast<u64>(map)),
+                 "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
+// A store of a box to (c0, c1) of product c2: 2D maps (c2 unused) unless BATCHED.
+__device__ __forceinline__ void tma_store_at(const TmaMap* map, const void* src, int c0, int c1, int c2)
+{
+#if BATCHED
+    tma_store_3d(map, src, c0, c1, c2);
+#else
+    tma_store(map, src, c0, c1);
+#endif
 }
 
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -145,6 +180,27 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TmaMap* map,
         : "memory");
 }
 
+// tma_load_multicast's copy from product c2 of a map with a third dimension (BATCHED builds).
+__device__ __forceinline__ void tma_load_multicast_3d(void* dst, const TmaMap* map, u64* bar, int c0, int c1, int c2,
+                                                      unsigned short mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+        : "memory");
+}
+
+// A copy of the box at (c0, c1) of product c2: 2D maps (c2 unused) unless BATCHED.
+__device__ __forceinline__ void tma_load_at(void* dst, const TmaMap* map, u64* bar, int c0, int c1, int c2)
+{
+#if BATCHED
+    tma_load_3d(dst, map, bar, c0, c1, c2);
+#else
+    tma_load(dst, map, bar, c0, c1);
+#endif
+}
+
 // This block's share of an operand that the BLOCKS blocks of its cluster share: multicast to the
 // same offset in every block of the cluster, or (BLOCKS = 1) a plain load into this block.
 template <int BLOCKS>
@@ -152,6 +208,18 @@ __device__ __forceinline__ void tma_load_to_cluster(void* dst, const TmaMap* map
 {
     if (BLOCKS > 1) tma_load_multicast(dst, map, bar, c0, c1, (1u << BLOCKS) - 1);
     else tma_load(dst, map, bar, c0, c1);
+}
+
+// tma_load_to_cluster of the box at (c0, c1) of product c2 (2D maps, c2 unused, unless BATCHED).
+template <int BLOCKS>
+__device__ __forceinline__ void tma_load_to_cluster_at(void* dst, const TmaMap* map, u64* bar, int c0, int c1, int c2)
+{
+#if BATCHED
+    if (BLOCKS > 1) tma_load_multicast_3d(dst, map, bar, c0, c1, c2, (1u << BLOCKS) - 1);
+    else tma_load_3d(dst, map, bar, c0, c1, c2);
+#else
+    tma_load_to_cluster<BLOCKS>(dst, map, bar, c0, c1);
+#endif
 }
 
 // This block's rank in its cluster of BLOCKS blocks (0 without clusters).

@@ -1,7 +1,7 @@
 //! NVRTC compiles every CUDA kernel of the registry × each of its dtypes for Hopper (sm_90a) and
 //! Ampere (sm_80; the sm_90a-only wgmma kernel for Hopper alone), at the registry's tile and at the puzzles' TILE 3, the SIMT ladder at its
 //! default tiling and three of `matmul tune`'s candidates (a split-tail kernel's tail build too,
-//! 13_multistage.cu); any compile error, or a spill at a
+//! 13_multistage.cu; a batched kernel's batched build too); any compile error, or a spill at a
 //! kernel's registry default (a spilling tune candidate is only reported), fails. Needs libnvrtc only (no driver, no GPU): CI installs the PyPI wheel
 //! `nvidia-cuda-nvrtc==13.0.*` and puts its `nvidia/cu13/lib` on LD_LIBRARY_PATH.
 //!
@@ -127,6 +127,10 @@ fn every_kernel_compiles_without_spills() {
                         // and the split-tail build of a kernel that has one
                         if kernel.tail_entry_point().is_some() {
                             jobs.push((kernel, types, opts, arch, Build::Tail));
+                        }
+                        // and the batched build of a kernel that has one
+                        if kernel.cuda_source().is_some_and(|s| s.batched) {
+                            jobs.push((kernel, types, opts, arch, Build::Batched));
                         }
                     }
                 }
@@ -352,6 +356,56 @@ fn plan_scale_kernels_compile() {
         assert!(!compiled.spills(), "{arch}: {:?}", compiled.functions);
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Every batched build (`BATCHED=1`) compiles for each of its dtypes with the registers of its
+/// one-product build and no spills: the batch's index arithmetic stays off the main loop.
+#[test]
+#[cfg_attr(
+    not(matmul_require_nvrtc),
+    ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
+)]
+fn batched_builds_compile_like_their_kernels() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (dir, cache) = temp_cache("batched");
+    let mut built = 0;
+    for kernel in cuda_kernels().filter(|k| k.cuda_source().is_some_and(|s| s.batched)) {
+        for (_, types) in kernel.dtypes.iter().flat_map(|&d| c_types(kernel, d)) {
+            for arch in ARCHS.iter().filter(|a| kernel.compiles_for(a)) {
+                let opts = RunOptions::default();
+                let build = |b| {
+                    compile::compile_build_with_cache(kernel, types, &opts, arch, &cache, b)
+                        .unwrap_or_else(|e| panic!("{} {types} {arch} {b:?}: {e}", kernel.name))
+                };
+                let (one, many) = (build(Build::Main), build(Build::Batched));
+                let entry = kernel.entry_point();
+                let (r1, rb) = (
+                    one.function(&entry).expect("the entry").registers,
+                    many.function(&entry).expect("the entry").registers,
+                );
+                println!(
+                    "{} {types} {arch}: {r1} registers, batched {rb}",
+                    kernel.name
+                );
+                assert!(
+                    !many.spills(),
+                    "{} {types} {arch}: {:?}",
+                    kernel.name,
+                    many.functions
+                );
+                assert!(
+                    rb <= r1 + 8,
+                    "{} {types} {arch}: batched {rb} registers against {r1}",
+                    kernel.name
+                );
+                built += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(built >= 6, "only {built} batched builds");
 }
 
 /// The environment variable that makes `processes_share_one_cache` a worker: the cache directory.

@@ -1200,10 +1200,11 @@ fn plans_run_on_device_buffers() {
     assert!(ran > 0);
 }
 
-/// Strided batches on device buffers: three products with gaps between the matrices (8
-/// elements: 16-byte aligned bases for the TMA kernels) and, for some, one B shared by all
-/// (stride 0), with α, β ≠ (1, 0) on a pre-filled C; each product against the CPU reference and
-/// the gaps of C untouched.
+/// Strided batches on device buffers: three products with gaps between the matrices (strides
+/// of 16-byte multiples) and, for some, one B shared by all (stride 0), with α = 1, β = 0 (one
+/// launch for the batch where the kernel has a batched build: asserted) and with α, β ≠ (1, 0)
+/// on a pre-filled C (one launch per product); each product against the CPU reference and the
+/// gaps of C untouched.
 #[test]
 #[cfg_attr(
     not(matmul_require_gpu),
@@ -1240,19 +1241,45 @@ fn batched_plans_on_device_buffers() {
             false,
         ),
         ("auto", Problem::new(256, 256, 64, DType::Bf16), false),
+        (
+            "multistage",
+            Problem::new(67, 45, 93, DType::U32).with_ops(Op::T, Op::N),
+            false,
+        ),
+        (
+            "wgmma-n64",
+            Problem::new(200, 136, 200, DType::F16).with_ops(Op::T, Op::T),
+            false,
+        ),
+        (
+            "wgmma-n128",
+            Problem::new(72, 520, 136, DType::Bf16).with_ops(Op::N, Op::T),
+            true,
+        ),
+        ("auto", Problem::new(64, 64, 64, DType::F32), true),
     ];
     let mut ran = 0;
-    for &(name, p, shared_b) in cases {
+    let mut one_launch = 0;
+    let plain = Scale {
+        alpha: 1.0,
+        beta: 0.0,
+    };
+    let scaled = Scale {
+        alpha: 3.0,
+        beta: 2.0,
+    };
+    for (&(name, p, shared_b), scale) in cases.iter().flat_map(|c| [(c, plain), (c, scaled)]) {
         if name.starts_with("wgmma") && !sm90a {
             continue;
         }
         let size = |(r, c): (usize, usize)| r * c;
         let (a_len, b_len, c_len) = (size(p.a_stored()), size(p.b_stored()), p.m * p.n);
+        let gap = |len: usize| (len + 8).next_multiple_of(8);
         let batch = Batch {
             count: 3,
-            stride_a: a_len + 8,
-            stride_b: if shared_b { 0 } else { b_len + 8 },
-            stride_c: c_len + 8,
+            stride_a: gap(a_len),
+            stride_b: if shared_b { 0 } else { gap(b_len) },
+            stride_c: gap(c_len),
         };
         let buf =
             |dtype, len, seed| AnyMatrix::generate(dtype, 1, len, Init::Random { seed }).unwrap();
@@ -1264,10 +1291,6 @@ fn batched_plans_on_device_buffers() {
         let a = buf(storage, batch.need(batch.stride_a, a_len).unwrap(), 41);
         let b = buf(storage, batch.need(batch.stride_b, b_len).unwrap(), 42);
         let c0 = buf(p.c_dtype(), batch.need(batch.stride_c, c_len).unwrap(), 43);
-        let scale = Scale {
-            alpha: 3.0,
-            beta: 2.0,
-        };
         let plan = Plan::builder(&backend, p)
             .kernel(name)
             .batch(batch)
@@ -1275,6 +1298,15 @@ fn batched_plans_on_device_buffers() {
             .beta(scale.beta)
             .build()
             .unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+        let batched_build = plan.kernel().cuda_source().is_some_and(|s| s.batched);
+        assert_eq!(
+            plan.one_launch(),
+            scale == plain && (batched_build || plan.kernel().name == "cublas"),
+            "{name} ({}) {p} α={}: one launch",
+            plan.kernel().name,
+            scale.alpha
+        );
+        one_launch += plan.one_launch() as usize;
         let (da, db) = (backend.upload(&a).unwrap(), backend.upload(&b).unwrap());
         let mut dc = backend.upload(&c0).unwrap();
         plan.run_data(&da, &db, &mut dc).unwrap();
@@ -1318,8 +1350,12 @@ fn batched_plans_on_device_buffers() {
             ran += 1;
         }
     }
-    println!("RESULT batched plans {ran} products");
+    println!("RESULT batched plans {ran} products, {one_launch} plans in one launch");
     assert!(ran > 0);
+    assert!(
+        one_launch >= if sm90a { 6 } else { 3 },
+        "{one_launch} plans in one launch"
+    );
 }
 
 /// `time` returns one positive duration per timed launch, rotating input sets, for a compiled

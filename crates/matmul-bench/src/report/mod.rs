@@ -179,6 +179,14 @@ pub struct KernelFile {
 /// The prefix of a kernel file's record name: `file:mine.cu` (no registry name has a colon).
 pub const KERNEL_FILE_PREFIX: &str = "file:";
 
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
 /// One kernel × dtype × shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -203,6 +211,10 @@ pub struct Record {
     pub shape: String,
     /// The product run (shape, transpositions, dtype, C's type).
     pub problem: Problem,
+    /// Products of a strided batch run as one (`bench --batch N`): `shape` reads "N × MxNxK",
+    /// and `flops`, the bytes and the timing are the whole batch's. 1 for a single product.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch: usize,
     /// The tags (classes) of the suite case it ran; empty outside a suite.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
@@ -299,6 +311,7 @@ impl Record {
             dtype: problem.dtype,
             shape: problem.shape_label(),
             problem: *problem,
+            batch: 1,
             tags: Vec::new(),
             status,
             reason: None,
@@ -319,6 +332,18 @@ impl Record {
             vs_int8_ceiling: None,
             vs_imad: None,
         }
+    }
+
+    /// This record as the row of a strided batch of `count` products: the shape labelled
+    /// "count × MxNxK", the FLOPs and bytes the batch's.
+    pub fn batched(mut self, count: usize) -> Record {
+        let n = count as f64;
+        self.batch = count;
+        self.shape = format!("{count} × {}", self.shape);
+        self.flops *= n;
+        self.min_bytes *= n;
+        self.model_bytes *= n;
+        self
     }
 
     /// The [`INT8_CEILING`] row for u32 `problem` before it is timed: its rate is int8

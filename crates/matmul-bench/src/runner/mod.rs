@@ -130,6 +130,10 @@ pub struct BenchConfig {
     pub rounds: usize,
     /// The kernel [`BenchKernel::External`] runs (None: that kernel has no case).
     pub external: Option<External>,
+    /// Products per case: above 1, every case is a strided batch of this many products (A, B
+    /// and C contiguous), run by a [`matmul::Plan`] (one launch where the kernel takes a batch:
+    /// `Plan::one_launch`; cuBLAS: `cublasGemmStridedBatchedEx`) and timed as a whole.
+    pub batch: usize,
 }
 
 impl BenchConfig {
@@ -167,6 +171,7 @@ impl BenchConfig {
             plan: None,
             rounds: 1,
             external: None,
+            batch: 1,
         }
     }
 
@@ -240,6 +245,12 @@ impl BenchConfig {
         }
         if self.dtypes.is_empty() {
             return invalid("no dtypes to benchmark".into());
+        }
+        if self.batch == 0 {
+            return invalid("a batch holds at least 1 product (--batch)".into());
+        }
+        if self.batch > 1 && self.rounds > 1 {
+            return invalid("--batch runs one timing round (leave out --rounds)".into());
         }
         let all = self.problems();
         if all.is_empty() {
@@ -671,6 +682,9 @@ fn bench_one(
         };
     };
     let opts = resolved.opts;
+    if config.batch > 1 {
+        return bench_batched(backend, config, resolved, kernel, cache, index, progress);
+    }
     let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped);
     if resolved.auto {
         rec.chosen = Some(std::mem::replace(&mut rec.kernel, "auto".into()));
@@ -680,6 +694,108 @@ fn bench_one(
     let time =
         |sets: &[Inputs], w: usize, n: usize| backend.time(kernel, &problem, sets, w, n, opts);
     verify_and_time(config, rec, cache, index, progress, &check, &run, &time)
+}
+
+/// The row of `kernel` on a strided batch of `config.batch` products of `cache.problem`
+/// ([`BenchConfig::batch`]): A and B are input set 0's matrices repeated (contiguous), the plan
+/// (for `auto`, `auto`'s choice for the batch: [`matmul::dispatch::auto_batched`]) is verified
+/// on its last product and timed as a whole on the same buffers.
+fn bench_batched(
+    backend: &dyn Backend,
+    config: &BenchConfig,
+    resolved: &Resolved,
+    kernel: &'static KernelSpec,
+    cache: &mut InputCache,
+    index: usize,
+    progress: &mut dyn FnMut(ProgressEvent<'_>),
+) -> Record {
+    let problem = cache.problem;
+    let count = config.batch;
+    let opts = resolved.opts;
+    let mut rec = Record::new(kernel, &problem, &opts, Status::Skipped).batched(count);
+    let mut builder = matmul::Plan::builder(backend, problem).batch_count(count);
+    builder = match (resolved.auto, opts.tiling) {
+        (true, _) => builder,
+        (false, Some(t)) => builder.kernel(kernel.name).tiling(t),
+        (false, None) => builder.kernel(kernel.name),
+    };
+    let plan = match builder.build() {
+        Ok(plan) => plan,
+        Err(e) => {
+            rec.reason = Some(e.to_string());
+            return rec;
+        }
+    };
+    if resolved.auto {
+        rec.kernel = "auto".into();
+        rec.chosen = Some(plan.kernel().name.to_string());
+        rec.tiling = plan.tiling().map(|t| t.to_string());
+    }
+    let c_len = problem.m * problem.n;
+    let buffers = |a: &AnyMatrix, b: &AnyMatrix| {
+        let c = backend.alloc_zeroed(problem.c_dtype(), count * problem.m, problem.n)?;
+        Ok::<_, matmul::Error>((
+            backend.upload(&repeated(a, count)?)?,
+            backend.upload(&repeated(b, count)?)?,
+            c,
+        ))
+    };
+    let run = |a: &AnyMatrix, b: &AnyMatrix| {
+        let (da, db, mut dc) = buffers(a, b)?;
+        plan.run_data(&da, &db, &mut dc)?;
+        backend.synchronize()?;
+        let all = backend.download(&dc)?;
+        last_rows(&all, (count - 1) * c_len, (problem.m, problem.n))
+    };
+    let time = |sets: &[Inputs], w: usize, n: usize| {
+        let set = sets
+            .first()
+            .ok_or_else(|| matmul::Error::Invalid("no input set".into()))?;
+        let (da, db, mut dc) = buffers(&set.a, &set.b)?;
+        plan.time(&da, &db, &mut dc, w, n)
+    };
+    // The batch is the working set: one input set, timed on the same buffers.
+    let mut one_set = config.clone();
+    one_set.max_input_sets = 1;
+    verify_and_time(
+        &one_set,
+        rec,
+        cache,
+        index,
+        progress,
+        &|| Ok(()),
+        &run,
+        &time,
+    )
+}
+
+/// `m`'s elements repeated `count` times, as one row (a batch's contiguous buffer).
+fn repeated(m: &AnyMatrix, count: usize) -> matmul::Result<AnyMatrix> {
+    fn rep<T: Clone>(data: &[T], count: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(data.len() * count);
+        for _ in 0..count {
+            out.extend_from_slice(data);
+        }
+        out
+    }
+    let len = m.rows() * m.cols() * count;
+    Ok(match m {
+        AnyMatrix::F32(x) => matmul::Matrix::from_vec(1, len, rep(&x.data, count))?.into(),
+        AnyMatrix::U32(x) => matmul::Matrix::from_vec(1, len, rep(&x.data, count))?.into(),
+        AnyMatrix::F16(x) => matmul::Matrix::from_vec(1, len, rep(&x.data, count))?.into(),
+        AnyMatrix::Bf16(x) => matmul::Matrix::from_vec(1, len, rep(&x.data, count))?.into(),
+    })
+}
+
+/// The rows×cols matrix at element `at` of `m`'s data.
+fn last_rows(m: &AnyMatrix, at: usize, (rows, cols): (usize, usize)) -> matmul::Result<AnyMatrix> {
+    let cut = at..at + rows * cols;
+    Ok(match m {
+        AnyMatrix::F32(x) => matmul::Matrix::from_vec(rows, cols, x.data[cut].to_vec())?.into(),
+        AnyMatrix::U32(x) => matmul::Matrix::from_vec(rows, cols, x.data[cut].to_vec())?.into(),
+        AnyMatrix::F16(x) => matmul::Matrix::from_vec(rows, cols, x.data[cut].to_vec())?.into(),
+        AnyMatrix::Bf16(x) => matmul::Matrix::from_vec(rows, cols, x.data[cut].to_vec())?.into(),
+    })
 }
 
 /// The [`BenchKernel::External`] row of `cache.problem`: checked, verified and timed as

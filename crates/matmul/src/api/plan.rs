@@ -137,6 +137,20 @@ impl<'b> Plan<'b> {
         self.inner.run(&a.data, &b.data, &mut c.data, self.batch)
     }
 
+    /// Times `iters` runs after `warmup` untimed ones on the same matrices, as `matmul bench`
+    /// times a kernel: seconds per run (the whole batch), one entry per timed run (on CUDA
+    /// between events on the backend's stream).
+    pub fn time(
+        &self,
+        a: &DeviceData,
+        b: &DeviceData,
+        c: &mut DeviceData,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        self.inner.time(a, b, c, self.batch, warmup, iters)
+    }
+
     /// [`Plan::run`] on untyped matrices ([`Backend::upload`]'s), for callers that hold
     /// [`AnyMatrix`] data.
     pub fn run_data(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
@@ -161,6 +175,12 @@ impl<'b> Plan<'b> {
     /// The batch each run computes ([`Batch::one`] unless [`PlanBuilder::batch`] set one).
     pub fn batch(&self) -> Batch {
         self.batch
+    }
+
+    /// Whether each run is one launch for the whole batch ([`PlanBuilder::batch`] says when)
+    /// rather than one per product.
+    pub fn one_launch(&self) -> bool {
+        self.inner.one_launch()
     }
 
     /// The tiling it runs with, when not the kernel's registry default.
@@ -208,8 +228,11 @@ impl<'b> PlanBuilder<'b> {
 
     /// A strided batch of `count` products (cuBLAS's `gemmStridedBatched`): A, B and C are
     /// buffers of matrices `stride_a`, `stride_b`, `stride_c` elements apart ([`Batch`]; a
-    /// `DeviceMatrix` of any shape with enough elements). On CUDA each product is its own launch
-    /// for now, in order on the stream.
+    /// `DeviceMatrix` of any shape with enough elements; a stride of 0 shares the operand). On
+    /// CUDA the batch is one launch where the kernel has a batched build (multistage,
+    /// multistage-raster, the wgmma kernels but wgmma-cluster; `auto` picks among them), the
+    /// strides are 16-byte multiples, α = 1 and β = 0, and a TMA kernel needs no staged copy;
+    /// otherwise one launch per product, in order on the stream.
     pub fn batch(mut self, batch: Batch) -> Self {
         self.batch = Some(batch);
         self
@@ -224,15 +247,21 @@ impl<'b> PlanBuilder<'b> {
     /// Chooses the kernel, compiles it and makes its workspaces.
     pub fn build(self) -> Result<Plan<'b>> {
         let p = &self.problem;
-        let choice = dispatch::choose(&self.kernel, self.backend, p.dtype, Some(p))?;
+        let batch = self.batch.unwrap_or(Batch::one(p));
+        batch.check(p)?;
+        let choice = if self.kernel.eq_ignore_ascii_case("auto") {
+            dispatch::auto_batched(self.backend, p, batch.count)?
+        } else {
+            dispatch::choose(&self.kernel, self.backend, p.dtype, Some(p))?
+        };
         let tiling = self.tiling.or(choice.tiling);
         let opts = RunOptions {
             tile: self.tile,
             tiling,
         };
-        let batch = self.batch.unwrap_or(Batch::one(p));
-        batch.check(p)?;
-        let inner = self.backend.plan(choice.kernel, p, opts, self.scale)?;
+        let inner = self
+            .backend
+            .plan(choice.kernel, p, opts, self.scale, batch)?;
         Ok(Plan {
             inner,
             batch,

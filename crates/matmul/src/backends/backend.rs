@@ -118,15 +118,17 @@ pub trait Backend: Send + Sync {
     }
 
     /// Plans `kernel` on `problem` with `opts` and α, β: compiled and configured once, run many
-    /// times on matrices this backend holds ([`PlanRun::run`]). Backends without plans refuse.
+    /// times on matrices this backend holds ([`PlanRun::run`]), `batch` at a time (a backend may
+    /// prepare a one-launch form of it). Backends without plans refuse.
     fn plan(
         &self,
         kernel: &'static KernelSpec,
         problem: &Problem,
         opts: RunOptions,
         scale: Scale,
+        batch: Batch,
     ) -> Result<Box<dyn PlanRun + '_>> {
-        let _ = (kernel, problem, opts, scale);
+        let _ = (kernel, problem, opts, scale, batch);
         Err(Error::Invalid(format!(
             "the {} backend has no plans",
             self.kind()
@@ -503,6 +505,33 @@ pub trait PlanRun: Send + Sync {
     /// stream orders later work; [`Backend::synchronize`] waits); on the CPU and wgpu they are
     /// done when it returns.
     fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()>;
+    /// Whether a run of the batch the plan was made for is one launch (a kernel's batched
+    /// build, or cuBLAS's strided batched GEMM) rather than one per product.
+    fn one_launch(&self) -> bool {
+        false
+    }
+    /// Times `iters` runs after `warmup` untimed ones on the same matrices: seconds per run, one
+    /// entry per timed run (CUDA: between events on the stream; elsewhere the wall clock).
+    fn time(
+        &self,
+        a: &DeviceData,
+        b: &DeviceData,
+        c: &mut DeviceData,
+        batch: Batch,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        for _ in 0..warmup {
+            self.run(a, b, c, batch)?;
+        }
+        (0..iters)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                self.run(a, b, c, batch)?;
+                Ok(start.elapsed().as_secs_f64())
+            })
+            .collect()
+    }
 }
 
 /// The plan of a backend that works on host memory (the CPU; wgpu, which copies to its device

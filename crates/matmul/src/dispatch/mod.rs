@@ -192,6 +192,47 @@ pub fn auto(backend: &dyn Backend, dtype: DType, problem: Option<&Problem>) -> R
     Ok(choice)
 }
 
+/// `auto` for a strided batch of `count` products of `problem`. On CUDA: the model's ranking
+/// of the batch seen as one product of `count` times the rows (the parallelism a batch offers;
+/// for a B shared by every product it is that product), among the kernels that run a batch in one
+/// launch ([`crate::registry::CudaSource::batched`]) and cuBLAS excluded; [`auto`] for one
+/// product, other backends, or where no such kernel can run it.
+pub fn auto_batched(backend: &dyn Backend, problem: &Problem, count: usize) -> Result<Choice> {
+    let single = || auto(backend, problem.dtype, Some(problem));
+    let Some(limits) = backend
+        .limits()
+        .filter(|_| backend.kind() == BackendKind::Cuda)
+    else {
+        return single();
+    };
+    if count < 2 {
+        return single();
+    }
+    let proxy = Problem {
+        m: problem.m.saturating_mul(count),
+        ..*problem
+    };
+    let batched = |k: &KernelSpec| k.cuda_source().is_some_and(|s| s.batched);
+    let found = ranked(&proxy, &limits, None)
+        .into_iter()
+        .map(|(c, _)| c)
+        .find(|c| {
+            let opts = crate::registry::RunOptions {
+                tile: None,
+                tiling: c.tiling,
+            };
+            batched(c.kernel) && c.kernel.can_run(problem, Some(&limits), &opts).is_ok()
+        });
+    match found {
+        Some(c) => Ok(Choice {
+            kernel: c.kernel,
+            tiling: c.tiling,
+            notes: Vec::new(),
+        }),
+        None => single(),
+    }
+}
+
 /// The choices [`autotune`] measured in this process, by device class.
 static MEASURED: std::sync::Mutex<Vec<(String, tune::MeasuredChoice)>> =
     std::sync::Mutex::new(Vec::new());

@@ -29,9 +29,9 @@ pub use types::{
 use crate::dtype::DType;
 use crate::error::Error;
 use sources::{
-    tc_ladder_kernel, with_split_tail, HOPPER, MMA_U8X4_INCLUDES, SIMT_TILE, SM80, TF32,
-    TILE_ORDER, WGMMA_3XTF32_INCLUDES, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES, WGMMA_U8X4_INCLUDES,
-    WGMMA_U8X4_TMA_INCLUDES,
+    tc_ladder_kernel, with_batches, with_split_tail, HOPPER, MMA_U8X4_INCLUDES, SIMT_TILE, SM80,
+    TF32, TILE_ORDER, WGMMA_3XTF32_INCLUDES, WGMMA_INCLUDES, WGMMA_TF32_INCLUDES,
+    WGMMA_U8X4_INCLUDES, WGMMA_U8X4_TMA_INCLUDES,
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
@@ -256,7 +256,11 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: SIMT,
         constraints: &[],
         traffic: Traffic::BlockTiled,
-        implementation: with_split_tail(simt!("13_multistage.cu", None, WARPTILE.with_stages(3))),
+        implementation: with_batches(with_split_tail(simt!(
+            "13_multistage.cu",
+            None,
+            WARPTILE.with_stages(3)
+        ))),
     },
     KernelSpec {
         name: "multistage-raster",
@@ -267,12 +271,12 @@ pub static KERNELS: &[KernelSpec] = &[
         dtypes: SIMT,
         constraints: &[],
         traffic: Traffic::BlockTiled,
-        implementation: with_split_tail(simt!(
+        implementation: with_batches(with_split_tail(simt!(
             "13_multistage.cu",
             Some("multistage"),
             Tiling::block(128, 256, 16, 8, 4).warps(64, 64, 2).with_stages(3).with_pad(4),
             &[("RASTER_GROUP", "8")]
-        )),
+        ))),
     },
     KernelSpec {
         name: "simt-tma",
@@ -299,6 +303,7 @@ pub static KERNELS: &[KernelSpec] = &[
             tma_tiles: true,
             split_tail: false,
             split_k: false,
+            batched: false,
         }),
     },
     mma_kernel!(
@@ -332,7 +337,9 @@ pub static KERNELS: &[KernelSpec] = &[
     wgmma_kernel!(
         "wgmma-cluster",
         "tensor-core rung 3 (Hopper): wgmma with clusters of 2 blocks sharing B by TMA multicast",
-        WGMMA.with_cluster(2)
+        WGMMA.with_cluster(2),
+        // Its batched build spills (12 bytes): a batch runs on wgmma's.
+        batched: false
     ),
     wgmma_tf32_kernel!(
         "wgmma-tf32",
@@ -416,6 +423,7 @@ pub static KERNELS: &[KernelSpec] = &[
             tma_tiles: false,
             split_tail: false,
             split_k: true,
+            batched: false,
         }),
     },
     KernelSpec {

@@ -21,6 +21,7 @@ macro_rules! cu_source {
             tma_tiles: false,
             split_tail: false,
             split_k: false,
+            batched: false,
         }
     };
 }
@@ -116,6 +117,9 @@ macro_rules! mma_kernel {
 /// A kernel of 15_wgmma.cu (entry `wgmma`) at tile `$tile`: 16-bit inputs, Hopper.
 macro_rules! wgmma_kernel {
     ($name:literal, $summary:literal, $tile:expr) => {
+        wgmma_kernel!($name, $summary, $tile, batched: true)
+    };
+    ($name:literal, $summary:literal, $tile:expr, batched: $batched:expr) => {
         tc_ladder_kernel(
             $name,
             $summary,
@@ -126,6 +130,7 @@ macro_rules! wgmma_kernel {
                 includes: WGMMA_INCLUDES,
                 narrow_c: true,
                 split_k: true,
+                batched: $batched,
                 ..cu_source!("15_wgmma.cu", Geometry::Wgmma { tile: $tile })
             },
         )
@@ -188,8 +193,20 @@ macro_rules! simt {
             tma_tiles: false,
             split_tail: false,
             split_k: false,
+            batched: false,
         })
     };
+}
+
+/// `implementation` (a CUDA source) with [`CudaSource::batched`] set.
+pub(super) const fn with_batches(implementation: Implementation) -> Implementation {
+    match implementation {
+        Implementation::Cuda(src) => Implementation::Cuda(CudaSource {
+            batched: true,
+            ..src
+        }),
+        other => other,
+    }
 }
 
 /// `implementation` (a CUDA source) with [`CudaSource::split_tail`] set.

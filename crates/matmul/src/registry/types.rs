@@ -158,6 +158,10 @@ pub struct CudaSource {
     /// ([`Wgmma::splits`](crate::family::wgmma::Wgmma::splits),
     /// [`decode::splits`](crate::family::decode::splits)).
     pub split_k: bool,
+    /// A kernel that runs a strided batch in one launch (13_multistage.cu, 15_wgmma.cu): its
+    /// entry compiled with `BATCHED=1` takes the batch's count and its A, B and C strides (in
+    /// elements) after its other arguments; a batch it cannot take so runs product by product.
+    pub batched: bool,
 }
 
 /// How a WGSL kernel maps invocations to outputs, and its tile.

@@ -60,6 +60,7 @@ impl Backend for CpuBackend {
         problem: &Problem,
         opts: crate::RunOptions,
         scale: crate::backends::Scale,
+        _batch: crate::backends::Batch,
     ) -> crate::Result<Box<dyn crate::backends::PlanRun + '_>> {
         Ok(Box::new(crate::backends::HostPlan::new(
             self, kernel, problem, opts, scale,

@@ -275,6 +275,9 @@ pub enum Build {
     /// The split tail's entry, compiled with `SPLIT_TAIL_PIECES=1`
     /// ([`KernelSpec::tail_entry_point`]).
     Tail,
+    /// The kernel's own entry compiled with `BATCHED=1`: a strided batch in one launch
+    /// ([`crate::registry::CudaSource::batched`]).
+    Batched,
 }
 
 impl Build {
@@ -283,6 +286,7 @@ impl Build {
         match self {
             Build::Main => kernel.name.to_string(),
             Build::Tail => format!("{} (tail)", kernel.name),
+            Build::Batched => format!("{} (batched)", kernel.name),
         }
     }
 
@@ -291,6 +295,10 @@ impl Build {
         match self {
             Build::Main => Some(kernel.entry_point()),
             Build::Tail => kernel.tail_entry_point(),
+            Build::Batched => kernel
+                .cuda_source()
+                .filter(|s| s.batched)
+                .map(|_| kernel.entry_point()),
         }
     }
 
@@ -305,6 +313,11 @@ impl Build {
         match self {
             Build::Main => kernel_defines(kernel, types, opts),
             Build::Tail => tail_defines(kernel, types, opts),
+            Build::Batched => {
+                let mut defines = kernel_defines(kernel, types, opts)?;
+                defines.push(("BATCHED".to_string(), "1".to_string()));
+                Ok(defines)
+            }
         }
     }
 }

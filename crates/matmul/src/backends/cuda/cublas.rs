@@ -1,4 +1,5 @@
-//! The cuBLAS baseline: one `cublasGemmEx` per product, row-major handled by computing
+//! The cuBLAS baseline: one `cublasGemmEx` per product (one `cublasGemmStridedBatchedEx` per
+//! strided batch), row-major handled by computing
 //! Cᵀ = op(B)ᵀ · op(A)ᵀ in cuBLAS's column-major terms.
 //!
 //! A row-major r×c buffer is a column-major c×r matrix with leading dimension c: the same bytes
@@ -23,6 +24,7 @@ use cudarc::cublas::sys::{
 use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 
 use super::libs::Context;
+use crate::backends::Batch;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op as MOp, Problem};
@@ -30,6 +32,19 @@ use crate::problem::{Op as MOp, Problem};
 /// Enqueues C = op(A)·op(B) on `blas`'s stream; `a`, `b`, `c` are device pointers holding A and B
 /// stored as `problem` says and room for m×n outputs of `problem.c_dtype()`.
 pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -> Result<()> {
+    gemm_batched(blas, problem, a, b, c, None)
+}
+
+/// [`gemm`], or with `batch` one `cublasGemmStridedBatchedEx` over its products (strides in
+/// elements, as cuBLAS takes them).
+pub(crate) fn gemm_batched(
+    blas: &CudaBlas,
+    problem: &Problem,
+    a: u64,
+    b: u64,
+    c: u64,
+    batch: Option<&Batch>,
+) -> Result<()> {
     let (input, compute) = match problem.dtype {
         DType::F32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
         DType::Tf32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F_FAST_TF32),
@@ -60,30 +75,68 @@ pub(crate) fn gemm(blas: &CudaBlas, problem: &Problem, a: u64, b: u64, c: u64) -
         MOp::T => (Op::CUBLAS_OP_T, m),
     };
     let (alpha, beta) = (1.0f32, 0.0f32);
-    // SAFETY: the pointers come from live allocations sized for `problem`; alpha and beta are host
-    // f32 scalars (host pointer mode, the handle's default), matching the f32 compute types.
+    let alpha = &alpha as *const f32 as *const c_void;
+    let beta = &beta as *const f32 as *const c_void;
+    let algo = blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT;
+    let (a, b, c) = (a as *const c_void, b as *const c_void, c as *mut c_void);
+    let Some(batch) = batch else {
+        // SAFETY: the pointers come from live allocations sized for `problem`; alpha and beta
+        // are host f32 scalars (host pointer mode, the handle's default), matching the f32
+        // compute types.
+        return unsafe {
+            blas::gemm_ex(
+                *blas.handle(),
+                op_b,
+                op_a,
+                n,
+                m,
+                k,
+                alpha,
+                b,
+                input,
+                ld_b,
+                a,
+                input,
+                ld_a,
+                beta,
+                c,
+                output,
+                n,
+                compute,
+                algo,
+            )
+        }
+        .ctx(|| format!("cublasGemmEx for {problem}"));
+    };
+    let long = |v: usize| v as i64; // Batch::check bounds every offset
+    let count = int(batch.count)?;
+    // SAFETY: as for one product, with buffers that hold the batch (Batch::check_operands).
     unsafe {
-        blas::gemm_ex(
+        blas::gemm_strided_batched_ex(
             *blas.handle(),
             op_b,
             op_a,
             n,
             m,
             k,
-            &alpha as *const f32 as *const c_void,
-            b as *const c_void,
+            alpha,
+            b,
             input,
             ld_b,
-            a as *const c_void,
+            long(batch.stride_b),
+            a,
             input,
             ld_a,
-            &beta as *const f32 as *const c_void,
-            c as *mut c_void,
+            long(batch.stride_a),
+            beta,
+            c,
             output,
             n,
+            long(batch.stride_c),
+            count,
             compute,
-            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+            algo,
         )
     }
-    .ctx(|| format!("cublasGemmEx for {problem}"))
+    .ctx(|| format!("cublasGemmStridedBatchedEx for {} × {problem}", batch.count))
 }

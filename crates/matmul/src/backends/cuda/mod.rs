@@ -14,6 +14,7 @@
 //! [`family`](crate::family), dynamic shared memory, operands and tensor maps from `tma.rs`,
 //! cuBLAS) and `split_tail.rs` (the split tail's plan, workspace and tail launch).
 
+mod batched;
 mod buffers;
 pub mod ceilings;
 pub mod compile;
@@ -412,8 +413,11 @@ impl Backend for CudaBackend {
         problem: &Problem,
         opts: RunOptions,
         scale: crate::backends::Scale,
+        batch: crate::backends::Batch,
     ) -> Result<Box<dyn crate::backends::PlanRun + '_>> {
-        Ok(Box::new(self.make_plan(kernel, problem, opts, scale)?))
+        Ok(Box::new(
+            self.make_plan(kernel, problem, opts, scale, batch)?,
+        ))
     }
 
     fn limits(&self) -> Option<DeviceLimits> {

@@ -8,9 +8,11 @@ use std::sync::Mutex;
 
 use cudarc::driver::{CudaFunction, PushKernelArg};
 
+use super::batched::BatchedLauncher;
 use super::buffers::DeviceBuf;
 use super::launch::{Launcher, Operands};
 use super::libs::Context;
+use super::tma::TensorMap;
 use super::CudaBackend;
 use crate::backends::{Batch, DeviceData, PlanRun, Scale};
 use crate::dtype::DType;
@@ -49,7 +51,13 @@ pub(super) struct CudaPlan<'a> {
     last: Mutex<LastOperands>,
     /// With α, β other than (1, 0): the elementwise kernel and the product's workspace.
     epilogue: Option<(CudaFunction, DeviceBuf)>,
+    /// The batch the plan was made for, in one launch where the kernel has a batched build that
+    /// takes it (`super::batched`), with the tensor maps of its last buffers.
+    batched: Option<(Batch, BatchedLauncher, Mutex<Option<BatchedMaps>>)>,
 }
+
+/// A batched launch's tensor maps, with the addresses (A, B, C) they were made for.
+type BatchedMaps = ((u64, u64, u64), Option<[TensorMap; 3]>);
 
 impl CudaBackend {
     /// A plan of `kernel` on `problem` ([`crate::Backend::plan`]).
@@ -59,6 +67,7 @@ impl CudaBackend {
         problem: &Problem,
         opts: RunOptions,
         scale: Scale,
+        batch: Batch,
     ) -> Result<CudaPlan<'_>> {
         self.check_alive()?;
         self.check_tile(kernel, problem, opts)?;
@@ -83,6 +92,15 @@ impl CudaBackend {
             let func = self.load_function("scale.cu", SCALE_SOURCE, &[], entry)?;
             Some((func, self.alloc_output(&launched)?))
         };
+        let zero = kernel.cuda_source().is_some_and(|s| s.zero_output);
+        // One launch for the batch where the kernel takes it as it is: C written directly (no
+        // α/β pass, not accumulated into zeros).
+        let batched = if scale.is_plain() && !zero {
+            self.batched_launcher(kernel, problem, &opts, &batch)?
+                .map(|l| (batch, l, Mutex::new(None)))
+        } else {
+            None
+        };
         Ok(CudaPlan {
             backend: self,
             kernel,
@@ -90,9 +108,10 @@ impl CudaBackend {
             launched,
             scale,
             launcher,
-            zero: kernel.cuda_source().is_some_and(|s| s.zero_output),
+            zero,
             last: Mutex::new(Vec::new()),
             epilogue,
+            batched,
         })
     }
 
@@ -152,6 +171,30 @@ impl PlanRun for CudaPlan<'_> {
         self.scale
     }
 
+    fn one_launch(&self) -> bool {
+        self.batched.is_some()
+    }
+
+    fn time(
+        &self,
+        a: &DeviceData,
+        b: &DeviceData,
+        c: &mut DeviceData,
+        batch: Batch,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let what = || format!("timing a plan of {} on {}", self.kernel.name, self.problem);
+        self.backend.timed(
+            &mut (),
+            warmup,
+            iters,
+            |_| Ok(()),
+            |_, _| self.run(a, b, c, batch),
+            what,
+        )
+    }
+
     fn run(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData, batch: Batch) -> Result<()> {
         let backend = self.backend;
         backend.check_alive()?;
@@ -162,11 +205,23 @@ impl PlanRun for CudaPlan<'_> {
         let pa = a.buffer::<DeviceBuf>(backend.instance, "A")?.ptr(s);
         let pb = b.buffer::<DeviceBuf>(backend.instance, "B")?.ptr(s);
         let pc = c.buffer::<DeviceBuf>(backend.instance, "C")?.ptr(s);
+        if let Some((planned, launcher, maps)) = &self.batched {
+            if *planned == batch {
+                let key = (pa, pb, pc);
+                let mut maps = maps.lock().unwrap_or_else(|e| e.into_inner());
+                if maps.as_ref().is_none_or(|(k, _)| *k != key) {
+                    let made = backend.batched_maps(launcher, p, key, &batch)?;
+                    *maps = Some((key, made));
+                }
+                let made = maps.as_ref().and_then(|(_, m)| m.as_ref());
+                return backend.launch_batched(launcher, p, key, &batch, made);
+            }
+        }
         let in_bytes = p.dtype.input_bytes() as u64;
         let c_bytes = p.c_dtype().input_bytes() as u64;
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         last.truncate(batch.count);
-        // One launch (and α/β pass) per product, in order on the stream; each product's
+        // Otherwise one launch (and α/β pass) per product, in order on the stream; each product's
         // operands (tensor maps, staging) made once for its addresses.
         for i in 0..batch.count {
             let ai = pa + (i * batch.stride_a) as u64 * in_bytes;

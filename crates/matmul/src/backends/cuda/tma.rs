@@ -46,6 +46,7 @@ use cudarc::driver::DeviceRepr;
 
 use super::libs::Context;
 use super::staging::Pitched;
+use crate::backends::Batch;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::problem::{Op, Problem};
@@ -82,6 +83,29 @@ pub(crate) fn maps(
     b: Pitched,
     c: u64,
 ) -> Result<[TensorMap; 3]> {
+    maps_of_batch(problem, tile, a, b, c, None)
+}
+
+/// A matrix's third dimension in a batch's maps: (count, stride) for an operand the products
+/// step through, one matrix for one they share (stride 0), its size as the stride.
+fn layers(count: usize, stride: usize, size: usize) -> (usize, usize) {
+    if stride == 0 {
+        (1, size)
+    } else {
+        (count, stride)
+    }
+}
+
+/// [`maps`] for a strided batch's buffers (15_wgmma.cu's BATCHED build): each map has the
+/// product as a third dimension ([`encode_layers`]); `batch` None is [`maps`].
+pub(crate) fn maps_of_batch(
+    problem: &Problem,
+    tile: &TcTile,
+    a: Pitched,
+    b: Pitched,
+    c: u64,
+    batch: Option<&Batch>,
+) -> Result<[TensorMap; 3]> {
     let input = match problem.dtype {
         DType::Bf16 | DType::F16 => data_type(problem.dtype),
         // Only the tf32 wgmma kernel reads f32 through TMA, with its boxes chosen by role.
@@ -97,8 +121,11 @@ pub(crate) fn maps(
     let inner = (SWIZZLE_BYTES / elem) as u32;
     // wgmma's two sides: (matrix, its stored shape, whether it is K-major, name). Swapped, the
     // A side is B (stored k×n, MN-major) and the B side is A (stored m×k, K-major).
-    let a_side = (a, problem.a_stored(), problem.op_a == Op::N, "A");
-    let b_side = (b, problem.b_stored(), problem.op_b == Op::T, "B");
+    let size = |(rows, _): (usize, usize), at: Pitched| rows * at.pitch;
+    let a_layers = batch.map(|t| layers(t.count, t.stride_a, size(problem.a_stored(), a)));
+    let b_layers = batch.map(|t| layers(t.count, t.stride_b, size(problem.b_stored(), b)));
+    let a_side = (a, problem.a_stored(), problem.op_a == Op::N, "A", a_layers);
+    let b_side = (b, problem.b_stored(), problem.op_b == Op::T, "B", b_layers);
     let (a_side, b_side) = if swaps_operands(problem) {
         (b_side, a_side)
     } else {
@@ -112,25 +139,28 @@ pub(crate) fn maps(
     } else {
         tile.bk
     };
-    let a_map = encode(
+    let a_map = encode_layers(
         input,
         elem,
         a_side.0,
         a_side.1,
+        a_side.4,
         (a_box, inner),
         SWIZZLED,
         a_side.3,
     )?;
-    let b_map = encode(
+    let b_map = encode_layers(
         input,
         elem,
         b_side.0,
         b_side.1,
+        b_side.4,
         (b_box, inner),
         SWIZZLED,
         b_side.3,
     )?;
-    Ok([a_map, b_map, c_map(problem, tile, c)?])
+    let c_layers = batch.map(|t| (t.count, t.stride_c));
+    Ok([a_map, b_map, c_map(problem, tile, c, c_layers)?])
 }
 
 /// The two maps of a byte-split TMA kernel (20_wgmma_u8x4_tma.cu) over its byte planes at
@@ -167,14 +197,19 @@ pub(crate) fn plane_maps(
 /// C's map for the staged epilogue (epilogue.cuh): boxes of 64 rows × 128 bytes, i.e. 32 f32 or
 /// 64 bf16/f16 columns. Zeroed (and not read) unless the tile stages C and C's rows are a
 /// multiple of 16 bytes, the rule the kernel checks too.
-fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
+fn c_map(
+    problem: &Problem,
+    tile: &TcTile,
+    c: u64,
+    layers: Option<(usize, usize)>,
+) -> Result<TensorMap> {
     let c_bytes = problem.c_dtype().input_bytes();
     if tile.store_boxes == 0 || !(problem.n * c_bytes).is_multiple_of(16) {
         return Ok(unused_map());
     }
     let c_box = (TcTile::C_BOX_ROWS, TcTile::c_box_cols(c_bytes));
     let c_type = data_type(problem.c_dtype());
-    encode(
+    encode_layers(
         c_type,
         c_bytes,
         Pitched {
@@ -182,6 +217,7 @@ fn c_map(problem: &Problem, tile: &TcTile, c: u64) -> Result<TensorMap> {
             pitch: problem.n,
         },
         (problem.m, problem.n),
+        layers,
         c_box,
         SWIZZLED,
         "C",
@@ -235,7 +271,7 @@ fn tf32_maps(
     Ok([
         map(a, problem.a_stored(), a_box, "A")?,
         map(b, problem.b_stored(), b_box, "B")?,
-        c_map(problem, tile, c)?,
+        c_map(problem, tile, c, None)?,
     ])
 }
 
@@ -312,24 +348,44 @@ fn encode(
     data_type: DataType,
     elem: usize,
     at: Pitched,
+    shape: (usize, usize),
+    boxes: (u32, u32),
+    swizzle: Swizzle,
+    what: &str,
+) -> Result<TensorMap> {
+    encode_layers(data_type, elem, at, shape, None, boxes, swizzle, what)
+}
+
+/// [`encode`] with a third dimension when `layers` is (count, stride): `count` matrices
+/// `stride` elements apart (a strided batch's operands; boxes of one matrix, coordinate 2 the
+/// matrix). The stride's bytes must be a multiple of 16, as the rows' are.
+#[allow(clippy::too_many_arguments)]
+fn encode_layers(
+    data_type: DataType,
+    elem: usize,
+    at: Pitched,
     (rows, cols): (usize, usize),
+    layers: Option<(usize, usize)>,
     (box_rows, box_cols): (u32, u32),
     swizzle: Swizzle,
     what: &str,
 ) -> Result<TensorMap> {
     let row_bytes = (at.pitch * elem) as u64;
-    let dims = [cols as u64, rows as u64];
-    let strides = [row_bytes]; // the outer dimension's stride; the inner one is the element
-    let boxes = [box_cols, box_rows];
-    let element_strides = [1u32, 1];
+    let (count, layer_bytes) = layers.map_or((1, 0), |(n, stride)| (n, (stride * elem) as u64));
+    let dims = [cols as u64, rows as u64, count as u64];
+    // the outer dimensions' strides; the inner one is the element
+    let strides = [row_bytes, layer_bytes];
+    let boxes = [box_cols, box_rows, 1];
+    let element_strides = [1u32, 1, 1];
+    let rank = if layers.is_some() { 3 } else { 2 };
     // SAFETY: `CUtensorMap` is plain data that the call fills; every pointer is to a live local
-    // array of the rank (2) the call is given.
+    // array of at least the rank (2 or 3) the call is given.
     let mut map: CUtensorMap = unsafe { std::mem::zeroed() };
     unsafe {
         cu_sys::cuTensorMapEncodeTiled(
             &mut map,
             data_type,
-            2,
+            rank,
             at.ptr as *mut c_void,
             dims.as_ptr(),
             strides.as_ptr(),
@@ -344,7 +400,7 @@ fn encode(
     .result()
     .ctx(|| {
         format!(
-            "cuTensorMapEncodeTiled for {what} ({rows}x{cols} of {elem}-byte elements, {row_bytes}-byte rows, box {box_rows}x{box_cols})"
+            "cuTensorMapEncodeTiled for {what} ({count} of {rows}x{cols} of {elem}-byte elements, {row_bytes}-byte rows, {layer_bytes} bytes apart, box {box_rows}x{box_cols})"
         )
     })?;
     Ok(TensorMap(map))

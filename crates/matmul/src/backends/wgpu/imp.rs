@@ -666,6 +666,7 @@ impl Backend for WgpuBackend {
         problem: &Problem,
         opts: crate::RunOptions,
         scale: crate::backends::Scale,
+        _batch: crate::backends::Batch,
     ) -> crate::Result<Box<dyn crate::backends::PlanRun + '_>> {
         Ok(Box::new(crate::backends::HostPlan::new(
             self, kernel, problem, opts, scale,

@@ -71,16 +71,10 @@ impl Family for Wgmma {
         device: &DeviceInfo,
     ) -> Result<LaunchDims, String> {
         let t = tile(kernel)?;
-        let (m, n) = (problem.m, problem.n);
-        // Persistent: one block per SM (or per tile when there are fewer tiles), in
-        // whole clusters of `t.cluster` blocks that take vertically adjacent tiles of D.
-        // D is C, or C^T when both kernels swap the operands (op(A) = op(B) = N:
-        // tma::swaps_operands); then the tiles run BM along N and BN along M. (tf32's
-        // op(A) = T with op(B) = N has no orientation; can_run refuses it before this.)
-        // A split-K kernel's units are (tile, k piece) pairs.
+        // Persistent: one block per SM (or per unit when there are fewer units), in whole
+        // clusters of `t.cluster` blocks. A split-K kernel's units are (tile, k piece) pairs.
         let c = t.cluster.max(1) as u64;
-        let (rows, cols) = WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
-        let units = (blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64;
+        let units = Wgmma::units(kernel, problem)?;
         let splits = if kernel.cuda_source().is_some_and(|s| s.split_k) {
             Wgmma::splits(kernel, problem, device.sm_count as u64)
         } else {
@@ -205,6 +199,18 @@ impl Wgmma {
         let (rows, cols) = WgmmaTf32Orientation::of(problem)
             .map_or((problem.m, problem.n), |o| o.d_shape(problem));
         (rows.div_ceil(t.bm as usize) * cols.div_ceil(t.bn as usize)) as u64
+    }
+
+    /// The work units of one product: a cluster's `t.cluster` vertically adjacent tiles of D.
+    /// D is C, or C^T when both kernels swap the operands (op(A) = op(B) = N:
+    /// tma::swaps_operands); then the tiles run BM along N and BN along M. (tf32's op(A) = T
+    /// with op(B) = N has no orientation; can_run refuses it before this.)
+    pub fn units(kernel: &KernelSpec, problem: &Problem) -> Result<u64, String> {
+        let t = tile(kernel)?;
+        let c = t.cluster.max(1) as u64;
+        let (m, n) = (problem.m, problem.n);
+        let (rows, cols) = WgmmaTf32Orientation::of(problem).map_or((m, n), |o| o.d_shape(problem));
+        Ok((blocks(rows, t.bm)? as u64).div_ceil(c) * blocks(cols, t.bn)? as u64)
     }
 
     /// The persistent grid for `units` work units in clusters of `cluster` blocks on `sms` SMs:
