@@ -2,8 +2,9 @@
 //! package): `gemm` on numpy arrays through a plan ([`matmul::Plan`]), the registry and the
 //! backends as dicts. Bad input raises `ValueError`, device failures `RuntimeError`
 //! ([`matmul::Error::is_bad_input`]); the GIL is released while a product runs. DLPack in and
-//! out is [`dlpack`].
+//! out is [`dlpack`]; `bench` is [`bench`].
 
+mod bench;
 mod dlpack;
 
 use std::sync::OnceLock;
@@ -1073,6 +1074,7 @@ fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPlan>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::bench, m)?)?;
     m.add_function(wrap_pyfunction!(signature, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
