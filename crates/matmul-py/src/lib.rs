@@ -1,7 +1,11 @@
 //! Python bindings of the `matmul` library (module `matmul._matmul`, re-exported by the `matmul`
 //! package): `gemm` on numpy arrays through a plan ([`matmul::Plan`]), the registry and the
 //! backends as dicts. Bad input raises `ValueError`, device failures `RuntimeError`
-//! ([`matmul::Error::is_bad_input`]); the GIL is released while a product runs.
+//! ([`matmul::Error::is_bad_input`]); the GIL is released while a product runs. DLPack in and
+//! out is [`dlpack`]; `bench` is [`bench`].
+
+mod bench;
+mod dlpack;
 
 use std::sync::OnceLock;
 
@@ -15,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// A library error as the Python exception its kind calls for.
-fn py_err(e: matmul::Error) -> PyErr {
+pub(crate) fn py_err(e: matmul::Error) -> PyErr {
     if e.is_bad_input() {
         PyValueError::new_err(e.to_string())
     } else {
@@ -69,7 +73,11 @@ fn backend(name: Option<&str>) -> matmul::Result<&'static (dyn Backend + Sync)> 
 fn matrix<T: Element + numpy::Element>(a: &PyReadonlyArray2<'_, T>) -> matmul::Result<Matrix<T>> {
     let view = a.as_array();
     let (rows, cols) = view.dim();
-    Matrix::from_vec(rows, cols, view.iter().copied().collect())
+    let data = match view.as_slice() {
+        Some(contiguous) => contiguous.to_vec(),
+        None => view.iter().copied().collect(),
+    };
+    Matrix::from_vec(rows, cols, data)
 }
 
 /// What `gemm` computes, parsed from its arguments.
@@ -79,6 +87,43 @@ struct Call<'a> {
     ops: (Op, Op),
     scale: Scale,
     verify: bool,
+}
+
+/// Checks C against the CPU reference of α·op(A)·op(B) + β·C0 (host copies), as `verify=True`
+/// asks: a mismatch is [`matmul::Error::Mismatch`].
+fn verify(
+    call: &Call<'_>,
+    problem: &Problem,
+    kernel: &str,
+    a: &AnyMatrix,
+    b: &AnyMatrix,
+    c0: Option<AnyMatrix>,
+    c: &AnyMatrix,
+) -> matmul::Result<()> {
+    let (dtype, m, n) = (a.dtype(), problem.m, problem.n);
+    let want = if call.scale.is_plain() {
+        matmul::cpu::reference::matmul(problem, a, b)?
+    } else {
+        let wide = matmul::cpu::reference::matmul(&problem.with_c(COut::Accumulator), a, b)?;
+        let mut want = match c0 {
+            Some(c) => c,
+            None => CpuBackend.download(&CpuBackend.alloc_zeroed(dtype, m, n)?)?,
+        };
+        call.scale.apply_host(&wide, &mut want)?;
+        want
+    };
+    let v = matmul::verify::compare(problem, c, &want);
+    if !v.passed {
+        return Err(matmul::Error::Mismatch {
+            kernel: kernel.to_string(),
+            problem: problem.to_string(),
+            detail: format!(
+                "rel. Frobenius error {:.3e} (tolerance {:.1e}), {} mismatches",
+                v.rel_frobenius, v.tolerance, v.mismatches
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// C = α·op(A)·op(B) + β·C0 on `backend`, through a plan; verified against the CPU reference
@@ -114,41 +159,25 @@ fn run(
     plan.run_data(&da, &db, &mut dc)?;
     let c = backend.download(&dc)?;
     if call.verify {
-        let want = if call.scale.is_plain() {
-            matmul::cpu::reference::matmul(&problem, &a, &b)?
-        } else {
-            let wide = matmul::cpu::reference::matmul(&problem.with_c(COut::Accumulator), &a, &b)?;
-            let mut want = match c0 {
-                Some(c) => c,
-                None => CpuBackend.download(&CpuBackend.alloc_zeroed(dtype, m, n)?)?,
-            };
-            call.scale.apply_host(&wide, &mut want)?;
-            want
-        };
-        let v = matmul::verify::compare(&problem, &c, &want);
-        if !v.passed {
-            return Err(matmul::Error::Mismatch {
-                kernel: plan.kernel().name.to_string(),
-                problem: problem.to_string(),
-                detail: format!(
-                    "rel. Frobenius error {:.3e} (tolerance {:.1e}), {} mismatches",
-                    v.rel_frobenius, v.tolerance, v.mismatches
-                ),
-            });
-        }
+        verify(call, &problem, plan.kernel().name, &a, &b, c0, &c)?;
     }
     Ok(c)
 }
 
 /// C = alpha·op(A)·op(B) + beta·C on 2-D arrays of float32, uint32 (wrapping), float16 or
 /// bfloat16 (ml_dtypes); C has the inputs' dtype. op(X) is X, or X.T with transpose_*.
-/// `out` (m×n, the inputs' dtype, writable) receives C and is returned; beta != 0 needs it
-/// (its contents are C's old value). `kernel`: a registry name (`kernels()`), a seed alias or
-/// "auto". `backend`: "auto" (CUDA if present, else the CPU), "cpu", "cuda" or "wgpu".
-/// `verify` compares with the CPU reference (slow for large products) and raises RuntimeError
-/// on a mismatch. Any strides and orders are accepted; A and B are copied once on the host.
-/// The GIL is released while the product runs. Bad input raises ValueError, device failures
-/// RuntimeError.
+///
+/// A and B are numpy arrays, DeviceArrays, or objects with `__dlpack__` (torch, CuPy, JAX):
+/// numpy inputs give a numpy C; a DeviceArray or a CUDA tensor among them runs on its backend
+/// without copying it and gives a DeviceArray on that backend (a numpy operand is uploaded
+/// there), which `torch.from_dlpack` takes without a copy. `out` (m×n, the inputs' dtype,
+/// writable: a numpy array, a DeviceArray or a CUDA tensor) receives C and is returned; beta !=
+/// 0 needs it (its contents are C's old value). `kernel`: a registry name (`kernels()`), a seed
+/// alias or "auto". `backend`: "auto" (the device inputs' backend, else CUDA if present, else
+/// the CPU), "cpu", "cuda" or "wgpu". `verify` compares with the CPU reference (slow for large
+/// products) and raises RuntimeError on a mismatch. numpy inputs of any strides and orders are
+/// accepted and copied once on the host. The GIL is released while the product runs. Bad input
+/// raises ValueError, device failures RuntimeError.
 #[pyfunction]
 #[pyo3(signature = (a, b, *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, out = None, verify = false))]
 #[allow(clippy::too_many_arguments)]
@@ -172,58 +201,205 @@ fn gemm<'py>(
         scale: Scale { alpha, beta },
         verify,
     };
-    let (am, bm) = (any_from_py(a)?, any_from_py(b)?);
-    let same = |m: &AnyMatrix, what: &str| {
-        if m.dtype() == am.dtype() {
-            Ok(())
-        } else {
-            Err(PyValueError::new_err(format!(
-                "{what} must be a 2-D array of the same dtype as A ({}), not {}",
-                am.dtype(),
-                m.dtype()
-            )))
-        }
-    };
-    same(&bm, "B")?;
     if call.scale.beta != 0.0 && out.is_none() {
         return Err(PyValueError::new_err(
             "beta != 0 needs out= (C's old value)",
         ));
     }
+    let out_on_host = out.is_none_or(is_numpy);
+    match (operand(a)?, operand(b)?) {
+        (Operand::Host(am), Operand::Host(bm)) if out_on_host => gemm_host(py, &call, am, bm, out),
+        (oa, ob) => gemm_device(py, &call, oa, ob, out),
+    }
+}
+
+/// `gemm` on numpy arrays: a numpy C (or `out`).
+fn gemm_host<'py>(
+    py: Python<'py>,
+    call: &Call<'_>,
+    am: AnyMatrix,
+    bm: AnyMatrix,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    same_dtype(am.dtype(), bm.dtype(), "B")?;
     let c0 = match out {
         Some(o) if call.scale.beta != 0.0 => {
             let c0 = any_from_py(o)?;
-            same(&c0, "out")?;
+            same_dtype(am.dtype(), c0.dtype(), "out")?;
             Some(c0)
         }
         _ => None,
     };
-    let c = py.detach(|| run(&call, am, bm, c0)).map_err(py_err)?;
-    let (m, n) = (c.rows(), c.cols());
+    let c = py.detach(|| run(call, am, bm, c0)).map_err(py_err)?;
     let result = any_to_py(py, c)?;
-    let Some(o) = out else {
-        return Ok(result);
+    match out {
+        None => Ok(result),
+        Some(o) => {
+            write_back(o, &result)?;
+            Ok(o.clone())
+        }
+    }
+}
+
+/// ValueError unless `found` is A's dtype `a`.
+fn same_dtype(a: matmul::DType, found: matmul::DType, what: &str) -> PyResult<()> {
+    if a == found {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} must be a 2-D array of the same dtype as A ({a}), not {found}"
+        )))
+    }
+}
+
+/// Writes the numpy array `result` into `o` (a writable array of its shape and dtype).
+fn write_back(o: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = o.py();
+    let shape_of = |x: &Bound<'_, PyAny>| -> PyResult<(usize, usize)> {
+        x.getattr("shape")?
+            .extract()
+            .map_err(|_| PyValueError::new_err("out must be a 2-D array"))
     };
-    let shape: (usize, usize) = o
-        .getattr("shape")?
-        .extract()
-        .map_err(|_| PyValueError::new_err("out must be a 2-D array"))?;
-    if shape != (m, n) {
+    let (shape, want) = (shape_of(o)?, shape_of(result)?);
+    if shape != want {
         return Err(PyValueError::new_err(format!(
-            "out is {shape:?}; C is {m}x{n}"
+            "out is {shape:?}; C is {}x{}",
+            want.0, want.1
         )));
     }
     let dtype_of =
-        |x: &Bound<'py, PyAny>| -> PyResult<String> { x.getattr("dtype")?.str()?.extract() };
-    let (o_dtype, r_dtype) = (dtype_of(o)?, dtype_of(&result)?);
-    if o_dtype != r_dtype {
+        |x: &Bound<'_, PyAny>| -> PyResult<String> { x.getattr("dtype")?.str()?.extract() };
+    let (o_dtype, r_dtype) = (dtype_of(o)?, dtype_of(result)?);
+    if !o_dtype.ends_with(&r_dtype) {
         return Err(PyValueError::new_err(format!(
             "out must be {r_dtype}, not {o_dtype}"
         )));
     }
     // numpy raises ValueError for a read-only out.
-    o.set_item(py.Ellipsis(), result)?;
-    Ok(o.clone())
+    o.set_item(py.Ellipsis(), result)
+}
+
+/// `gemm` with a DeviceArray or a DLPack tensor among its operands: runs on their backend, C a
+/// DeviceArray there (or `out`).
+fn gemm_device<'py>(
+    py: Python<'py>,
+    call: &Call<'_>,
+    oa: Operand<'py>,
+    ob: Operand<'py>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let oc = match out {
+        Some(o) if !is_numpy(o) => Some(operand_mut(o)?),
+        _ => None,
+    };
+    // The backend: the device operands' (all one), else the one named.
+    let mut held: Option<(&'static (dyn Backend + Sync), String)> = None;
+    let held_by = [oa.held(), ob.held(), oc.as_ref().and_then(OperandMut::held)];
+    for (b, name) in held_by.into_iter().flatten() {
+        match &held {
+            Some((_, first)) if *first != name => {
+                return Err(PyValueError::new_err(format!(
+                    "the operands are held by different backends ({first} and {name})"
+                )))
+            }
+            Some(_) => {}
+            None => held = Some((b, name)),
+        }
+    }
+    let (backend, name) = match held {
+        Some((b, name)) => {
+            if let Some(asked) = call.backend.filter(|x| *x != "auto" && *x != name) {
+                return Err(PyValueError::new_err(format!(
+                    "backend={asked:?}, but the operands are held by the {name} backend"
+                )));
+            }
+            (b, name)
+        }
+        None => backend_named(call.backend).map_err(py_err)?,
+    };
+    let (ra, rb) = (oa.resolve(py, backend)?, ob.resolve(py, backend)?);
+    let (da, db) = (ra.data(), rb.data());
+    let dtype = da.dtype();
+    same_dtype(dtype, db.dtype(), "B")?;
+    let (op_a, op_b) = call.ops;
+    let problem = Problem::from_stored(dtype, da.shape(), db.shape(), op_a, op_b)
+        .and_then(|p| Ok(p.with_c(COut::for_types(dtype, dtype)?)))
+        .map_err(py_err)?;
+    let (m, n) = (problem.m, problem.n);
+    let plan = py
+        .detach(|| {
+            matmul::Plan::builder(backend, problem)
+                .kernel(call.kernel)
+                .alpha(call.scale.alpha)
+                .beta(call.scale.beta)
+                .build()
+        })
+        .map_err(py_err)?;
+    // A numpy out: uploaded (its old value is C's), written back after the product.
+    let host_out = match out {
+        Some(o) if is_numpy(o) => {
+            let c0 = any_from_py(o)?;
+            same_dtype(dtype, c0.dtype(), "out")?;
+            Some((o, c0))
+        }
+        _ => None,
+    };
+    // The host copies `verify` compares, taken before C is written.
+    let hosts = if call.verify {
+        let beta = call.scale.beta != 0.0;
+        let held_c0 = oc.as_ref().filter(|_| beta).map(OperandMut::data);
+        let host_c0 = host_out.as_ref().filter(|_| beta).map(|(_, c0)| c0.clone());
+        Some(
+            py.detach(|| -> matmul::Result<_> {
+                let c0 = match held_c0 {
+                    Some(c) => Some(backend.download(c)?),
+                    None => host_c0,
+                };
+                Ok((backend.download(da)?, backend.download(db)?, c0))
+            })
+            .map_err(py_err)?,
+        )
+    } else {
+        None
+    };
+    let check = |c: &matmul::DeviceData| -> PyResult<()> {
+        if let Some((ha, hb, hc0)) = &hosts {
+            py.detach(|| {
+                let hc = backend.download(c)?;
+                verify(call, &problem, plan.kernel().name, ha, hb, hc0.clone(), &hc)
+            })
+            .map_err(py_err)?;
+        }
+        Ok(())
+    };
+    if let Some(mut c) = oc {
+        let dc = c.data_mut()?;
+        dc.expect("out", dtype, (m, n)).map_err(py_err)?;
+        py.detach(|| plan.run_data(da, db, dc)).map_err(py_err)?;
+        check(dc)?;
+        return Ok(out.expect("C from out").clone());
+    }
+    let mut dc = match &host_out {
+        Some((_, c0)) => py.detach(|| backend.upload(c0)),
+        None => py.detach(|| backend.alloc_zeroed(dtype, m, n)),
+    }
+    .map_err(py_err)?;
+    dc.expect("out", dtype, (m, n)).map_err(py_err)?;
+    py.detach(|| plan.run_data(da, db, &mut dc))
+        .map_err(py_err)?;
+    check(&dc)?;
+    if let Some((o, _)) = host_out {
+        let c = py.detach(|| backend.download(&dc)).map_err(py_err)?;
+        write_back(o, &any_to_py(py, c)?)?;
+        return Ok(o.clone());
+    }
+    let arr = DeviceArray {
+        data: dc,
+        backend,
+        backend_name: name,
+        read_only: false,
+    };
+    Ok(Bound::new(py, arr)?.into_any())
 }
 
 /// The kernel registry, one dict per kernel.
@@ -278,7 +454,14 @@ fn any_from_py(obj: &Bound<'_, PyAny>) -> PyResult<AnyMatrix> {
             .map_err(|_| PyValueError::new_err("expected a 2-D array"))?;
         Ok(AnyMatrix::from(matrix(&a).map_err(py_err)?))
     }
-    let dtype: String = obj.getattr("dtype")?.str()?.extract()?;
+    let dtype: String = obj
+        .getattr("dtype")
+        .and_then(|d| d.str()?.extract())
+        .map_err(|_| {
+            PyValueError::new_err(
+                "expected a 2-D array: numpy, a DeviceArray or an object with __dlpack__",
+            )
+        })?;
     match dtype.as_str() {
         "float32" => typed::<f32>(obj),
         "uint32" => typed::<u32>(obj),
@@ -308,13 +491,200 @@ fn any_to_py(py: Python<'_>, m: AnyMatrix) -> PyResult<Bound<'_, PyAny>> {
     }
 }
 
-/// A matrix held by a backend (device memory on CUDA): `to_device`, `zeros`, `Plan.run`'s
-/// operands; `numpy()` copies it back.
-#[pyclass(unsendable, module = "matmul")]
+/// An operand as given: host elements (a numpy array, or a host DLPack tensor, copied), a
+/// DeviceArray, or a CUDA DLPack tensor wrapped without a copy.
+enum Operand<'py> {
+    Host(AnyMatrix),
+    Held(PyRef<'py, DeviceArray>),
+    Wrapped(DeviceArray),
+}
+
+/// An operand on the backend that runs the product.
+enum Resolved<'py> {
+    Uploaded(matmul::DeviceData),
+    Held(PyRef<'py, DeviceArray>),
+    Wrapped(DeviceArray),
+}
+
+impl Resolved<'_> {
+    fn data(&self) -> &matmul::DeviceData {
+        match self {
+            Resolved::Uploaded(d) => d,
+            Resolved::Held(a) => &a.data,
+            Resolved::Wrapped(a) => &a.data,
+        }
+    }
+}
+
+impl<'py> Operand<'py> {
+    /// The backend holding it, and its name (None for host elements).
+    fn held(&self) -> Option<(&'static (dyn Backend + Sync), String)> {
+        match self {
+            Operand::Host(_) => None,
+            Operand::Held(a) => Some((a.backend, a.backend_name.clone())),
+            Operand::Wrapped(a) => Some((a.backend, a.backend_name.clone())),
+        }
+    }
+
+    /// On `backend`: host elements uploaded (one copy), device ones as they are.
+    fn resolve(
+        self,
+        py: Python<'_>,
+        backend: &'static (dyn Backend + Sync),
+    ) -> PyResult<Resolved<'py>> {
+        Ok(match self {
+            Operand::Host(m) => {
+                Resolved::Uploaded(py.detach(|| backend.upload(&m)).map_err(py_err)?)
+            }
+            Operand::Held(a) => Resolved::Held(a),
+            Operand::Wrapped(a) => Resolved::Wrapped(a),
+        })
+    }
+}
+
+/// An output operand: a DeviceArray, or a CUDA DLPack tensor written in place.
+enum OperandMut<'py> {
+    Held(PyRefMut<'py, DeviceArray>),
+    Wrapped(DeviceArray),
+}
+
+impl OperandMut<'_> {
+    fn array(&self) -> &DeviceArray {
+        match self {
+            OperandMut::Held(a) => a,
+            OperandMut::Wrapped(a) => a,
+        }
+    }
+
+    fn held(&self) -> Option<(&'static (dyn Backend + Sync), String)> {
+        let a = self.array();
+        Some((a.backend, a.backend_name.clone()))
+    }
+
+    fn data(&self) -> &matmul::DeviceData {
+        &self.array().data
+    }
+
+    /// The matrix to write; ValueError when its producer marked it read-only.
+    fn data_mut(&mut self) -> PyResult<&mut matmul::DeviceData> {
+        let a = match self {
+            OperandMut::Held(a) => &mut **a,
+            OperandMut::Wrapped(a) => a,
+        };
+        if a.read_only {
+            return Err(PyValueError::new_err(
+                "C is read-only (its DLPack producer says so)",
+            ));
+        }
+        Ok(&mut a.data)
+    }
+}
+
+/// Whether `obj` is a numpy array.
+fn is_numpy(obj: &Bound<'_, PyAny>) -> bool {
+    obj.cast::<numpy::PyUntypedArray>().is_ok()
+}
+
+/// `obj` as an operand: a DeviceArray, a numpy array (copied once, row-major), or an object
+/// with `__dlpack__` (CUDA memory wrapped; host memory copied).
+fn operand<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Operand<'py>> {
+    if let Ok(a) = obj.cast::<DeviceArray>() {
+        return Ok(Operand::Held(a.try_borrow().map_err(|_| {
+            PyValueError::new_err("a DeviceArray is both an input and out")
+        })?));
+    }
+    if is_numpy(obj) || !dlpack::speaks_dlpack(obj) {
+        return Ok(Operand::Host(any_from_py(obj)?));
+    }
+    Ok(match import(obj)? {
+        Imported::Host(m) => Operand::Host(m),
+        Imported::Device(a) => Operand::Wrapped(a),
+    })
+}
+
+/// `obj` as an output: a DeviceArray, or a CUDA DLPack tensor.
+fn operand_mut<'py>(obj: &Bound<'py, PyAny>) -> PyResult<OperandMut<'py>> {
+    if let Ok(a) = obj.cast::<DeviceArray>() {
+        return Ok(OperandMut::Held(a.try_borrow_mut().map_err(|_| {
+            PyValueError::new_err("a DeviceArray is both an input and out")
+        })?));
+    }
+    let bad = || PyValueError::new_err("out is a numpy array, a DeviceArray or a CUDA tensor");
+    if !dlpack::speaks_dlpack(obj) {
+        return Err(bad());
+    }
+    match import(obj)? {
+        Imported::Device(a) => Ok(OperandMut::Wrapped(a)),
+        Imported::Host(_) => Err(bad()),
+    }
+}
+
+/// A DLPack tensor taken in: CUDA memory as a DeviceArray of the CUDA backend (no copy), or host
+/// elements (one copy).
+enum Imported {
+    Host(AnyMatrix),
+    Device(DeviceArray),
+}
+
+/// The CUDA backend, opened (RuntimeError without a device).
+fn cuda() -> PyResult<&'static CudaBackend> {
+    opened(&CUDA, || CudaBackend::new(0)).map_err(py_err)
+}
+
+/// Takes `obj`'s DLPack tensor. CUDA memory is wrapped without a copy: `__dlpack__` gets the
+/// backend's stream (the producer orders its pending work before that stream's), the tensor
+/// must be row-major without gaps, and it stays alive while the DeviceArray does. Host memory
+/// (numpy, torch CPU) is copied once into a row-major matrix, any strides accepted.
+fn import(obj: &Bound<'_, PyAny>) -> PyResult<Imported> {
+    let (kind, id) = dlpack::device_of(obj)?;
+    if kind == dlpack::DEVICE_CUDA || kind == dlpack::DEVICE_CUDA_MANAGED {
+        let cuda = cuda()?;
+        if id as usize != cuda.info().ordinal {
+            return Err(PyValueError::new_err(format!(
+                "the tensor is on cuda:{id}; matmul uses cuda:{}",
+                cuda.info().ordinal
+            )));
+        }
+        let stream = cuda.stream().cu_stream() as usize;
+        let taken = dlpack::take(obj, Some(stream))?;
+        let d = dlpack::describe(&taken)?;
+        if !d.row_major() {
+            return Err(PyValueError::new_err(format!(
+                "a {}x{} CUDA tensor with strides {:?}: matmul takes row-major (C-contiguous) \
+                 device memory without copying it; call .contiguous() first",
+                d.rows, d.cols, d.strides
+            )));
+        }
+        let read_only = taken.read_only();
+        // SAFETY: the producer's tensor holds rows·cols row-major elements at `address` on this
+        // device (checked again by the backend) until `taken` is dropped, which the matrix does
+        // after the stream's work on it.
+        let data =
+            unsafe { cuda.wrap_external(d.address, d.dtype, (d.rows, d.cols), Box::new(taken)) }
+                .map_err(py_err)?;
+        return Ok(Imported::Device(DeviceArray {
+            data,
+            backend: cuda,
+            backend_name: "cuda".into(),
+            read_only,
+        }));
+    }
+    let taken = dlpack::take(obj, None)?;
+    let d = dlpack::describe(&taken)?;
+    Ok(Imported::Host(dlpack::copy_host(&taken, &d)?))
+}
+
+/// A matrix held by a backend (device memory on CUDA): `to_device`, `zeros`, `from_dlpack`,
+/// `gemm`'s result on device inputs, `Plan.run`'s operands; `numpy()` copies it back. It speaks
+/// DLPack: `torch.from_dlpack(x)` shares a CUDA DeviceArray's memory; a host one is exported
+/// as a copy.
+#[pyclass(module = "matmul")]
 struct DeviceArray {
     data: matmul::DeviceData,
     backend: &'static (dyn Backend + Sync),
     backend_name: String,
+    /// Imported from a DLPack producer that marked it read-only: never written.
+    read_only: bool,
 }
 
 #[pymethods]
@@ -337,12 +707,92 @@ impl DeviceArray {
         &self.backend_name
     }
 
+    /// The device address of the first element (CUDA only), as torch's `data_ptr()`.
+    #[getter]
+    fn data_ptr(&self) -> PyResult<u64> {
+        self.backend.data_ptr(&self.data).map_err(py_err)
+    }
+
     /// A numpy copy, after the work enqueued before on the backend.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let m = py
             .detach(|| self.backend.download(&self.data))
             .map_err(py_err)?;
         any_to_py(py, m)
+    }
+
+    /// (DLPack device type, device id): (2, ordinal) on CUDA, (1, 0) on the host.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        if self.backend.kind() == matmul::BackendKind::Cuda {
+            (dlpack::DEVICE_CUDA, 0)
+        } else {
+            (dlpack::DEVICE_CPU, 0)
+        }
+    }
+
+    /// The DLPack capsule (versioned when `max_version` is at least 1.0). CUDA: the device
+    /// memory itself, kept alive by the capsule; the backend's stream is synchronized first
+    /// unless `stream` is -1, so the consumer's stream sees the finished product. Host: a copy
+    /// (a later Plan.run may replace the matrix), flagged IS_COPIED; `copy=False` refuses.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<isize>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.borrow();
+        let device = me.__dlpack_device__();
+        if dl_device.is_some_and(|d| d != device) {
+            return Err(pyo3::exceptions::PyBufferError::new_err(format!(
+                "dl_device {dl_device:?}: this DeviceArray is on {device:?} and exports no copy elsewhere"
+            )));
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        let (rows, cols) = me.data.shape();
+        let dtype = me.data.dtype();
+        let export = if device.0 == dlpack::DEVICE_CUDA {
+            if copy == Some(true) {
+                return Err(pyo3::exceptions::PyBufferError::new_err(
+                    "copy=True: a CUDA DeviceArray exports its own memory (copy on the consumer's side)",
+                ));
+            }
+            if stream != Some(-1) {
+                let backend = me.backend;
+                py.detach(|| backend.synchronize()).map_err(py_err)?;
+            }
+            dlpack::Export {
+                dtype,
+                rows,
+                cols,
+                device,
+                address: me.backend.data_ptr(&me.data).map_err(py_err)?,
+                owner: Some(slf.clone().into_any().unbind()),
+                copy: None,
+            }
+        } else {
+            if copy == Some(false) {
+                return Err(pyo3::exceptions::PyBufferError::new_err(
+                    "copy=False: a host DeviceArray exports a copy (a plan may replace its matrix)",
+                ));
+            }
+            let (backend, data) = (me.backend, &me.data);
+            let mut m = py.detach(|| backend.download(data)).map_err(py_err)?;
+            let address = matmul::with_matrix!(&mut m, x => x.data.as_mut_ptr() as u64);
+            dlpack::Export {
+                dtype,
+                rows,
+                cols,
+                device,
+                address,
+                owner: None,
+                copy: Some(m),
+            }
+        };
+        drop(me);
+        dlpack::capsule(py, export, versioned)
     }
 
     fn __repr__(&self) -> String {
@@ -372,8 +822,10 @@ fn backend_named(name: Option<&str>) -> matmul::Result<(&'static (dyn Backend + 
 
 /// to_device(array, backend=None) -> DeviceArray
 ///
-/// Copies a 2-D numpy array (float32, uint32, float16, bfloat16) to `backend` ("auto": CUDA if
-/// present, else the CPU).
+/// A 2-D array on `backend` ("auto": the array's own device if it is a DeviceArray or a CUDA
+/// tensor, else CUDA if present, else the CPU). A numpy array (float32, uint32, float16,
+/// bfloat16) or a host DLPack tensor is copied there; a CUDA tensor (torch, CuPy) bound for
+/// CUDA is shared without a copy (as `from_dlpack`); a DeviceArray is copied.
 #[pyfunction]
 #[pyo3(signature = (array, backend = None))]
 fn to_device(
@@ -381,14 +833,51 @@ fn to_device(
     array: &Bound<'_, PyAny>,
     backend: Option<&str>,
 ) -> PyResult<DeviceArray> {
-    let m = any_from_py(array)?;
-    let (b, name) = backend_named(backend).map_err(py_err)?;
+    let op = operand(array)?;
+    let (b, name) = match (op.held(), backend) {
+        (Some(held), None | Some("auto")) => held,
+        _ => backend_named(backend).map_err(py_err)?,
+    };
+    let m = match op {
+        Operand::Wrapped(a) if a.backend_name == name => return Ok(a),
+        Operand::Host(m) => m,
+        Operand::Held(a) => {
+            let (backend, data) = (a.backend, &a.data);
+            py.detach(|| backend.download(data)).map_err(py_err)?
+        }
+        Operand::Wrapped(a) => py.detach(|| a.backend.download(&a.data)).map_err(py_err)?,
+    };
     let data = py.detach(|| b.upload(&m)).map_err(py_err)?;
     Ok(DeviceArray {
         data,
         backend: b,
         backend_name: name,
+        read_only: false,
     })
+}
+
+/// from_dlpack(x) -> DeviceArray
+///
+/// An object with `__dlpack__` (a torch, CuPy or JAX tensor, a numpy array, a DeviceArray) as
+/// a DeviceArray. CUDA memory is taken without a copy (row-major tensors only; the tensor stays
+/// alive while the DeviceArray does, and writes through Plan.run or gemm's out show in it);
+/// host memory is copied once onto the CPU backend (any strides).
+#[pyfunction]
+fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+    if !dlpack::speaks_dlpack(x) {
+        return Err(PyValueError::new_err(
+            "from_dlpack takes an object with __dlpack__ and __dlpack_device__",
+        ));
+    }
+    match import(x)? {
+        Imported::Device(a) => Ok(a),
+        Imported::Host(m) => Ok(DeviceArray {
+            data: CPU.upload(&m).map_err(py_err)?,
+            backend: &CPU,
+            backend_name: CPU.kind().to_string(),
+            read_only: false,
+        }),
+    }
 }
 
 /// zeros(shape, dtype="float32", backend=None) -> DeviceArray
@@ -402,6 +891,7 @@ fn zeros(shape: (usize, usize), dtype: &str, backend: Option<&str>) -> PyResult<
         data,
         backend: b,
         backend_name: name,
+        read_only: false,
     })
 }
 
@@ -491,18 +981,38 @@ impl PyPlan {
         Ok(PyPlan { inner, backend: b })
     }
 
-    /// Enqueues C = alpha·op(A)·op(B) + beta·C on DeviceArrays of the plan's backend.
+    /// Enqueues C = alpha·op(A)·op(B) + beta·C on the plan's backend. Operands are
+    /// DeviceArrays of that backend, CUDA tensors (`__dlpack__`, used in place: C is written in
+    /// the tensor's memory) or numpy arrays (uploaded each run; a numpy C is written back, which
+    /// waits for the product).
     fn run(
         &self,
         py: Python<'_>,
-        a: &DeviceArray,
-        b: &DeviceArray,
-        mut c: PyRefMut<'_, DeviceArray>,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+        c: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let backend = self.backend;
+        let (ra, rb) = (
+            operand(a)?.resolve(py, backend)?,
+            operand(b)?.resolve(py, backend)?,
+        );
+        let (da, db) = (ra.data(), rb.data());
         let inner = &self.inner;
-        let c_data = &mut c.data;
-        py.detach(|| inner.run_data(&a.data, &b.data, c_data))
-            .map_err(py_err)
+        if is_numpy(c) {
+            let c0 = any_from_py(c)?;
+            let m = py
+                .detach(|| -> matmul::Result<AnyMatrix> {
+                    let mut dc = backend.upload(&c0)?;
+                    inner.run_data(da, db, &mut dc)?;
+                    backend.download(&dc)
+                })
+                .map_err(py_err)?;
+            return write_back(c, &any_to_py(py, m)?);
+        }
+        let mut oc = operand_mut(c)?;
+        let dc = oc.data_mut()?;
+        py.detach(|| inner.run_data(da, db, dc)).map_err(py_err)
     }
 
     /// Waits for the work enqueued on the plan's backend.
@@ -563,6 +1073,8 @@ fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeviceArray>()?;
     m.add_class::<PyPlan>()?;
     m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::bench, m)?)?;
     m.add_function(wrap_pyfunction!(signature, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;

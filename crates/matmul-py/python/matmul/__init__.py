@@ -12,13 +12,20 @@ lists the registry, `devices()` the backends. To multiply many times, keep the m
 backend (`to_device`, `zeros`) and plan the product once (`Plan`; `run` then only enqueues on
 CUDA, `synchronize()` waits, `DeviceArray.numpy()` copies back). Bad input raises ValueError, device failures
 RuntimeError, with the library's messages.
+
+DLPack both ways: `from_dlpack(x)` takes a torch/CuPy/JAX CUDA tensor without a copy (host arrays are
+copied once), `gemm` and `Plan.run` take such tensors directly, and a DeviceArray exports
+`__dlpack__`, so `torch.from_dlpack(matmul.gemm(x, w))` on CUDA never touches the host. `bench(...)`
+runs the benchmark (`matmul bench`) and returns its cases as dicts.
 """
 
 from ._matmul import (
     DeviceArray,
     Plan,
     __version__,
+    bench,
     devices,
+    from_dlpack,
     gemm,
     kernels,
     signature,
@@ -30,7 +37,9 @@ __all__ = [
     "DeviceArray",
     "Plan",
     "__version__",
+    "bench",
     "devices",
+    "from_dlpack",
     "gemm",
     "kernels",
     "signature",

@@ -117,6 +117,41 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// The address of `d`'s first element in this backend's memory (a CUDA device pointer), to
+    /// hand the matrix to another library without a copy; it stays valid while `d` lives, and
+    /// the backend's queued work on it is done after [`Backend::synchronize`]. Backends whose
+    /// matrices are host values a plan may replace refuse ([`Backend::download`] copies).
+    fn data_ptr(&self, d: &DeviceData) -> Result<u64> {
+        let _ = d;
+        Err(Error::Invalid(format!(
+            "the {} backend does not lend its matrices' memory (download copies them)",
+            self.kind()
+        )))
+    }
+
+    /// Wraps `shape.0`×`shape.1` row-major elements of `dtype` at `ptr`, memory another
+    /// library allocated on this backend's device (a DLPack tensor), as a matrix this backend
+    /// holds, without a copy. `keep` keeps the memory alive: it is dropped with the matrix,
+    /// after the backend's work on it is done. Backends without device memory refuse.
+    ///
+    /// # Safety
+    /// `ptr` must address that many live elements on this backend's device, usable from its
+    /// context, until `keep` is dropped; and no other work may write them while this backend
+    /// works on them.
+    unsafe fn wrap_external(
+        &self,
+        ptr: u64,
+        dtype: DType,
+        shape: (usize, usize),
+        keep: Box<dyn Any + Send + Sync>,
+    ) -> Result<DeviceData> {
+        let _ = (ptr, dtype, shape, keep);
+        Err(Error::Invalid(format!(
+            "the {} backend holds host matrices; it wraps no device memory",
+            self.kind()
+        )))
+    }
+
     /// Plans `kernel` on `problem` with `opts` and α, β: compiled and configured once, run many
     /// times on matrices this backend holds ([`PlanRun::run`]), `batch` at a time (a backend may
     /// prepare a one-launch form of it). Backends without plans refuse.

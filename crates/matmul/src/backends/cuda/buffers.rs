@@ -4,6 +4,7 @@ use cudarc::driver::sys as cu_sys;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use half::{bf16, f16};
 
+use super::external::ExternalBuf;
 use super::libs::Context;
 use super::CudaBackend;
 use crate::dtype::DType;
@@ -11,12 +12,14 @@ use crate::error::Result;
 use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use crate::problem::Problem;
 
-/// An input matrix on the device.
+/// A matrix on the device: the backend's own allocation, or another library's memory wrapped
+/// without a copy (`external.rs`).
 pub(super) enum DeviceBuf {
     F32(CudaSlice<f32>),
     U32(CudaSlice<u32>),
     F16(CudaSlice<f16>),
     Bf16(CudaSlice<bf16>),
+    External(ExternalBuf),
 }
 
 impl DeviceBuf {
@@ -26,6 +29,7 @@ impl DeviceBuf {
             DeviceBuf::U32(s) => s.device_ptr(stream).0,
             DeviceBuf::F16(s) => s.device_ptr(stream).0,
             DeviceBuf::Bf16(s) => s.device_ptr(stream).0,
+            DeviceBuf::External(e) => e.ptr,
         }
     }
 }
@@ -87,6 +91,7 @@ impl CudaBackend {
                 let bits = POISON_F16.to_bits() as u32;
                 (s.device_ptr(&self.stream).0, s.len(), 2, bits)
             }
+            DeviceBuf::External(e) => (e.ptr, e.len, e.width(), e.poison_bits()),
         };
         let value = if zero { 0 } else { poison };
         self.ctx
@@ -153,6 +158,7 @@ impl CudaBackend {
                 n,
                 self.stream.clone_dtoh(s).ctx(what)?,
             )?),
+            DeviceBuf::External(e) => self.download_external(e, m, n)?,
         };
         self.sync(|| format!("after copying a {m}x{n} matrix to the host"))?;
         Ok(out)

@@ -20,6 +20,7 @@ pub mod ceilings;
 pub mod compile;
 mod cublas;
 pub mod device;
+mod external;
 mod int8;
 pub(crate) mod launch;
 pub mod libs;
@@ -403,6 +404,21 @@ impl Backend for CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.sync(|| "waiting for the stream".into())
+    }
+
+    fn data_ptr(&self, d: &crate::backends::DeviceData) -> Result<u64> {
+        self.data_ptr_of(d)
+    }
+
+    unsafe fn wrap_external(
+        &self,
+        ptr: u64,
+        dtype: crate::DType,
+        shape: (usize, usize),
+        keep: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<crate::backends::DeviceData> {
+        // SAFETY: the caller's, as the trait method's.
+        unsafe { self.wrap_external_data(ptr, dtype, shape, keep) }
     }
 
     /// A plan that launches on the device's stream without synchronizing: the kernel compiled
