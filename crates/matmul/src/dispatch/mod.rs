@@ -213,16 +213,24 @@ pub fn auto_batched(backend: &dyn Backend, problem: &Problem, count: usize) -> R
         ..*problem
     };
     let batched = |k: &KernelSpec| k.cuda_source().is_some_and(|s| s.batched);
+    // The proxy hides each product's own edges: a tile wider than a product computes padding.
+    // Each candidate's time is scaled by its tiles' fill of one product over their fill of the
+    // proxy (512 × 128³ with 128×256 tiles: half of every tile is padding).
     let found = ranked(&proxy, &limits, None)
         .into_iter()
-        .map(|(c, _)| c)
-        .find(|c| {
+        .filter(|(c, _)| {
             let opts = crate::registry::RunOptions {
                 tile: None,
                 tiling: c.tiling,
             };
             batched(c.kernel) && c.kernel.can_run(problem, Some(&limits), &opts).is_ok()
-        });
+        })
+        .map(|(c, e)| {
+            let padded = e.seconds * tile_fill(&c, &proxy) / tile_fill(&c, problem);
+            (c, padded)
+        })
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(c, _)| c);
     match found {
         Some(c) => Ok(Choice {
             kernel: c.kernel,
@@ -231,6 +239,28 @@ pub fn auto_batched(backend: &dyn Backend, problem: &Problem, count: usize) -> R
         }),
         None => single(),
     }
+}
+
+/// The share of `c`'s tiles over `problem`'s C (C^T where a wgmma kernel swaps the operands)
+/// that is C rather than padding past its edges: 1 when the tiles divide it.
+fn tile_fill(c: &model::Candidate, problem: &Problem) -> f64 {
+    let (bm, bn) = match (
+        c.kernel.tc_tile(),
+        c.tiling.or_else(|| c.kernel.tiling(&Default::default())),
+    ) {
+        (Some(t), _) => (t.bm as usize, t.bn as usize),
+        (None, Some(t)) => (t.bm as usize, t.bn as usize),
+        (None, None) => return 1.0,
+    };
+    let (rows, cols) = match (
+        c.kernel.tc_tile(),
+        crate::registry::WgmmaTf32Orientation::of(problem),
+    ) {
+        (Some(_), Some(o)) => o.d_shape(problem),
+        _ => (problem.m, problem.n),
+    };
+    let padded = rows.div_ceil(bm) * bm * cols.div_ceil(bn) * bn;
+    (rows * cols) as f64 / padded.max(1) as f64
 }
 
 /// The choices [`autotune`] measured in this process, by device class.

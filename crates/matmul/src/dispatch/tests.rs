@@ -303,3 +303,37 @@ fn autotune_without_an_identity_is_auto() {
     assert_eq!(tuned.kernel.name, plain.kernel.name);
     assert_eq!(tuned.tiling, plain.tiling);
 }
+
+/// `auto` for a batch picks a kernel that runs the batch in one launch, on Hopper and Ampere, and
+/// one whose tiles do not pad each small product (512 × 128³ bf16: a 128-wide tile, not 256).
+#[test]
+fn batches_choose_kernels_with_a_batched_build() {
+    for limits in [HOPPER, H200, AMPERE, A100] {
+        for (m, n, k, dtype, count) in [
+            (512, 512, 512, DType::Bf16, 64),
+            (128, 128, 128, DType::Bf16, 512),
+            (512, 512, 512, DType::F32, 64),
+            (128, 128, 128, DType::F32, 512),
+            (2048, 2048, 128, DType::F32, 32),
+        ] {
+            let p = Problem::new(m, n, k, dtype);
+            let c = auto_batched(&FakeCuda(limits), &p, count).unwrap();
+            let batched = c.kernel.cuda_source().is_some_and(|s| s.batched);
+            // Ampere has no batched tensor-core build: bf16 falls back to auto's single choice.
+            if limits.sm90a || dtype == DType::F32 {
+                assert!(batched, "{p} × {count}: {}", c.kernel.name);
+            }
+            if let (true, Some(t)) = (m == 128, c.kernel.tc_tile()) {
+                assert!(
+                    t.bn <= 128 && t.bm <= 128,
+                    "{p} × {count}: {}",
+                    c.kernel.name
+                );
+            }
+        }
+    }
+    // One product is auto's choice.
+    let p = Problem::square(1024, DType::Bf16);
+    let one = auto_batched(&FakeCuda(HOPPER), &p, 1).unwrap();
+    assert_eq!(one.kernel.name, pick(HOPPER, &p, None).kernel.name);
+}
