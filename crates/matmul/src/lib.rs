@@ -113,7 +113,7 @@ pub mod registry;
 // The paths users know, each at its layer.
 pub use crate::backends::backend;
 pub use crate::backends::{cpu, cpu::verify, cuda, wgpu};
-pub use crate::core::{config, dtype, error, matrix, problem};
+pub use crate::core::{config, dtype, error, matrix, problem, view};
 pub use crate::registry::{family, user};
 pub use compat::judge;
 
@@ -130,6 +130,7 @@ pub use crate::core::error::{Error, Result, Unsupported};
 pub use crate::core::host::{available_memory, ensure_host_memory};
 pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
 pub use crate::core::problem::{COut, Op, Problem, Shape};
+pub use crate::core::view::{AnyMatRef, MatRef};
 pub use api::plan::{DeviceMatrix, Plan, PlanBuilder};
 pub use api::{gemm, Gemm, GemmOutput};
 pub use backends::{

@@ -1200,6 +1200,71 @@ fn plans_run_on_device_buffers() {
     assert!(ran > 0);
 }
 
+/// The one-call API on CUDA on borrowed blocks of bigger matrices (rows with gaps: one 2D copy
+/// each to the device, no host copy) and on whole matrices, against the CPU reference: f32, u32
+/// and bf16 with transposes.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn one_call_on_borrowed_blocks() {
+    use matmul::{Gemm, MatRef};
+    let Some(backend) = gpu() else { return };
+    let mut ran = 0;
+    for (dtype, (ta, tb)) in [
+        (DType::F32, (false, false)),
+        (DType::U32, (true, false)),
+        (DType::Bf16, (false, true)),
+    ] {
+        let big = AnyMatrix::generate(dtype, 300, 260, Init::Random { seed: 7 }).unwrap();
+        let (m, n, k) = (130, 77, 191);
+        let (ar, ac) = if ta { (k, m) } else { (m, k) };
+        let (br, bc) = if tb { (n, k) } else { (k, n) };
+        fn check<T: matmul::Element>(
+            backend: &CudaBackend,
+            big: &matmul::Matrix<T>,
+            (ar, ac, br, bc): (usize, usize, usize, usize),
+            (ta, tb): (bool, bool),
+        ) -> usize {
+            let view = MatRef::from(big);
+            let (a, b) = (
+                view.block(5, 3, ar, ac).unwrap(),
+                view.block(40, 60, br, bc).unwrap(),
+            );
+            let mut ran = 0;
+            for (a, b) in [
+                (a, b),
+                (MatRef::from(&a.to_matrix()), MatRef::from(&b.to_matrix())),
+            ] {
+                let gemm = || Gemm::new(a, b).transpose_a(ta).transpose_b(tb).on(backend);
+                let got = gemm().run_as::<T>().unwrap_or_else(|e| panic!("{e}"));
+                let checked = gemm()
+                    .verify(true)
+                    .run_as::<T>()
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(
+                    got,
+                    checked,
+                    "{}: the plan path and the verified path",
+                    T::STORAGE
+                );
+                ran += 1;
+            }
+            ran
+        }
+        let shapes = (ar, ac, br, bc);
+        ran += match &big {
+            AnyMatrix::F32(x) => check(&backend, x, shapes, (ta, tb)),
+            AnyMatrix::U32(x) => check(&backend, x, shapes, (ta, tb)),
+            AnyMatrix::Bf16(x) => check(&backend, x, shapes, (ta, tb)),
+            AnyMatrix::F16(x) => check(&backend, x, shapes, (ta, tb)),
+        };
+    }
+    println!("RESULT one call on borrowed blocks: {ran} products");
+    assert_eq!(ran, 6);
+}
+
 /// Strided batches on device buffers: three products with gaps between the matrices (strides
 /// of 16-byte multiples) and, for some, one B shared by all (stride 0), with α = 1, β = 0 (one
 /// launch for the batch where the kernel has a batched build: asserted) and with α, β ≠ (1, 0)

@@ -14,6 +14,7 @@ use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::{COut, Op, Problem};
 use crate::registry::{BackendKind, KernelSpec, Tiling};
 use crate::verify::{compare_inputs, Verdict};
+use crate::view::MatRef;
 
 /// C = A·B on the best backend (CUDA when a device is present, else the CPU) with the `auto`
 /// kernel. C has the inputs' element type: u32 products wrap modulo 2^32; bf16 and f16 products
@@ -55,8 +56,8 @@ pub fn gemm<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Result<Matrix<T>> {
 /// ```
 #[derive(Clone)]
 pub struct Gemm<'a, T> {
-    a: &'a Matrix<T>,
-    b: &'a Matrix<T>,
+    a: MatRef<'a, T>,
+    b: MatRef<'a, T>,
     kernel: String,
     backend: BackendChoice,
     on: Option<&'a dyn Backend>,
@@ -94,11 +95,12 @@ pub struct GemmOutput<T> {
 }
 
 impl<'a, T: Element> Gemm<'a, T> {
-    /// C = A·B with the defaults (see [`Gemm`]).
-    pub fn new(a: &'a Matrix<T>, b: &'a Matrix<T>) -> Gemm<'a, T> {
+    /// C = A·B with the defaults (see [`Gemm`]). A and B are borrowed: `&Matrix`, or a
+    /// [`MatRef`] over any slice (a block of a bigger matrix, rows with gaps).
+    pub fn new(a: impl Into<MatRef<'a, T>>, b: impl Into<MatRef<'a, T>>) -> Gemm<'a, T> {
         Gemm {
-            a,
-            b,
+            a: a.into(),
+            b: b.into(),
             kernel: "auto".to_string(),
             backend: BackendChoice::Auto,
             on: None,
@@ -256,9 +258,29 @@ impl<'a, T: Element> Gemm<'a, T> {
             tile: self.tile,
             tiling: self.tiling.or(choice.tiling),
         };
-        // The backends take type-erased matrices: A and B are copied once.
-        let a = AnyMatrix::from(self.a.clone());
-        let b = AnyMatrix::from(self.b.clone());
+        // A backend with device memory (CUDA) runs a plan on A and B copied from the caller's
+        // memory; the host backends, and a verified run (its reference needs the matrices),
+        // take owned copies.
+        if backend.instance() != 0 && !self.verify {
+            let plan = backend.plan(
+                choice.kernel,
+                &problem,
+                opts,
+                crate::backends::Scale::ONE,
+                crate::backends::Batch::one(&problem),
+            )?;
+            let (da, db) = (
+                backend.upload_ref(self.a.into())?,
+                backend.upload_ref(self.b.into())?,
+            );
+            let mut dc = backend.alloc_zeroed(problem.c_dtype(), problem.m, problem.n)?;
+            plan.run(&da, &db, &mut dc, crate::backends::Batch::one(&problem))?;
+            drop(plan);
+            let c = backend.download(&dc)?;
+            return self.output(c, choice, backend, opts.tiling, problem, None);
+        }
+        let a = self.a.to_matrix().into();
+        let b = self.b.to_matrix().into();
         let c = backend.run(choice.kernel, &problem, &a, &b, opts)?;
         let verdict = if self.verify {
             let want = reference::matmul(&problem, &a, &b)?;
@@ -278,6 +300,19 @@ impl<'a, T: Element> Gemm<'a, T> {
         } else {
             None
         };
+        self.output(c, choice, backend, opts.tiling, problem, verdict)
+    }
+
+    /// C typed as `U`, with how it was computed.
+    fn output<U: Element>(
+        &self,
+        c: AnyMatrix,
+        choice: dispatch::Choice,
+        backend: &dyn Backend,
+        tiling: Option<Tiling>,
+        problem: Problem,
+        verdict: Option<Verdict>,
+    ) -> Result<GemmOutput<U>> {
         let found = c.dtype();
         let c = Matrix::<U>::try_from(c).map_err(|_| Error::WrongOutput {
             kernel: choice.kernel.name.to_string(),
@@ -289,7 +324,7 @@ impl<'a, T: Element> Gemm<'a, T> {
             kernel: choice.kernel,
             backend_kind: backend.kind(),
             backend: backend.describe(),
-            tiling: opts.tiling,
+            tiling,
             problem,
             verdict,
             notes: choice.notes,
@@ -297,11 +332,11 @@ impl<'a, T: Element> Gemm<'a, T> {
     }
 }
 
-impl<T> std::fmt::Debug for Gemm<'_, T> {
+impl<T: Element> std::fmt::Debug for Gemm<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gemm")
-            .field("a", &(self.a.rows, self.a.cols))
-            .field("b", &(self.b.rows, self.b.cols))
+            .field("a", &self.a.shape())
+            .field("b", &self.b.shape())
             .field("kernel", &self.kernel)
             .field("backend", &self.on.map(|b| b.describe()))
             .field("choice", &self.backend)
@@ -371,6 +406,26 @@ mod tests {
             let narrow = g(&ha, &hb, ops, &cpu).run().unwrap();
             assert_eq!(narrow, c.map(bf16::from_f32));
         }
+    }
+
+    /// Blocks of bigger matrices (rows with gaps) multiply as their dense copies do, without
+    /// being copied by the caller; a view that does not fit is an error.
+    #[test]
+    fn borrowed_blocks_multiply_as_their_copies() {
+        let cpu = CpuBackend;
+        let big = Matrix::from_fn(40, 50, |i, j| ((i * 13 + j * 7) % 17) as f32 - 8.0).unwrap();
+        let view = MatRef::from(&big);
+        let a = view.block(3, 5, 9, 21).unwrap();
+        let b = view.block(10, 20, 21, 13).unwrap();
+        let got = Gemm::new(a, b).on(&cpu).verify(true).run().unwrap();
+        let want = Gemm::new(&a.to_matrix(), &b.to_matrix())
+            .on(&cpu)
+            .run()
+            .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got.shape(), (9, 13));
+        assert!(view.block(35, 0, 6, 1).is_err());
+        assert!(MatRef::new(&big.data[..10], 3, 4).is_err());
     }
 
     #[test]

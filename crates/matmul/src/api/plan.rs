@@ -10,9 +10,10 @@ use crate::backends::{Backend, Batch, DeviceData, PlanRun, Scale};
 use crate::dispatch;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::matrix::{AnyMatrix, Matrix};
+use crate::matrix::Matrix;
 use crate::problem::Problem;
 use crate::registry::{KernelSpec, RunOptions, Tiling};
+use crate::view::MatRef;
 
 /// A matrix held by a backend (in device memory on CUDA), of `T` elements: an operand or a C
 /// for [`Plan::run`]. Made by [`DeviceMatrix::upload`] or [`DeviceMatrix::zeros`], read back by
@@ -24,9 +25,15 @@ pub struct DeviceMatrix<T: Element> {
 }
 
 impl<T: Element> DeviceMatrix<T> {
-    /// Copies `m` to `backend`.
+    /// Copies `m` to `backend` (on CUDA straight from `m`'s memory, no host copy).
     pub fn upload(backend: &dyn Backend, m: &Matrix<T>) -> Result<DeviceMatrix<T>> {
-        let data = backend.upload(&AnyMatrix::from(m.clone()))?;
+        DeviceMatrix::upload_ref(backend, MatRef::from(m))
+    }
+
+    /// Copies the borrowed `m` (a block of a bigger matrix, rows with gaps) to `backend` as a
+    /// dense matrix.
+    pub fn upload_ref(backend: &dyn Backend, m: MatRef<'_, T>) -> Result<DeviceMatrix<T>> {
+        let data = backend.upload_ref(m.into())?;
         Ok(DeviceMatrix {
             data,
             _element: PhantomData,
@@ -152,7 +159,7 @@ impl<'b> Plan<'b> {
     }
 
     /// [`Plan::run`] on untyped matrices ([`Backend::upload`]'s), for callers that hold
-    /// [`AnyMatrix`] data.
+    /// [`crate::AnyMatrix`] data.
     pub fn run_data(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
         self.inner.run(a, b, c, self.batch)
     }
@@ -276,7 +283,7 @@ mod tests {
     use super::*;
     use crate::backends::cpu::reference;
     use crate::dtype::DType;
-    use crate::matrix::Init;
+    use crate::matrix::{AnyMatrix, Init};
     use crate::problem::{COut, Op};
     use crate::CpuBackend;
     use half::bf16;

@@ -10,6 +10,7 @@ use crate::problem::Problem;
 use crate::registry::rules::DeviceIdentity;
 pub use crate::registry::RunOptions;
 use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
+use crate::view::AnyMatRef;
 
 /// One input pair for a timed run, stored as the problem says ([`Problem::a_stored`],
 /// [`Problem::b_stored`]).
@@ -93,6 +94,12 @@ pub trait Backend: Send + Sync {
     /// Copies `m` into this backend's memory (the device's for CUDA; the host's elsewhere).
     fn upload(&self, m: &AnyMatrix) -> Result<DeviceData> {
         Ok(DeviceData::host(m.clone(), self.instance()))
+    }
+
+    /// Copies the borrowed `m` into this backend's memory as a dense matrix: on CUDA straight
+    /// from the caller's memory (no host copy); elsewhere through an owned copy.
+    fn upload_ref(&self, m: AnyMatRef<'_>) -> Result<DeviceData> {
+        self.upload(&m.to_matrix())
     }
 
     /// A `rows`×`cols` matrix of `dtype` elements, zero, in this backend's memory.

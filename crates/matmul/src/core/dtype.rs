@@ -195,9 +195,15 @@ pub trait Element:
     /// The nearest value of this type (round to nearest for floats; u32 truncates toward zero
     /// and wraps modulo 2^32).
     fn from_f64(v: f64) -> Self;
+    /// `m` as a view of any element type.
+    #[doc(hidden)]
+    fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_>;
 }
 
 impl Element for f32 {
+    fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
+        crate::core::view::AnyMatRef::F32(m)
+    }
     const STORAGE: DType = DType::F32;
     fn to_f64(self) -> f64 {
         self as f64
@@ -208,6 +214,9 @@ impl Element for f32 {
 }
 
 impl Element for u32 {
+    fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
+        crate::core::view::AnyMatRef::U32(m)
+    }
     const STORAGE: DType = DType::U32;
     fn to_f64(self) -> f64 {
         self as f64
@@ -219,6 +228,9 @@ impl Element for u32 {
 }
 
 impl Element for f16 {
+    fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
+        crate::core::view::AnyMatRef::F16(m)
+    }
     const STORAGE: DType = DType::F16;
     fn to_f64(self) -> f64 {
         self.to_f64()
@@ -229,6 +241,9 @@ impl Element for f16 {
 }
 
 impl Element for bf16 {
+    fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
+        crate::core::view::AnyMatRef::Bf16(m)
+    }
     const STORAGE: DType = DType::Bf16;
     fn to_f64(self) -> f64 {
         self.to_f64()

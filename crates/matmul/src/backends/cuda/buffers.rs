@@ -7,10 +7,11 @@ use half::{bf16, f16};
 use super::external::ExternalBuf;
 use super::libs::Context;
 use super::CudaBackend;
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use crate::problem::Problem;
+use crate::view::{AnyMatRef, MatRef};
 
 /// A matrix on the device: the backend's own allocation, or another library's memory wrapped
 /// without a copy (`external.rs`).
@@ -49,6 +50,62 @@ impl CudaBackend {
             AnyMatrix::U32(x) => DeviceBuf::U32(self.stream.clone_htod(&x.data).ctx(what)?),
             AnyMatrix::F16(x) => DeviceBuf::F16(self.stream.clone_htod(&x.data).ctx(what)?),
             AnyMatrix::Bf16(x) => DeviceBuf::Bf16(self.stream.clone_htod(&x.data).ctx(what)?),
+        })
+    }
+
+    /// Copies the borrowed `m` into a dense device matrix: from the caller's memory, no host
+    /// copy (rows with gaps: one 2D copy that drops them).
+    pub(super) fn upload_ref(&self, m: AnyMatRef<'_>) -> Result<DeviceBuf> {
+        fn dense<T: cudarc::driver::DeviceRepr + Element>(
+            b: &CudaBackend,
+            m: MatRef<'_, T>,
+        ) -> Result<CudaSlice<T>> {
+            let (rows, cols) = m.shape();
+            let what = || {
+                format!(
+                    "copying a {rows}x{cols} {} matrix to the device",
+                    T::STORAGE
+                )
+            };
+            if m.is_dense() {
+                return b.stream.clone_htod(m.data()).ctx(what);
+            }
+            // SAFETY: every element is written by the copy below before anything reads it.
+            let dst = unsafe { b.stream.alloc::<T>(rows * cols) }.ctx(what)?;
+            let elem = std::mem::size_of::<T>();
+            let copy = cu_sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: m.data().as_ptr() as *const std::ffi::c_void,
+                srcDevice: 0,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: m.stride() * elem,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst.device_ptr(&b.stream).0,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: cols * elem,
+                WidthInBytes: cols * elem,
+                Height: rows,
+            };
+            b.ctx.bind_to_thread().ctx(what)?;
+            // SAFETY: the source spans (rows − 1)·stride + cols elements of `m`'s slice (MatRef
+            // checks it), the destination rows·cols; the copy from pageable memory has read the
+            // source when it returns (synchronous with the host), so `m` may go after it.
+            unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, b.stream.cu_stream()) }
+                .result()
+                .ctx(what)?;
+            b.stream.synchronize().ctx(what)?;
+            Ok(dst)
+        }
+        Ok(match m {
+            AnyMatRef::F32(x) => DeviceBuf::F32(dense(self, x)?),
+            AnyMatRef::U32(x) => DeviceBuf::U32(dense(self, x)?),
+            AnyMatRef::F16(x) => DeviceBuf::F16(dense(self, x)?),
+            AnyMatRef::Bf16(x) => DeviceBuf::Bf16(dense(self, x)?),
         })
     }
 

@@ -389,6 +389,10 @@ impl Backend for CudaBackend {
         self.upload_data(m)
     }
 
+    fn upload_ref(&self, m: crate::view::AnyMatRef<'_>) -> Result<crate::backends::DeviceData> {
+        self.upload_ref_data(m)
+    }
+
     fn alloc_zeroed(
         &self,
         dtype: crate::DType,

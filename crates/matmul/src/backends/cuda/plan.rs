@@ -128,6 +128,20 @@ impl CudaBackend {
         ))
     }
 
+    /// Copies the borrowed `m` to the device ([`crate::Backend::upload_ref`]).
+    pub(super) fn upload_ref_data(&self, m: crate::view::AnyMatRef<'_>) -> Result<DeviceData> {
+        self.check_alive()?;
+        let buf = self.upload_ref(m)?;
+        let (rows, cols) = m.shape();
+        Ok(DeviceData::new(
+            m.dtype(),
+            rows,
+            cols,
+            self.instance,
+            Box::new(buf),
+        ))
+    }
+
     /// A zeroed matrix on the device ([`crate::Backend::alloc_zeroed`]).
     pub(super) fn alloc_data(&self, dtype: DType, rows: usize, cols: usize) -> Result<DeviceData> {
         self.check_alive()?;
