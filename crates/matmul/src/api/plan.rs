@@ -100,6 +100,10 @@ impl<T: Element> DeviceMatrix<T> {
 /// ```
 pub struct Plan<'b> {
     inner: Box<dyn PlanRun + 'b>,
+    /// The product as asked (for column-major storage: before the swap to row-major terms).
+    problem: Problem,
+    /// Column-major storage, run as the row-major Cᵀ = op(B)ᵀ·op(A)ᵀ: A and B trade places.
+    column_major: bool,
     batch: Batch,
     tiling: Option<Tiling>,
     notes: Vec<String>,
@@ -115,6 +119,7 @@ pub struct PlanBuilder<'b> {
     tile: Option<u32>,
     scale: Scale,
     batch: Option<Batch>,
+    column_major: bool,
 }
 
 impl<'b> Plan<'b> {
@@ -129,6 +134,7 @@ impl<'b> Plan<'b> {
             tile: None,
             scale: Scale::ONE,
             batch: None,
+            column_major: false,
         }
     }
 
@@ -141,7 +147,7 @@ impl<'b> Plan<'b> {
         b: &DeviceMatrix<T>,
         c: &mut DeviceMatrix<U>,
     ) -> Result<()> {
-        self.inner.run(&a.data, &b.data, &mut c.data, self.batch)
+        self.run_data(&a.data, &b.data, &mut c.data)
     }
 
     /// Times `iters` runs after `warmup` untimed ones on the same matrices, as `matmul bench`
@@ -155,12 +161,14 @@ impl<'b> Plan<'b> {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
+        let (a, b) = if self.column_major { (b, a) } else { (a, b) };
         self.inner.time(a, b, c, self.batch, warmup, iters)
     }
 
     /// [`Plan::run`] on untyped matrices ([`Backend::upload`]'s), for callers that hold
     /// [`crate::AnyMatrix`] data.
     pub fn run_data(&self, a: &DeviceData, b: &DeviceData, c: &mut DeviceData) -> Result<()> {
+        let (a, b) = if self.column_major { (b, a) } else { (a, b) };
         self.inner.run(a, b, c, self.batch)
     }
 
@@ -169,9 +177,14 @@ impl<'b> Plan<'b> {
         self.inner.kernel()
     }
 
-    /// The product it runs.
+    /// The product it runs, as asked.
     pub fn problem(&self) -> &Problem {
-        self.inner.problem()
+        &self.problem
+    }
+
+    /// Whether its matrices are stored column-major ([`PlanBuilder::column_major`]).
+    pub fn column_major(&self) -> bool {
+        self.column_major
     }
 
     /// α and β.
@@ -245,6 +258,15 @@ impl<'b> PlanBuilder<'b> {
         self
     }
 
+    /// Column-major storage (BLAS's and Fortran's): A, B and C are column-major, as cuBLAS
+    /// takes them. Run as the row-major Cᵀ = op(B)ᵀ·op(A)ᵀ, which is the same bytes: no copy,
+    /// no other kernel. A column-major r×c matrix is the row-major c×r [`Matrix`] holding the
+    /// same elements (its transpose): upload it as that.
+    pub fn column_major(mut self, yes: bool) -> Self {
+        self.column_major = yes;
+        self
+    }
+
     /// `count` products whose matrices follow each other without gaps ([`Batch::contiguous`]).
     pub fn batch_count(mut self, count: usize) -> Self {
         self.batch = Some(Batch::contiguous(count, &self.problem));
@@ -253,8 +275,27 @@ impl<'b> PlanBuilder<'b> {
 
     /// Chooses the kernel, compiles it and makes its workspaces.
     pub fn build(self) -> Result<Plan<'b>> {
-        let p = &self.problem;
-        let batch = self.batch.unwrap_or(Batch::one(p));
+        let asked = self.problem;
+        let batch = self.batch.unwrap_or(Batch::one(&asked));
+        // Column-major C = op(A)·op(B) is row-major Cᵀ = op(B)ᵀ·op(A)ᵀ over the same buffers.
+        let (problem, batch) = if self.column_major {
+            let p = Problem {
+                m: asked.n,
+                n: asked.m,
+                op_a: asked.op_b,
+                op_b: asked.op_a,
+                ..asked
+            };
+            let b = Batch {
+                stride_a: batch.stride_b,
+                stride_b: batch.stride_a,
+                ..batch
+            };
+            (p, b)
+        } else {
+            (asked, batch)
+        };
+        let p = &problem;
         batch.check(p)?;
         let choice = if self.kernel.eq_ignore_ascii_case("auto") {
             dispatch::auto_batched(self.backend, p, batch.count)?
@@ -271,6 +312,8 @@ impl<'b> PlanBuilder<'b> {
             .plan(choice.kernel, p, opts, self.scale, batch)?;
         Ok(Plan {
             inner,
+            problem: asked,
+            column_major: self.column_major,
             batch,
             tiling,
             notes: choice.notes,
@@ -389,6 +432,49 @@ mod tests {
         .apply_host(&want, &mut expect)
         .unwrap();
         assert_eq!(AnyMatrix::from(dc.download(&cpu).unwrap()), expect);
+    }
+
+    /// Column-major storage: the column-major product of column-major A and B (each held as the
+    /// row-major transpose), every op pair, against the reference on the row-major copies.
+    #[test]
+    fn column_major_plans_on_the_cpu() {
+        let cpu = CpuBackend;
+        let (m, n, k) = (5, 3, 4);
+        for (op_a, op_b) in [
+            (Op::N, Op::N),
+            (Op::T, Op::N),
+            (Op::N, Op::T),
+            (Op::T, Op::T),
+        ] {
+            let p = Problem::new(m, n, k, DType::F32).with_ops(op_a, op_b);
+            // Row-major op-stored A and B, and their column-major buffers (the transposes).
+            let (a, b) = (
+                random::<f32>(p.a_stored().0, p.a_stored().1, 21),
+                random::<f32>(p.b_stored().0, p.b_stored().1, 22),
+            );
+            let t = |x: &Matrix<f32>| {
+                Matrix::from_fn(x.cols, x.rows, |i, j| x.data[j * x.cols + i]).unwrap()
+            };
+            let plan = Plan::builder(&cpu, p).column_major(true).build().unwrap();
+            assert!(plan.column_major());
+            assert_eq!(plan.problem(), &p);
+            let mut c = DeviceMatrix::<f32>::zeros(&cpu, n, m).unwrap();
+            plan.run(
+                &DeviceMatrix::upload(&cpu, &t(&a)).unwrap(),
+                &DeviceMatrix::upload(&cpu, &t(&b)).unwrap(),
+                &mut c,
+            )
+            .unwrap();
+            let want = reference::matmul(&p, &AnyMatrix::from(a), &AnyMatrix::from(b)).unwrap();
+            let want = t(want.as_f32().unwrap());
+            let got = c.download(&cpu).unwrap();
+            for (g, w) in got.data.iter().zip(&want.data) {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{op_a:?}{op_b:?}: {g} vs {w}"
+                );
+            }
+        }
     }
 
     /// With β = 0, C's old contents (NaN here) are not read.
