@@ -28,16 +28,19 @@ pub(crate) fn py_err(e: matmul::Error) -> PyErr {
 }
 
 /// A backend opened once for the process, or why it could not be (the message, and whether it
-/// was bad input).
+/// was bad input, and which backend).
 type Opened<B> = Result<B, (String, bool)>;
 
 static CUDA: OnceLock<Opened<CudaBackend>> = OnceLock::new();
 static WGPU: OnceLock<Opened<WgpuBackend>> = OnceLock::new();
 static CPU: CpuBackend = CpuBackend;
 
+/// The backend in `slot`, opened by `open` the first time; a failure is kept and given again
+/// (as `failed` makes it from the first one's message).
 fn opened<B>(
     slot: &'static OnceLock<Opened<B>>,
     open: impl FnOnce() -> matmul::Result<B>,
+    failed: fn(String) -> matmul::Error,
 ) -> matmul::Result<&'static B> {
     slot.get_or_init(|| open().map_err(|e| (e.to_string(), e.is_bad_input())))
         .as_ref()
@@ -45,21 +48,34 @@ fn opened<B>(
             if *input {
                 matmul::Error::Invalid(message.clone())
             } else {
-                matmul::Error::Cuda {
-                    context: "opening the backend".into(),
-                    message: message.clone(),
-                }
+                failed(message.clone())
             }
         })
+}
+
+/// A CUDA backend that did not open.
+fn cuda_failed(message: String) -> matmul::Error {
+    matmul::Error::Cuda {
+        context: "opening the backend".into(),
+        message,
+    }
+}
+
+/// A wgpu backend that did not open.
+fn wgpu_failed(message: String) -> matmul::Error {
+    matmul::Error::Wgpu {
+        context: "opening the backend".into(),
+        message,
+    }
 }
 
 /// The backend `name` names (None or "auto": CUDA when a device opens, else the CPU).
 fn backend(name: Option<&str>) -> matmul::Result<&'static (dyn Backend + Sync)> {
     match name.unwrap_or("auto") {
         "cpu" => Ok(&CPU),
-        "cuda" => Ok(opened(&CUDA, || CudaBackend::new(0))?),
-        "wgpu" => Ok(opened(&WGPU, WgpuBackend::new)?),
-        "auto" => Ok(match opened(&CUDA, || CudaBackend::new(0)) {
+        "cuda" => Ok(opened(&CUDA, || CudaBackend::new(0), cuda_failed)?),
+        "wgpu" => Ok(opened(&WGPU, WgpuBackend::new, wgpu_failed)?),
+        "auto" => Ok(match opened(&CUDA, || CudaBackend::new(0), cuda_failed) {
             Ok(cuda) => cuda,
             Err(_) => &CPU,
         }),
@@ -628,7 +644,7 @@ enum Imported {
 
 /// The CUDA backend, opened (RuntimeError without a device).
 fn cuda() -> PyResult<&'static CudaBackend> {
-    opened(&CUDA, || CudaBackend::new(0)).map_err(py_err)
+    opened(&CUDA, || CudaBackend::new(0), cuda_failed).map_err(py_err)
 }
 
 /// Takes `obj`'s DLPack tensor. CUDA memory is wrapped without a copy: `__dlpack__` gets the
@@ -1067,6 +1083,72 @@ fn signature(
         .map_err(py_err)
 }
 
+/// judge(text, *, kernel="auto", backend=None) -> list[int]
+///
+/// The Judge Girl CUDA-MATMUL signatures of every case of `text` (judge input: `N S1 S2`
+/// triples separated by any whitespace), in order, as `./test.sh` prints them. Bad input raises
+/// ValueError naming the line and the token; the GIL is released while the cases run.
+#[pyfunction]
+#[pyo3(signature = (text, *, kernel = "auto", backend = None))]
+fn judge(py: Python<'_>, text: &str, kernel: &str, backend: Option<&str>) -> PyResult<Vec<u32>> {
+    use matmul::judge;
+    let cases: Vec<judge::Case> = judge::parse_cases(text)
+        .collect::<Result<_, _>>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let b = self::backend(backend).map_err(py_err)?;
+    let spec = matmul::dispatch::choose(kernel, b, matmul::DType::U32, None)
+        .map_err(py_err)?
+        .kernel;
+    if !spec.supports(matmul::DType::U32) {
+        return Err(PyValueError::new_err(format!(
+            "kernel `{}` has no u32 version; the judge's arithmetic is u32",
+            spec.name
+        )));
+    }
+    let mut out = Vec::with_capacity(cases.len());
+    for case in &cases {
+        let sig = py
+            .detach(|| judge::case_signature(b, spec, case, judge::Generator::Judge))
+            .map_err(py_err)?;
+        out.push(sig);
+        py.check_signals()?;
+    }
+    Ok(out)
+}
+
+/// puzzle(name, *, backend=None) -> dict
+///
+/// Runs one of the Mojo GPU puzzles (`naive`, `single-block`, `tiled`, `idiomatic-tiled`,
+/// `p14-naive`, `p14-tiled`) by its kernel at TPB 3 on CUDA (default) or, with
+/// `backend="wgpu"`, by its WGSL twin: a dict with `name`, `kernel`, `backend`,
+/// `out` and `expected` (C row-major, lists of floats) and `passed` (out == expected exactly).
+#[pyfunction]
+#[pyo3(signature = (name, *, backend = None))]
+fn puzzle<'py>(py: Python<'py>, name: &str, backend: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+    use matmul::compat::puzzles::{config, PuzzleName};
+    let which: PuzzleName = name.parse().map_err(py_err)?;
+    let p = config(which);
+    // The puzzles' kernels are CUDA's (and their WGSL twins'): CUDA unless wgpu is asked for.
+    let b = self::backend(Some(backend.unwrap_or("cuda"))).map_err(py_err)?;
+    let mut spec = matmul::find(p.kernel).map_err(py_err)?;
+    if b.kind() == matmul::BackendKind::Wgpu {
+        spec = matmul::registry::wgpu_twin(spec).ok_or_else(|| {
+            PyValueError::new_err(format!("kernel `{}` has no wgpu twin", spec.name))
+        })?;
+    }
+    let (out, expected) = py
+        .detach(|| Ok::<_, matmul::Error>((p.run_kernel(spec, b)?, p.expected()?)))
+        .map_err(py_err)?;
+    let d = PyDict::new(py);
+    d.set_item("name", which.name())?;
+    d.set_item("kernel", spec.name)?;
+    d.set_item("backend", b.kind().to_string())?;
+    d.set_item("passed", out == expected)?;
+    d.set_item("out", out)?;
+    d.set_item("expected", expected)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -1076,6 +1158,8 @@ fn _matmul(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench, m)?)?;
     m.add_function(wrap_pyfunction!(signature, m)?)?;
+    m.add_function(wrap_pyfunction!(judge, m)?)?;
+    m.add_function(wrap_pyfunction!(puzzle, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;

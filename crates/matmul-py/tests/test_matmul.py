@@ -103,6 +103,35 @@ def test_judge_signatures_match_the_official_outputs():
         matmul.signature(2, 2, 5, kernel="no-such-kernel", backend="cpu")
 
 
+def test_judge_over_a_whole_input():
+    text = "2 2 5\n 3 1 1\t4 7 8\n"
+    want = [matmul.signature(n, s1, s2, backend="cpu") for n, s1, s2 in [(2, 2, 5), (3, 1, 1), (4, 7, 8)]]
+    assert matmul.judge(text, backend="cpu") == want
+    assert matmul.judge("", backend="cpu") == []
+    with pytest.raises(ValueError, match="line 2"):
+        matmul.judge("2 2 5\n3 x 1\n", backend="cpu")
+    with pytest.raises(ValueError, match="wgmma"):
+        matmul.judge("2 2 5", kernel="wgmma", backend="cpu")
+
+
+def _available(name):
+    return any(d["backend"] == name and d["available"] for d in matmul.devices())
+
+
+@pytest.mark.skipif(
+    not (_available("cuda") or _available("wgpu")) and os.environ.get("MATMUL_REQUIRE_GPU") != "1",
+    reason="no CUDA device and no wgpu adapter (MATMUL_REQUIRE_GPU=1 makes this a failure)",
+)
+def test_puzzles_give_their_expected_outputs():
+    backend = "cuda" if _available("cuda") or os.environ.get("MATMUL_REQUIRE_GPU") == "1" else "wgpu"
+    for name in ["naive", "single-block", "tiled", "idiomatic-tiled", "p14-naive", "p14-tiled"]:
+        r = matmul.puzzle(name, backend=backend)
+        assert r["passed"], r
+        assert r["name"] == name and r["out"] == r["expected"] and len(r["out"]) > 0
+    with pytest.raises(ValueError, match="unknown puzzle"):
+        matmul.puzzle("no-such-puzzle", backend=backend)
+
+
 def test_registry_and_devices():
     ks = matmul.kernels()
     names = {k["name"] for k in ks}

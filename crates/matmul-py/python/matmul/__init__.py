@@ -16,7 +16,8 @@ RuntimeError, with the library's messages.
 DLPack both ways: `from_dlpack(x)` takes a torch/CuPy/JAX CUDA tensor without a copy (host arrays are
 copied once), `gemm` and `Plan.run` take such tensors directly, and a DeviceArray exports
 `__dlpack__`, so `torch.from_dlpack(matmul.gemm(x, w))` on CUDA never touches the host. `bench(...)`
-runs the benchmark (`matmul bench`) and returns its cases as dicts.
+runs the benchmark (`matmul bench`) and returns its cases as dicts; `judge(text)` gives the Judge Girl
+signatures of a whole input, `puzzle(name)` runs a Mojo GPU puzzle against its expected output.
 """
 
 from ._matmul import (
@@ -27,7 +28,9 @@ from ._matmul import (
     devices,
     from_dlpack,
     gemm,
+    judge,
     kernels,
+    puzzle,
     signature,
     to_device,
     zeros,
@@ -41,7 +44,9 @@ __all__ = [
     "devices",
     "from_dlpack",
     "gemm",
+    "judge",
     "kernels",
+    "puzzle",
     "signature",
     "to_device",
     "zeros",

@@ -146,6 +146,19 @@ class Plan:
 def signature(n: int, s1: int, s2: int, *, kernel: str = "auto", backend: Optional[str] = None) -> int:
     """The Judge Girl CUDA-MATMUL signature of one case (N S1 S2), C computed by `kernel`."""
 
+def judge(text: str, *, kernel: str = "auto", backend: Optional[str] = None) -> list[int]:
+    """The signatures of every case of judge input `text` (`N S1 S2` triples), as ./test.sh prints them.
+
+    Bad input raises ValueError naming the line and the token; Ctrl-C stops between cases.
+    """
+
+def puzzle(name: str, *, backend: Optional[Literal["cuda", "wgpu"]] = None) -> dict[str, Any]:
+    """Runs a Mojo GPU puzzle (naive, single-block, tiled, idiomatic-tiled, p14-naive, p14-tiled) at TPB 3.
+
+    Returns name, kernel, backend, out, expected (row-major lists) and passed (exact match).
+    CUDA by default; backend="wgpu" runs the WGSL twin.
+    """
+
 def bench(
     sizes: Optional[Sequence[Union[int, tuple[int, int, int]]]] = None,
     *,
