@@ -122,6 +122,31 @@ fn run<T: matmul::Element>(
         drop((ua, ub));
     }
     let transfers = start.elapsed().as_secs_f64() / calls as f64;
+    // Each transfer alone, the best of `calls`: an upload of A, a download of C.
+    let best = |f: &mut dyn FnMut() -> matmul::Result<()>| -> matmul::Result<f64> {
+        let mut best = f64::INFINITY;
+        for _ in 0..calls {
+            let start = Instant::now();
+            f()?;
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        Ok(best)
+    };
+    let up = best(&mut || {
+        let ua = DeviceMatrix::upload(backend, &a)?;
+        backend.synchronize()?;
+        drop(ua);
+        Ok(())
+    })?;
+    let down = best(&mut || dc.download(backend).map(drop))?;
+    let gb = |bytes: usize, s: f64| bytes as f64 / s / 1e9;
+    println!(
+        "{p}: upload of A {:.2} ms ({:.1} GB/s), download of C {:.2} ms ({:.1} GB/s)",
+        up * 1e3,
+        gb(a.data.len() * std::mem::size_of::<T>(), up),
+        down * 1e3,
+        gb(p.m * p.n * 4, down)
+    );
     println!(
         "{p}: one call (upload, run, download) {:.1} ms; the transfers alone {:.1} ms; kernel + transfers {:.1} ms ({:.2}x)",
         one_call * 1e3,
