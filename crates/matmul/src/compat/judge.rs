@@ -342,7 +342,10 @@ mod tests {
             .map(|_| ())
             .unwrap_err();
         assert!(
-            matches!(e, Error::Invalid(_) | Error::NeedsGpu { .. }),
+            matches!(
+                e,
+                Error::Invalid(_) | Error::NeedsGpu { .. } | Error::NotBuilt { .. }
+            ),
             "{e}"
         );
     }
