@@ -99,6 +99,7 @@ pub trait Backend: Send + Sync {
     /// Copies the borrowed `m` into this backend's memory as a dense matrix: on CUDA straight
     /// from the caller's memory (no host copy); elsewhere through an owned copy.
     fn upload_ref(&self, m: AnyMatRef<'_>) -> Result<DeviceData> {
+        m.check()?;
         self.upload(&m.to_matrix())
     }
 

@@ -69,6 +69,12 @@ impl<'a, T: Element> MatRef<'a, T> {
         }
     }
 
+    /// Checks that the slice holds the shape (a `MatRef` made from a [`Matrix`] whose fields
+    /// were set by hand may not): every use of the elements checks it first.
+    pub fn check(&self) -> Result<(), Error> {
+        MatRef::with_stride(self.data, self.rows, self.cols, self.stride).map(|_| ())
+    }
+
     /// The `rows`×`cols` block whose first element is (`row`, `col`), sharing this one's data.
     pub fn block(
         &self,
@@ -104,13 +110,14 @@ impl<'a, T: Element> MatRef<'a, T> {
         self.stride == self.cols || self.rows <= 1
     }
 
-    /// The elements from the first to the last (rows · stride, less the last row's gap).
+    /// The elements from the first to the last (rows · stride, less the last row's gap; at
+    /// most the slice, for one that fails [`MatRef::check`]).
     pub fn data(&self) -> &'a [T] {
         let len = match self.rows {
             0 => 0,
             r => (r - 1) * self.stride + self.cols,
         };
-        &self.data[..len]
+        &self.data[..len.min(self.data.len())]
     }
 
     /// Element (i, j), or None outside the matrix.
@@ -118,11 +125,15 @@ impl<'a, T: Element> MatRef<'a, T> {
         (i < self.rows && j < self.cols).then(|| self.data[i * self.stride + j])
     }
 
-    /// An owned dense copy.
+    /// An owned dense copy (of the rows the slice holds, for one that fails [`MatRef::check`]:
+    /// the Matrix then has fewer elements than its shape, which every product refuses).
     pub fn to_matrix(&self) -> Matrix<T> {
         let mut data = Vec::with_capacity(self.rows * self.cols);
         for i in 0..self.rows {
-            data.extend_from_slice(&self.data[i * self.stride..][..self.cols]);
+            match self.data.get(i * self.stride..i * self.stride + self.cols) {
+                Some(row) => data.extend_from_slice(row),
+                None => break,
+            }
         }
         Matrix {
             rows: self.rows,
@@ -174,6 +185,16 @@ impl<'a> AnyMatRef<'a> {
             AnyMatRef::U32(m) => m.shape(),
             AnyMatRef::F16(m) => m.shape(),
             AnyMatRef::Bf16(m) => m.shape(),
+        }
+    }
+
+    /// [`MatRef::check`].
+    pub fn check(&self) -> Result<(), Error> {
+        match self {
+            AnyMatRef::F32(m) => m.check(),
+            AnyMatRef::U32(m) => m.check(),
+            AnyMatRef::F16(m) => m.check(),
+            AnyMatRef::Bf16(m) => m.check(),
         }
     }
 

@@ -56,6 +56,7 @@ impl CudaBackend {
     /// Copies the borrowed `m` into a dense device matrix: from the caller's memory, no host
     /// copy (rows with gaps: one 2D copy that drops them).
     pub(super) fn upload_ref(&self, m: AnyMatRef<'_>) -> Result<DeviceBuf> {
+        m.check()?;
         fn dense<T: cudarc::driver::DeviceRepr + Element>(
             b: &CudaBackend,
             m: MatRef<'_, T>,
