@@ -120,6 +120,25 @@ pub trait Backend: Send + Sync {
             .cloned()
     }
 
+    /// [`Backend::upload`] of a matrix the caller gives up: a backend whose matrices live in
+    /// host memory (instance 0) keeps it as it is, without a copy.
+    fn upload_owned(&self, m: AnyMatrix) -> Result<DeviceData> {
+        if self.instance() == 0 {
+            Ok(DeviceData::host(m, 0))
+        } else {
+            self.upload(&m)
+        }
+    }
+
+    /// [`Backend::download`] of a matrix the caller gives up: one in host memory is moved out,
+    /// without a copy.
+    fn download_owned(&self, d: DeviceData) -> Result<AnyMatrix> {
+        match d.into_host(self.instance()) {
+            Ok(m) => Ok(m),
+            Err(d) => self.download(&d),
+        }
+    }
+
     /// Waits for the work enqueued on this backend (a no-op where runs are synchronous).
     fn synchronize(&self) -> Result<()> {
         Ok(())
@@ -478,6 +497,30 @@ impl DeviceData {
     /// A matrix in host memory (the CPU's and wgpu's plans).
     pub fn host(m: AnyMatrix, owner: u64) -> DeviceData {
         DeviceData::new(m.dtype(), m.rows(), m.cols(), owner, Box::new(m))
+    }
+
+    /// The host matrix inside, when it is one held by backend instance `owner`; else `self`.
+    pub fn into_host(self, owner: u64) -> std::result::Result<AnyMatrix, DeviceData> {
+        if self.owner != owner || !self.inner.is::<AnyMatrix>() {
+            return Err(self);
+        }
+        let DeviceData {
+            dtype,
+            rows,
+            cols,
+            owner,
+            inner,
+        } = self;
+        inner
+            .downcast::<AnyMatrix>()
+            .map(|m| *m)
+            .map_err(|inner| DeviceData {
+                dtype,
+                rows,
+                cols,
+                owner,
+                inner,
+            })
     }
 
     /// The stored element type.
