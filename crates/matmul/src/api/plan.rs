@@ -477,6 +477,22 @@ mod tests {
         }
     }
 
+    /// A given-up matrix goes to the CPU backend and back without a copy (the same buffer), and
+    /// a matrix of another holder is not taken out as a host matrix.
+    #[test]
+    fn owned_uploads_move_the_matrix() {
+        let cpu = CpuBackend;
+        let m = AnyMatrix::from(random::<f32>(3, 4, 31));
+        let want = m.clone();
+        let ptr = m.as_f32().unwrap().data.as_ptr();
+        let d = cpu.upload_owned(m).unwrap();
+        let back = cpu.download_owned(d).unwrap();
+        assert_eq!(back, want);
+        assert_eq!(back.as_f32().unwrap().data.as_ptr(), ptr);
+        let d = DeviceData::host(want.clone(), 7);
+        assert!(d.into_host(0).is_err());
+    }
+
     /// With β = 0, C's old contents (NaN here) are not read.
     #[test]
     fn beta_zero_ignores_c() {
