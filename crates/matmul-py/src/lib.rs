@@ -230,10 +230,74 @@ fn gemm<'py>(
             "beta != 0 needs out= (C's old value)",
         ));
     }
+    if let Some(c) = gemm_in_place(py, &call, a, b, out)? {
+        return Ok(c);
+    }
     let out_on_host = out.is_none_or(is_numpy);
     match (operand(a)?, operand(b)?) {
         (Operand::Host(am), Operand::Host(bm)) if out_on_host => gemm_host(py, &call, am, bm, out),
         (oa, ob) => gemm_device(py, &call, oa, ob, out),
+    }
+}
+
+/// `gemm` on two C-contiguous numpy arrays of one dtype, α = 1, β = 0, no `out`, no `verify`:
+/// the library's one call on views of the arrays' own memory (`matmul::Gemm` on `MatRef`s: the
+/// CPU's fast kernel reads f32 in place, CUDA uploads from it), C moved into a new numpy array.
+/// None where the call is not of that kind (the general path then copies the inputs once).
+fn gemm_in_place<'py>(
+    py: Python<'py>,
+    call: &Call<'_>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn typed<'py, T: Element + numpy::Element>(
+        py: Python<'py>,
+        call: &Call<'_>,
+        a: &Bound<'py, PyAny>,
+        b: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let (Ok(a), Ok(b)) = (
+            a.extract::<PyReadonlyArray2<'py, T>>(),
+            b.extract::<PyReadonlyArray2<'py, T>>(),
+        ) else {
+            return Ok(None);
+        };
+        let (Ok(sa), Ok(sb)) = (a.as_slice(), b.as_slice()) else {
+            return Ok(None); // not C-contiguous
+        };
+        let (da, db) = (a.as_array().dim(), b.as_array().dim());
+        let backend = backend(call.backend).map_err(py_err)?;
+        let c = py
+            .detach(|| {
+                let (va, vb) = (
+                    matmul::MatRef::new(sa, da.0, da.1)?,
+                    matmul::MatRef::new(sb, db.0, db.1)?,
+                );
+                matmul::Gemm::new(va, vb)
+                    .transpose_a(call.ops.0 == Op::T)
+                    .transpose_b(call.ops.1 == Op::T)
+                    .kernel(call.kernel)
+                    .on(backend)
+                    .run()
+            })
+            .map_err(py_err)?;
+        any_to_py(py, AnyMatrix::from(c)).map(Some)
+    }
+    if !call.scale.is_plain() || out.is_some() || call.verify || !is_numpy(a) || !is_numpy(b) {
+        return Ok(None);
+    }
+    let dtype_of =
+        |x: &Bound<'py, PyAny>| -> PyResult<String> { x.getattr("dtype")?.str()?.extract() };
+    let dtype = dtype_of(a)?;
+    if dtype != dtype_of(b)? {
+        return Ok(None); // the general path names the mismatch
+    }
+    match dtype.as_str() {
+        "float32" => typed::<f32>(py, call, a, b),
+        "uint32" => typed::<u32>(py, call, a, b),
+        "float16" => typed::<half::f16>(py, call, a, b),
+        _ => Ok(None),
     }
 }
 

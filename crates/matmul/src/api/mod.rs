@@ -279,6 +279,11 @@ impl<'a, T: Element> Gemm<'a, T> {
             let c = backend.download(&dc)?;
             return self.output(c, choice, backend, opts.tiling, problem, None);
         }
+        if !self.verify {
+            // The host backends read the views (the CPU's fast kernel in place for f32).
+            let c = backend.run_ref(choice.kernel, &problem, self.a.into(), self.b.into(), opts)?;
+            return self.output(c, choice, backend, opts.tiling, problem, None);
+        }
         let a = self.a.to_matrix().into();
         let b = self.b.to_matrix().into();
         let c = backend.run(choice.kernel, &problem, &a, &b, opts)?;
@@ -417,9 +422,22 @@ mod tests {
         let view = MatRef::from(&big);
         let a = view.block(3, 5, 9, 21).unwrap();
         let b = view.block(10, 20, 21, 13).unwrap();
-        let got = Gemm::new(a, b).on(&cpu).verify(true).run().unwrap();
+        // In place (the fast kernel on the views), and through the verified path's copies.
+        let got = Gemm::new(a, b).on(&cpu).run().unwrap();
+        let checked = Gemm::new(a, b).on(&cpu).verify(true).run().unwrap();
         let want = Gemm::new(&a.to_matrix(), &b.to_matrix())
             .on(&cpu)
+            .run()
+            .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(checked, want);
+        // Transposed views: op(A) = Aᵀ of a 21×9 block.
+        let at = view.block(0, 0, 21, 9).unwrap();
+        let got = Gemm::new(at, b).transpose_a(true).on(&cpu).run().unwrap();
+        let want = Gemm::new(&at.to_matrix(), &b.to_matrix())
+            .transpose_a(true)
+            .on(&cpu)
+            .verify(true)
             .run()
             .unwrap();
         assert_eq!(got, want);

@@ -53,6 +53,21 @@ pub trait Backend: Send + Sync {
         opts: RunOptions,
     ) -> Result<AnyMatrix>;
 
+    /// [`Backend::run`] on borrowed views (rows with gaps allowed): the CPU's fast kernel reads
+    /// f32 views in place; elsewhere through dense copies.
+    fn run_ref(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: AnyMatRef<'_>,
+        b: AnyMatRef<'_>,
+        opts: RunOptions,
+    ) -> Result<AnyMatrix> {
+        a.check()?;
+        b.check()?;
+        self.run(kernel, problem, &a.to_matrix(), &b.to_matrix(), opts)
+    }
+
     /// Times `iters` launches after `warmup` untimed ones, rotating among `inputs` (so the caller
     /// can defeat the cache by passing sets larger than it). Returns seconds per launch, one entry
     /// per timed launch.

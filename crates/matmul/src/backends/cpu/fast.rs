@@ -24,6 +24,7 @@ use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::Problem;
+use crate::view::AnyMatRef;
 
 /// Computes `problem` on `a` and `b` (stored as `problem.a_stored()` / `b_stored()` say).
 /// Floating inputs give an f32 result (rounded to bf16/f16 when the problem asks for C in the
@@ -76,24 +77,93 @@ fn check_lengths<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Result<()> {
     Ok(())
 }
 
+/// [`matmul`] on borrowed views: f32 A and B are read in place, rows `stride` apart (no copy);
+/// other element types through a dense copy of each view.
+pub fn matmul_ref(problem: &Problem, a: AnyMatRef<'_>, b: AnyMatRef<'_>) -> Result<AnyMatrix> {
+    a.check()?;
+    b.check()?;
+    let (AnyMatRef::F32(va), AnyMatRef::F32(vb)) = (a, b) else {
+        return matmul(problem, &a.to_matrix(), &b.to_matrix());
+    };
+    if problem.dtype != crate::DType::F32 || problem.c_dtype() != crate::DType::F32 {
+        return matmul(problem, &a.to_matrix(), &b.to_matrix());
+    }
+    for (what, found, want) in [
+        ("A", va.shape(), problem.a_stored()),
+        ("B", vb.shape(), problem.b_stored()),
+    ] {
+        if found != want {
+            return Err(Error::ShapeMismatch {
+                what,
+                expected: format!("{}x{}", want.0, want.1),
+                found: format!("{}x{}", found.0, found.1),
+            });
+        }
+    }
+    // Element (i, l) of op(A): op N reads row i of the stored A, op T its column i.
+    let strides = |op: crate::problem::Op, pitch: usize| match op {
+        crate::problem::Op::N => (pitch, 1),
+        crate::problem::Op::T => (1, pitch),
+    };
+    let (sa, sb) = (
+        strides(problem.op_a, va.stride()),
+        strides(problem.op_b, vb.stride()),
+    );
+    Ok(AnyMatrix::F32(gemm_f32_strided(
+        problem,
+        (va.data(), sa),
+        (vb.data(), sb),
+    )?))
+}
+
 /// C = op(A)·op(B) in f32 through `gemm`, multithreaded on rayon's pool.
 ///
 /// `gemm::gemm` computes `dst := alpha·dst + beta·lhs·rhs` (note: the *opposite* of BLAS's
 /// naming); with `read_dst = false` it ignores `alpha` and the old contents of `dst`, so C is
 /// simply overwritten with `1·op(A)·op(B)`.
 fn gemm_f32(problem: &Problem, a: &[f32], b: &[f32]) -> Result<Matrix<f32>> {
+    let (sa, sb) = (problem.a_strides(), problem.b_strides());
+    gemm_f32_strided(problem, (a, (sa.row, sa.col)), (b, (sb.row, sb.col)))
+}
+
+/// [`gemm_f32`] with op(A)'s element (i, l) at `a[i·row + l·col]` (likewise B): the caller
+/// guarantees those indices are within the slices for i < m, l < k, j < n.
+fn gemm_f32_strided(
+    problem: &Problem,
+    (a, (a_row, a_col)): (&[f32], (usize, usize)),
+    (b, (b_row, b_col)): (&[f32], (usize, usize)),
+) -> Result<Matrix<f32>> {
     let (m, n, k) = (problem.m, problem.n, problem.k);
     let mut c = Matrix::<f32>::zeros(m, n)?;
     if m == 0 || n == 0 || k == 0 {
         return Ok(c); // an empty C, or a depth-0 sum: all zeros
     }
-    let (sa, sb) = (problem.a_strides(), problem.b_strides());
+    struct Strides {
+        row: usize,
+        col: usize,
+    }
+    let (sa, sb) = (
+        Strides {
+            row: a_row,
+            col: a_col,
+        },
+        Strides {
+            row: b_row,
+            col: b_col,
+        },
+    );
+    let last = |s: &Strides, rows: usize, cols: usize| (rows - 1) * s.row + (cols - 1) * s.col;
+    if last(&sa, m, k) >= a.len() || last(&sb, k, n) >= b.len() {
+        return Err(Error::Invalid(format!(
+            "{problem}: the operands' strides reach past their elements"
+        )));
+    }
     // The strides of a matrix that fits in memory fit in isize.
     let s = |x: usize| x as isize;
-    // SAFETY: `check_inputs` and `check_lengths` guarantee that `a` holds the stored A, so every
-    // `a[i·sa.row + l·sa.col]` with i < m, l < k is in bounds (likewise `b` with l < k, j < n);
-    // `c` is a fresh m×n buffer with row stride n that aliases neither input. `gemm` only reads
-    // `a` and `b` and only writes the m×n elements of `c`, within this call.
+    // SAFETY: checked just above: every `a[i·sa.row + l·sa.col]` with i < m, l < k is in
+    // bounds (likewise `b` with l < k, j < n); `c` is a fresh m×n buffer with row stride n that
+    // aliases neither input. `gemm` only reads `a` and `b` and only writes the m×n elements of
+    // `c`, within this call.
     unsafe {
         gemm::gemm(
             m,

@@ -80,6 +80,22 @@ impl Backend for CpuBackend {
         self.compute(kernel, problem, a, b)
     }
 
+    /// The fast kernel reads f32 views in place ([`fast::matmul_ref`]); the rest through copies.
+    fn run_ref(
+        &self,
+        kernel: &KernelSpec,
+        problem: &Problem,
+        a: crate::view::AnyMatRef<'_>,
+        b: crate::view::AnyMatRef<'_>,
+        opts: RunOptions,
+    ) -> Result<AnyMatrix> {
+        self.check(kernel, problem, opts)?;
+        match kernel.implementation {
+            Implementation::CpuFast => fast::matmul_ref(problem, a, b),
+            _ => self.run(kernel, problem, &a.to_matrix(), &b.to_matrix(), opts),
+        }
+    }
+
     fn time(
         &self,
         kernel: &KernelSpec,
