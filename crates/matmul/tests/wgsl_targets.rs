@@ -1,0 +1,110 @@
+//! Every WGSL shader this project ships — the registry's `wgpu-*` kernels (f32 and u32, at their
+//! registry tiles and the puzzles' TILE 3) and the own-kernel examples (examples/kernels/*.wgsl,
+//! with the declarations matmul appends) — parsed and validated by naga and translated to MSL
+//! (Metal) and HLSL (DX12), the two backends this machine cannot run. The same naga version as
+//! wgpu's, so a shader that passes here is one wgpu would hand to those drivers; whether the
+//! drivers then compile and run it is only known where they exist (docs/wgpu.md).
+
+use matmul::registry::{wgsl, KERNELS};
+use matmul::{DType, RunOptions};
+
+/// naga's module of `text` validated, then written as MSL and HLSL; the error names `what`.
+fn translate(what: &str, text: &str) -> Result<(String, String), String> {
+    let module = naga::front::wgsl::parse_str(text)
+        .map_err(|e| format!("{what}: WGSL: {}", e.emit_to_string(text)))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    )
+    .validate(&module)
+    .map_err(|e| format!("{what}: validation: {}", e.emit_to_string(text)))?;
+    let pipeline = naga::back::msl::PipelineOptions::default();
+    let (msl, _) = naga::back::msl::write_string(
+        &module,
+        &info,
+        &naga::back::msl::Options::default(),
+        &pipeline,
+    )
+    .map_err(|e| format!("{what}: MSL: {e}"))?;
+    let mut hlsl = String::new();
+    let options = naga::back::hlsl::Options::default();
+    let pipeline = naga::back::hlsl::PipelineOptions::default();
+    let mut writer = naga::back::hlsl::Writer::new(&mut hlsl, &options, &pipeline);
+    writer
+        .write(&module, &info, None)
+        .map_err(|e| format!("{what}: HLSL: {e}"))?;
+    Ok((msl, hlsl))
+}
+
+#[test]
+fn every_wgsl_shader_translates_to_msl_and_hlsl() {
+    let mut done = Vec::new();
+    let mut failures = Vec::new();
+    for kernel in KERNELS.iter() {
+        let Some(src) = kernel.wgsl_source() else {
+            continue;
+        };
+        let registry_tile = kernel.tile(&RunOptions::default());
+        let tiles: Vec<u32> = match registry_tile {
+            Some(t) => vec![t, 3],
+            None => vec![0],
+        };
+        for dtype in [DType::F32, DType::U32] {
+            for &tile in &tiles {
+                let what = format!("{} {dtype} tile {tile}", kernel.name);
+                match translate(&what, &wgsl::text(src, dtype, tile)) {
+                    Ok((msl, hlsl)) => {
+                        assert!(msl.contains("kernel void"), "{what}: no MSL kernel");
+                        assert!(hlsl.contains("[numthreads("), "{what}: no HLSL entry");
+                        done.push(what);
+                    }
+                    Err(e) => failures.push(e),
+                }
+            }
+        }
+    }
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/kernels");
+    for entry in std::fs::read_dir(examples).expect("examples/kernels") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|e| e != "wgsl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a readable example");
+        // The defines its "Run:" comment passes (`-D NAME=VALUE`), as matmul appends them.
+        let defines: String = text
+            .lines()
+            .take_while(|l| l.starts_with("//"))
+            .flat_map(|l| {
+                l.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .filter(|w| w[0] == "-D")
+                    .map(|w| w[1].to_string())
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|d| {
+                d.split_once('=')
+                    .map(|(k, v)| format!("const {k} = {v};\n"))
+            })
+            .collect();
+        for ty in ["f32", "u32"] {
+            let what = format!("{} {ty}", path.display());
+            let full = format!("{text}\nalias T = {ty};\n{defines}{}", wgsl::PARAMS);
+            match translate(&what, &full) {
+                Ok(_) => done.push(what),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    println!(
+        "RESULT {} shader builds translated to MSL and HLSL",
+        done.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // 5 registry kernels × 2 dtypes (× 2 tiles for the tiled ones) and 2 examples × 2.
+    assert!(
+        done.len() >= 14,
+        "only {} shader builds: {done:?}",
+        done.len()
+    );
+}
