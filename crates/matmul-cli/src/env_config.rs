@@ -5,6 +5,31 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Keeps the Vulkan loader's window-system probe quiet on machines without a desktop session
+/// (ssh logins, containers, CI): with XDG_RUNTIME_DIR unset, libwayland prints "error:
+/// XDG_RUNTIME_DIR is invalid or not set in the environment." on every adapter probe. It is
+/// pointed at a private empty directory instead (no display server there: the probe finds none,
+/// quietly). Called first thing in `main`, before any thread starts.
+pub fn quiet_window_system() {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()) {
+            return;
+        }
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let dir = std::env::temp_dir().join(format!("matmul-runtime-{uid}"));
+        let made = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        let ours = std::fs::symlink_metadata(&dir)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+        if (made.is_ok() || dir.is_dir()) && ours {
+            // Single-threaded here (the first line of main).
+            std::env::set_var("XDG_RUNTIME_DIR", &dir);
+        }
+    }
+}
+
 /// The library's configuration from this process's environment.
 pub fn from_env() -> matmul::Config {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());

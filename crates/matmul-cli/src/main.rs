@@ -84,6 +84,7 @@ fn quiet_on_closed_pipe() {
 fn quiet_on_closed_pipe() {}
 
 fn main() -> ExitCode {
+    env_config::quiet_window_system();
     quiet_on_closed_pipe();
     matmul::config::set(env_config::from_env());
     let cli = match Cli::try_parse() {

@@ -1085,3 +1085,21 @@ fn a_short_cpu_soak_verifies_every_result() {
     );
     bad_input(&["soak", "--dtypes", "f64"], "", "unknown dtype `f64`");
 }
+
+/// Without XDG_RUNTIME_DIR (ssh logins, containers), probing adapters prints no window-system
+/// noise: `devices` lists the backends and stderr stays empty of libwayland's complaint.
+#[test]
+fn devices_without_a_runtime_dir_are_quiet() {
+    let out = Command::new(env!("CARGO_BIN_EXE_matmul"))
+        .arg("devices")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("the matmul binary starts");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("cpu"), "{}", stdout(&out));
+    assert!(
+        !stderr(&out).contains("XDG_RUNTIME_DIR"),
+        "window-system noise: {}",
+        stderr(&out)
+    );
+}
