@@ -1013,7 +1013,7 @@ struct PyPlan {
 #[pymethods]
 impl PyPlan {
     #[new]
-    #[pyo3(signature = (m, n, k, dtype = "float32", *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, c_dtype = None, batch = None))]
+    #[pyo3(signature = (m, n, k, dtype = "float32", *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, c_dtype = None, batch = None, column_major = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1029,6 +1029,7 @@ impl PyPlan {
         beta: f64,
         c_dtype: Option<&str>,
         batch: Option<&Bound<'_, PyAny>>,
+        column_major: bool,
     ) -> PyResult<PyPlan> {
         let dtype = parse_dtype(dtype)?;
         let c_out = match c_dtype.map(parse_dtype).transpose()? {
@@ -1044,6 +1045,7 @@ impl PyPlan {
                 .kernel(kernel)
                 .alpha(alpha)
                 .beta(beta)
+                .column_major(column_major)
         };
         if let Some(batch) = batch {
             builder = match batch.extract::<usize>() {
@@ -1101,6 +1103,13 @@ impl PyPlan {
         let mut oc = operand_mut(c)?;
         let dc = oc.data_mut()?;
         py.detach(|| inner.run_data(da, db, dc)).map_err(py_err)
+    }
+
+    /// Whether a run of the plan's batch is one launch (a batched kernel build or cuBLAS's
+    /// strided batched GEMM) rather than one launch per product.
+    #[getter]
+    fn one_launch(&self) -> bool {
+        self.inner.one_launch()
     }
 
     /// Waits for the work enqueued on the plan's backend.

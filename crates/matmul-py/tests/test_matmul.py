@@ -103,6 +103,19 @@ def test_judge_signatures_match_the_official_outputs():
         matmul.signature(2, 2, 5, kernel="no-such-kernel", backend="cpu")
 
 
+def test_column_major_plans():
+    r = rng(9)
+    m, n, k = 5, 3, 4
+    a = r.standard_normal((m, k)).astype(np.float32)
+    b = r.standard_normal((k, n)).astype(np.float32)
+    # A column-major r×c matrix is the row-major c×r array of the same elements.
+    plan = matmul.Plan(m, n, k, backend="cpu", column_major=True)
+    c = matmul.zeros((n, m), backend="cpu")
+    plan.run(matmul.to_device(a.T.copy(), "cpu"), matmul.to_device(b.T.copy(), "cpu"), c)
+    np.testing.assert_allclose(c.numpy(), (a.astype(np.float64) @ b).T, rtol=1e-5, atol=1e-5)
+    assert plan.one_launch is False  # one product on the CPU
+
+
 def test_judge_over_a_whole_input():
     text = "2 2 5\n 3 1 1\t4 7 8\n"
     want = [matmul.signature(n, s1, s2, backend="cpu") for n, s1, s2 in [(2, 2, 5), (3, 1, 1), (4, 7, 8)]]

@@ -134,9 +134,15 @@ class Plan:
         beta: float = 0.0,
         c_dtype: Optional[_DType] = None,
         batch: Optional[int | tuple[int, int, int, int]] = None,
-    ) -> None: ...
+        column_major: bool = False,
+    ) -> None:
+        """column_major: A, B and C column-major (BLAS's storage), run as the row-major C^T = op(B)^T·op(A)^T
+        over the same bytes; a column-major r×c matrix is the row-major c×r array of the same elements."""
     @property
     def kernel(self) -> str: ...
+    @property
+    def one_launch(self) -> bool:
+        """Whether a run of the batch is one launch rather than one per product."""
     def run(self, a: _Operand, b: _Operand, c: _Operand) -> None:
         """Enqueues the product (done on return on the CPU; on CUDA, after synchronize()).
         DeviceArrays and CUDA tensors are used in place; numpy operands are uploaded each run
