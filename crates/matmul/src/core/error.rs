@@ -45,6 +45,18 @@ pub struct Unsupported {
     pub rule: String,
 }
 
+impl Unsupported {
+    /// Kernel `kernel` refuses `problem` by `rule`, as an [`Error`].
+    pub fn error(kernel: &str, problem: &crate::problem::Problem, rule: String) -> Error {
+        Unsupported {
+            kernel: kernel.to_string(),
+            problem: problem.to_string(),
+            rule,
+        }
+        .into()
+    }
+}
+
 /// Every error of this crate. Nothing here panics on bad input: a shape, a name, a size or a
 /// missing GPU comes back as one of these, with its `Display` saying what to change.
 #[derive(Debug, Error)]

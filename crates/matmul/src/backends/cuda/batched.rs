@@ -77,14 +77,7 @@ impl CudaBackend {
         {
             return Ok(None);
         }
-        let unsupported = |rule: String| -> Error {
-            Unsupported {
-                kernel: kernel.name.to_string(),
-                problem: problem.to_string(),
-                rule,
-            }
-            .into()
-        };
+        let unsupported = |rule: String| Unsupported::error(kernel.name, problem, rule);
         let mut config = launch_config(kernel, problem, opts, &self.info)?;
         let loaded = self.load_kernel(kernel, problem.types(), opts, Build::Batched)?;
         self.allow_dynamic_shared(&loaded, config.shared_mem_bytes as usize)?;

@@ -133,14 +133,7 @@ pub(super) fn launch_config(
     opts: &RunOptions,
     device: &DeviceInfo,
 ) -> Result<LaunchConfig> {
-    let unsupported = |rule: String| -> Error {
-        Unsupported {
-            kernel: kernel.name.to_string(),
-            problem: problem.to_string(),
-            rule,
-        }
-        .into()
-    };
+    let unsupported = |rule: String| Unsupported::error(kernel.name, problem, rule);
     let family = kernel
         .family()
         .ok_or_else(|| Error::Invalid(format!("kernel `{}` has no CUDA source", kernel.name)))?;
