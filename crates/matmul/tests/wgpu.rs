@@ -526,3 +526,26 @@ fn require_wgpu_includes_the_ignored_wgpu_tests() {
          wgpu tests are ignored: pass --include-ignored"
     );
 }
+
+/// The adapter says what it offers beyond scalar code: its subgroup sizes (lavapipe: 8) or none,
+/// in `describe()` (what `matmul devices` prints) as in its `AdapterDesc`.
+#[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
+fn adapters_report_their_subgroups() {
+    let Some(b) = adapter() else { return };
+    let text = b.describe();
+    match b.adapter().subgroups {
+        Some((lo, hi)) => {
+            assert!(lo >= 1 && lo <= hi && hi <= 128, "{lo}..{hi}");
+            assert!(text.contains(&format!("subgroups of {lo}")), "{text}");
+        }
+        None => assert!(text.contains("no subgroups"), "{text}"),
+    }
+    assert!(matmul::wgpu::adapters().iter().all(|a| {
+        let shown = a.to_string();
+        shown.contains("subgroups")
+    }));
+}

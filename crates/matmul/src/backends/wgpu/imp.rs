@@ -28,19 +28,37 @@ pub struct AdapterDesc {
     pub device_type: String,
     /// Driver name and version.
     pub driver: String,
+    /// The subgroup sizes (min, max) where the adapter offers subgroup operations
+    /// (`Features::SUBGROUP`); None where it does not.
+    pub subgroups: Option<(u32, u32)>,
 }
 
 impl std::fmt::Display for AdapterDesc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} ({}, {}; {})",
+            "{} ({}, {}; {}); ",
             self.name, self.api, self.device_type, self.driver
-        )
+        )?;
+        match self.subgroups {
+            Some((lo, hi)) if lo == hi => write!(f, "subgroups of {lo}")?,
+            Some((lo, hi)) => write!(f, "subgroups of {lo} to {hi}")?,
+            None => write!(f, "no subgroups")?,
+        }
+        // wgpu 26 has no cooperative-matrix feature to ask about.
+        write!(f, ", cooperative matrices not queried (wgpu 26)")
     }
 }
 
-fn desc(info: &wg::AdapterInfo) -> AdapterDesc {
+fn desc(adapter: &wg::Adapter) -> AdapterDesc {
+    let info = adapter.get_info();
+    let subgroups = adapter
+        .features()
+        .contains(wg::Features::SUBGROUP)
+        .then(|| {
+            let l = adapter.limits();
+            (l.min_subgroup_size, l.max_subgroup_size)
+        });
     let driver = [info.driver.as_str(), info.driver_info.as_str()]
         .iter()
         .filter(|s| !s.is_empty())
@@ -56,6 +74,7 @@ fn desc(info: &wg::AdapterInfo) -> AdapterDesc {
         } else {
             driver
         },
+        subgroups,
     }
 }
 
@@ -70,7 +89,7 @@ pub fn adapters() -> Vec<AdapterDesc> {
     instance()
         .enumerate_adapters(wg::Backends::all())
         .iter()
-        .map(|a| desc(&a.get_info()))
+        .map(desc)
         .collect()
 }
 
@@ -171,7 +190,7 @@ impl WgpuBackend {
         let timestamps = features.contains(wg::Features::TIMESTAMP_QUERY);
         let period_ns = queue.get_timestamp_period() as f64;
         Ok(WgpuBackend {
-            adapter: desc(&info),
+            adapter: desc(&adapter),
             device,
             queue,
             caps: Caps {

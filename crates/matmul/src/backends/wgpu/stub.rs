@@ -17,6 +17,8 @@ pub struct AdapterDesc {
     pub device_type: String,
     /// Driver name and version.
     pub driver: String,
+    /// The subgroup sizes (min, max) where the adapter offers subgroup operations.
+    pub subgroups: Option<(u32, u32)>,
 }
 
 impl std::fmt::Display for AdapterDesc {
