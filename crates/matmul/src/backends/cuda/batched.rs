@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::compile::Build;
-use super::launch::launch_config;
+use super::launch::{int_args, launch_config};
 use super::libs::Context;
 use super::staging::{tma_reads_rows, Pitched};
 use super::tma::{self, TensorMap};
@@ -160,12 +160,8 @@ impl CudaBackend {
     ) -> Result<()> {
         let (loaded, config, tile) = match launcher {
             BatchedLauncher::Cublas => {
-                let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
-                let blas = blas.as_ref().expect("created by batched_launcher()");
-                self.ctx
-                    .bind_to_thread()
-                    .ctx(|| "binding the context".into())?;
-                return cublas::gemm_batched(blas, problem, a, b, c, Some(batch));
+                return self
+                    .with_blas(|blas| cublas::gemm_batched(blas, problem, a, b, c, Some(batch)));
             }
             BatchedLauncher::Kernel {
                 loaded,
@@ -173,17 +169,8 @@ impl CudaBackend {
                 tile,
             } => (loaded, config, tile),
         };
-        let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
-        let strides = [problem.a_strides(), problem.b_strides()];
-        let args = [
-            int(problem.m),
-            int(problem.n),
-            int(problem.k),
-            int(strides[0].row),
-            int(strides[0].col),
-            int(strides[1].row),
-            int(strides[1].col),
-        ];
+        let (sa, sb) = (problem.a_strides(), problem.b_strides());
+        let args = int_args(problem, [sa.row, sa.col, sb.row, sb.col]);
         let mut builder = self.stream.launch_builder(&loaded.func);
         builder.arg(&a).arg(&b).arg(&c);
         for v in &args {
@@ -206,7 +193,7 @@ impl CudaBackend {
                 )))
             }
         }
-        let count = int(batch.count);
+        let count = batch.count as i32; // as before: Batch::check bounds it
         let long = |v: usize| v as i64; // Batch::check bounds every offset
         let (sa, sb, sc) = (
             long(batch.stride_a),

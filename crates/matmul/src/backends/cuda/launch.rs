@@ -124,6 +124,22 @@ fn stored_strides(problem: &Problem, pa: Pitched, pb: Pitched) -> [usize; 4] {
     [ar, ac, br, bc]
 }
 
+/// The seven `int`s every kernel takes after A, B and C: m, n, k and the row and column strides
+/// of op(A) and op(B) (`strides`: A's row and column, B's row and column).
+pub(super) fn int_args(problem: &Problem, strides: [usize; 4]) -> [i32; 7] {
+    let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
+    let [ar, ac, br, bc] = strides;
+    [
+        int(problem.m),
+        int(problem.n),
+        int(problem.k),
+        int(ar),
+        int(ac),
+        int(br),
+        int(bc),
+    ]
+}
+
 /// Grid, block and dynamic shared memory for `kernel` on `problem` on `device`: the grid and
 /// block of its family ([`Family::launch_dims`](crate::family::Family::launch_dims)), and the
 /// shared memory of its tile or of a packed row of K.
@@ -414,17 +430,7 @@ impl CudaBackend {
                 planes,
                 ..
             } => {
-                let int = |v: usize| v as i32; // can_run bounds every matrix below 2^31 elements
-                let [ar, ac, br, bc] = ops.strides;
-                let args = [
-                    int(problem.m),
-                    int(problem.n),
-                    int(problem.k),
-                    int(ar),
-                    int(ac),
-                    int(br),
-                    int(bc),
-                ];
+                let args = int_args(problem, ops.strides);
                 for copy in &ops.staged {
                     copy.enqueue(&self.stream)?;
                 }
@@ -465,15 +471,19 @@ impl CudaBackend {
                 };
                 self.launch_tail(tail, *whole_tiles, (a, b, c), &args)
             }
-            Launcher::Cublas => {
-                let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
-                let blas = blas.as_ref().expect("created by launcher()");
-                self.ctx
-                    .bind_to_thread()
-                    .ctx(|| "binding the context".into())?;
-                cublas::gemm(blas, problem, a, b, c)
-            }
+            Launcher::Cublas => self.with_blas(|blas| cublas::gemm(blas, problem, a, b, c)),
         }
+    }
+
+    /// Calls `f` with the backend's cuBLAS handle (made by [`CudaBackend::launcher`] for a
+    /// cuBLAS launcher), the context bound to this thread.
+    pub(super) fn with_blas<T>(&self, f: impl FnOnce(&CudaBlas) -> Result<T>) -> Result<T> {
+        let blas = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+        let blas = blas.as_ref().expect("created by launcher()");
+        self.ctx
+            .bind_to_thread()
+            .ctx(|| "binding the context".into())?;
+        f(blas)
     }
 
     /// Launches a kernel's main entry: `ptrs` (A, B, C), the seven ints, for a split-tail kernel
