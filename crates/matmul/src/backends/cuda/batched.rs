@@ -85,6 +85,9 @@ impl CudaBackend {
             Some(t) => {
                 // Persistent: the units of every product, in whole clusters that fit at once.
                 let units = Wgmma::units(kernel, problem).map_err(unsupported)?;
+                if units.saturating_mul(batch.count as u64) > i32::MAX as u64 {
+                    return Ok(None); // the kernel counts every product's units in an int
+                }
                 let cluster = t.cluster.max(1);
                 let sms = self.info.sm_count as u64;
                 let mut grid = Wgmma::grid(units * batch.count as u64, cluster as u64, sms);
@@ -193,7 +196,7 @@ impl CudaBackend {
                 )))
             }
         }
-        let count = batch.count as i32; // as before: Batch::check bounds it
+        let count = batch.count as i32; // batched_launcher: at most gridDim.z, or units · count in an int
         let long = |v: usize| v as i64; // Batch::check bounds every offset
         let (sa, sb, sc) = (
             long(batch.stride_a),
