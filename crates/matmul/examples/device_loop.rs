@@ -2,8 +2,9 @@
 //! would, timed against the same kernel as `matmul bench` times it (CUDA events on the device;
 //! the wall clock on the CPU); then the one-call path (`Gemm::run`: upload, run, download) and the
 //! round trip of the operands alone (upload A and B, download C), to show what a call off the
-//! device costs. On a GPU: 1024³ bf16 and 4096³ f32; on the CPU (no GPU, or
-//! `--cpu`): 256³ f32.
+//! device costs; on CUDA the same from and into page-locked host matrices
+//! (`CudaBackend::pinned`, `Gemm::run_into`), which the link copies at its full rate. On a GPU:
+//! 1024³ bf16 and 4096³ f32; on the CPU (no GPU, or `--cpu`): 256³ f32.
 //!
 //! ```sh
 //! cargo run --release -p matmul --example device_loop [-- --cpu] [-- --iters N]
@@ -44,10 +45,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         iters.min(20)
     };
+    // Page-locked matrices are the CUDA backend's: open it as such too (the same device).
+    let cuda = match backend.kind() {
+        matmul::BackendKind::Cuda => Some(matmul::CudaBackend::new(0)?),
+        _ => None,
+    };
     for p in problems {
         match p.dtype {
-            DType::Bf16 => run::<half::bf16>(&*backend, p, iters)?,
-            _ => run::<f32>(&*backend, p, iters)?,
+            DType::Bf16 => run::<half::bf16>(&*backend, cuda.as_ref(), p, iters)?,
+            _ => run::<f32>(&*backend, cuda.as_ref(), p, iters)?,
         }
     }
     Ok(())
@@ -57,6 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// the same kernel as the bench does; prints both per call.
 fn run<T: matmul::Element>(
     backend: &dyn Backend,
+    cuda: Option<&matmul::CudaBackend>,
     p: Problem,
     iters: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -153,6 +160,56 @@ fn run<T: matmul::Element>(
         transfers * 1e3,
         (median + transfers) * 1e3,
         one_call / (median + transfers)
+    );
+    if let Some(cuda) = cuda {
+        pinned(cuda, p, &a, &b, median, calls)?;
+    }
+    Ok(())
+}
+
+/// The one-call path from and into page-locked host matrices, against the kernel plus the same
+/// transfers alone.
+fn pinned<T: matmul::Element>(
+    cuda: &matmul::CudaBackend,
+    p: Problem,
+    a: &Matrix<T>,
+    b: &Matrix<T>,
+    kernel: f64,
+    calls: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut pa = cuda.pinned::<T>(a.rows, a.cols)?;
+    let mut pb = cuda.pinned::<T>(b.rows, b.cols)?;
+    let mut pc = cuda.pinned::<f32>(p.m, p.n)?;
+    pa.as_mut_slice().copy_from_slice(&a.data);
+    pb.as_mut_slice().copy_from_slice(&b.data);
+    let call = |pc: &mut matmul::cuda::PinnedMatrix<f32>| {
+        matmul::Gemm::new(pa.as_ref(), pb.as_ref())
+            .on(cuda)
+            .run_into(pc.as_mut())
+    };
+    call(&mut pc)?;
+    let start = Instant::now();
+    for _ in 0..calls {
+        call(&mut pc)?;
+    }
+    let one_call = start.elapsed().as_secs_f64() / calls as f64;
+    let d = DeviceMatrix::upload(cuda, &Matrix::<f32>::zeros(p.m, p.n)?)?;
+    let start = Instant::now();
+    for _ in 0..calls {
+        let ua = DeviceMatrix::upload_ref(cuda, pa.as_ref())?;
+        let ub = DeviceMatrix::upload_ref(cuda, pb.as_ref())?;
+        cuda.download_into(d.data(), pc.as_mut().into())?;
+        drop((ua, ub));
+    }
+    let transfers = start.elapsed().as_secs_f64() / calls as f64;
+    let bytes = (a.data.len() + b.data.len()) * std::mem::size_of::<T>() + p.m * p.n * 4;
+    println!(
+        "{p}: one call from and into page-locked memory {:.1} ms; its transfers alone {:.1} ms ({:.1} GB/s); kernel + transfers {:.1} ms ({:.2}x)",
+        one_call * 1e3,
+        transfers * 1e3,
+        bytes as f64 / transfers / 1e9,
+        (kernel + transfers) * 1e3,
+        one_call / (kernel + transfers)
     );
     Ok(())
 }

@@ -130,8 +130,9 @@ pub use crate::core::error::{Error, Result, Unsupported};
 pub use crate::core::host::{available_memory, ensure_host_memory};
 pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
 pub use crate::core::problem::{COut, Op, Problem, Shape};
-pub use crate::core::view::{AnyMatRef, MatRef};
+pub use crate::core::view::{AnyMatMut, AnyMatRef, Block, MatMut, MatRef};
 pub use api::plan::{DeviceMatrix, Plan, PlanBuilder};
+pub use api::views::{DeviceView, DeviceViewMut};
 pub use api::{gemm, Gemm, GemmOutput};
 pub use backends::{
     open_backend, Backend, BackendChoice, Batch, CpuBackend, CudaBackend, DeviceData, Inputs,

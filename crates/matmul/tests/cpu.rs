@@ -9,6 +9,9 @@ use matmul::cpu::{fast, reference, CpuBackend};
 use matmul::verify::compare;
 use matmul::{AnyMatrix, Backend, COut, DType, Init, Op, Problem, RunOptions};
 
+#[path = "support/views.rs"]
+mod views;
+
 const OPS: [(Op, Op); 4] = [
     (Op::N, Op::N),
     (Op::N, Op::T),
@@ -254,4 +257,36 @@ fn throughput() {
             unit = dtype.rate_unit()
         );
     }
+}
+
+/// Plans on views of bigger matrices on the CPU backend: f32, u32 and bf16 (bf16 C), every op
+/// pair, α = 1, β = 0 and α, β ≠ (1, 0) on a pre-filled C; outside C's view nothing changes.
+#[test]
+fn plans_on_views() {
+    use half::bf16;
+    use matmul::Scale;
+    let cpu = CpuBackend;
+    let mut ran = 0;
+    for (op_a, op_b) in [
+        (Op::N, Op::N),
+        (Op::T, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::T),
+    ] {
+        for scale in [
+            Scale::ONE,
+            Scale {
+                alpha: 2.0,
+                beta: -0.5,
+            },
+        ] {
+            let p = |d| Problem::new(7, 5, 9, d).with_ops(op_a, op_b);
+            views::check_views::<f32, f32>(&cpu, "auto", p(DType::F32), scale);
+            views::check_views::<u32, u32>(&cpu, "auto", p(DType::U32), Scale::ONE);
+            let pb = p(DType::Bf16).with_c(COut::Input);
+            views::check_views::<bf16, bf16>(&cpu, "auto", pb, scale);
+            ran += 3;
+        }
+    }
+    assert_eq!(ran, 24);
 }

@@ -18,6 +18,9 @@ use matmul::cuda::{self, CudaBackend};
 use matmul::matrix::{POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use matmul::registry::{Constraint, Geometry, KERNELS};
 use matmul::verify::{compare, compare_inputs};
+
+#[path = "support/views.rs"]
+mod views;
 use matmul::{
     open_backend, AnyMatrix, Backend, BackendChoice, BackendKind, COut, DType, Init, Inputs,
     KernelSpec, Op, Problem, RunOptions,
@@ -1263,6 +1266,114 @@ fn one_call_on_borrowed_blocks() {
     }
     println!("RESULT one call on borrowed blocks: {ran} products");
     assert_eq!(ran, 6);
+}
+
+/// The one-call API on CUDA from and into page-locked host matrices (asynchronous copies: each
+/// waited for before its borrow ends) and into a block of a bigger pageable C (rows with gaps),
+/// against the same product returned as a new matrix; and a DeviceMatrix downloaded into a
+/// pinned matrix.
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn one_call_into_pinned_and_strided_c() {
+    use matmul::{DeviceMatrix, Gemm, MatMut, Matrix};
+    let Some(backend) = gpu() else { return };
+    let (m, n, k) = (257, 130, 515);
+    let random = |r, c, seed| {
+        let x = AnyMatrix::generate(DType::F32, r, c, Init::Random { seed }).unwrap();
+        Matrix::<f32>::try_from(x).ok().unwrap()
+    };
+    let (a, b) = (random(m, k, 81), random(k, n, 82));
+    let want = Gemm::new(&a, &b).on(&backend).run().unwrap();
+    let mut pa = backend.pinned::<f32>(m, k).unwrap();
+    let mut pb = backend.pinned::<f32>(k, n).unwrap();
+    let mut pc = backend.pinned::<f32>(m, n).unwrap();
+    pc.as_mut_slice().fill(f32::NAN);
+    pa.as_mut_slice().copy_from_slice(&a.data);
+    pb.as_mut_slice().copy_from_slice(&b.data);
+    for round in 0..3 {
+        Gemm::new(pa.as_ref(), pb.as_ref())
+            .on(&backend)
+            .run_into(pc.as_mut())
+            .unwrap();
+        assert_eq!(pc.as_slice(), &want.data[..], "pinned round {round}");
+        // Overwriting the pinned inputs right after the call must not reach the next product.
+        pa.as_mut_slice().copy_from_slice(&a.data);
+    }
+    // Into a block of a bigger pageable buffer: the gaps untouched.
+    let stride = n + 7;
+    let mut big = vec![-1.0f32; m * stride];
+    Gemm::new(&a, &b)
+        .on(&backend)
+        .run_into(MatMut::with_stride(&mut big, m, n, stride).unwrap())
+        .unwrap();
+    for i in 0..m {
+        assert_eq!(
+            &big[i * stride..i * stride + n],
+            &want.data[i * n..(i + 1) * n]
+        );
+        assert!(big[i * stride + n..(i + 1) * stride]
+            .iter()
+            .all(|x| *x == -1.0));
+    }
+    // The wrong shape of C is an error naming it.
+    let mut small = Matrix::<f32>::zeros(m, n - 1).unwrap();
+    let e = Gemm::new(&a, &b)
+        .on(&backend)
+        .run_into(&mut small)
+        .unwrap_err();
+    assert!(e.to_string().contains('C'), "{e}");
+    // A device matrix into a pinned one.
+    let d = DeviceMatrix::upload(&backend, &want).unwrap();
+    pc.as_mut_slice().fill(0.0);
+    backend.download_into(d.data(), pc.as_mut().into()).unwrap();
+    assert_eq!(pc.as_slice(), &want.data[..]);
+    println!("RESULT one call into pinned and strided C: {m}x{n}x{k}");
+}
+
+/// Plans on views of bigger device matrices (A, B and C blocks at offsets: copied to the plan's
+/// workspaces and C's block back, on the stream): SIMT, wgmma, int8 tensor-core, decode and cuBLAS
+/// kernels, α = 1, β = 0 and α, β ≠ (1, 0) on a pre-filled C, awkward shapes; C outside the view
+/// untouched (tests/support/views.rs).
+#[test]
+#[cfg_attr(
+    not(matmul_require_gpu),
+    ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored"
+)]
+fn plans_on_views() {
+    use half::{bf16, f16};
+    use matmul::Scale;
+    let Some(backend) = gpu() else { return };
+    let sm90a = backend.limits().unwrap().sm90a;
+    let scaled = Scale {
+        alpha: 3.0,
+        beta: 2.0,
+    };
+    let mut ran = 0;
+    for scale in [Scale::ONE, scaled] {
+        let f32p = Problem::new(129, 67, 131, DType::F32);
+        views::check_views::<f32, f32>(&backend, "multistage-raster", f32p, scale);
+        let tt = Problem::new(100, 64, 72, DType::F32).with_ops(Op::T, Op::T);
+        views::check_views::<f32, f32>(&backend, "cublas", tt, scale);
+        let u = Problem::new(130, 70, 300, DType::U32).with_ops(Op::N, Op::T);
+        views::check_views::<u32, u32>(&backend, "auto", u, scale);
+        let dec = Problem::new(3, 1001, 776, DType::F16).with_ops(Op::N, Op::T);
+        views::check_views::<f16, f32>(&backend, "decode", dec, scale);
+        ran += 4;
+        if sm90a {
+            let w = Problem::new(136, 264, 512, DType::Bf16)
+                .with_ops(Op::T, Op::N)
+                .with_c(COut::Input);
+            views::check_views::<bf16, bf16>(&backend, "wgmma", w, scale);
+            let i8 = Problem::new(130, 70, 3000, DType::U32);
+            views::check_views::<u32, u32>(&backend, "wgmma-u8x4-tma", i8, scale);
+            ran += 2;
+        }
+    }
+    println!("RESULT plans on views: {ran} cases");
+    assert!(ran >= 8);
 }
 
 /// Strided batches on device buffers: three products with gaps between the matrices (strides

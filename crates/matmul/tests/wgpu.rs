@@ -549,3 +549,33 @@ fn adapters_report_their_subgroups() {
         shown.contains("subgroups")
     }));
 }
+
+#[path = "support/views.rs"]
+mod views;
+
+/// Plans on views of bigger matrices through wgpu (tests/support/views.rs): f32 and u32, every
+/// op pair, α = 1, β = 0 and α, β ≠ (1, 0) on a pre-filled C; outside C's view nothing changes.
+#[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
+fn plans_on_views_through_wgpu() {
+    use matmul::Scale;
+    let Some(backend) = adapter() else { return };
+    let scaled = Scale {
+        alpha: 2.0,
+        beta: 3.0,
+    };
+    let mut ran = 0;
+    for (op_a, op_b) in OPS {
+        for scale in [Scale::ONE, scaled] {
+            let p = |d| Problem::new(37, 19, 45, d).with_ops(op_a, op_b);
+            views::check_views::<f32, f32>(&*backend, "wgpu-regtile", p(DType::F32), scale);
+            views::check_views::<u32, u32>(&*backend, "wgpu-tiled", p(DType::U32), scale);
+            ran += 2;
+        }
+    }
+    println!("RESULT plans on views through wgpu: {ran} cases");
+    assert_eq!(ran, 16);
+}

@@ -3,6 +3,7 @@
 //! a typed C; the kernel choice is [`crate::dispatch`]'s, the same as the CLI's.
 
 pub mod plan;
+pub mod views;
 
 use crate::backend::{Backend, RunOptions};
 use crate::backends::BackendChoice;
@@ -14,7 +15,7 @@ use crate::matrix::{AnyMatrix, Matrix};
 use crate::problem::{COut, Op, Problem};
 use crate::registry::{BackendKind, KernelSpec, Tiling};
 use crate::verify::{compare_inputs, Verdict};
-use crate::view::MatRef;
+use crate::view::{MatMut, MatRef};
 
 /// C = A·B on the best backend (CUDA when a device is present, else the CPU) with the `auto`
 /// kernel. C has the inputs' element type: u32 products wrap modulo 2^32; bf16 and f16 products
@@ -227,13 +228,66 @@ impl<'a, T: Element> Gemm<'a, T> {
 
     /// [`Gemm::run_detailed`] with C of type `U` (see [`Gemm::run_as`]).
     pub fn run_detailed_as<U: Element>(&self) -> Result<GemmOutput<U>> {
+        let setup = self.setup::<U>()?;
+        let backend = setup.backend();
+        let (problem, opts) = (setup.problem, setup.opts);
+        // A backend with device memory (CUDA) runs a plan on A and B copied from the caller's
+        // memory; the host backends, and a verified run (its reference needs the matrices),
+        // take owned copies.
+        let (c, verdict) = if backend.instance() != 0 && !self.verify {
+            let dc = self.on_device(&setup)?;
+            (backend.download(&dc)?, None)
+        } else {
+            self.on_host(&setup)?
+        };
+        let choice = setup.choice.clone();
+        self.output(c, choice, backend, opts.tiling, problem, verdict)
+    }
+
+    /// Runs the product into `c`, the caller's m×n matrix of type `U` (a `&mut Matrix`, a block
+    /// of a bigger one, or page-locked memory: [`crate::cuda::PinnedMatrix`]): no allocation of
+    /// C on the host, and on CUDA one copy of C straight into `c`.
+    ///
+    /// ```
+    /// use matmul::{Gemm, MatMut, Matrix};
+    ///
+    /// let a = Matrix::<f32>::from_vec(2, 2, vec![1., 2., 3., 4.])?;
+    /// let mut big = vec![0f32; 2 * 3];
+    /// // C into the first two columns of a 2x3 buffer.
+    /// Gemm::new(&a, &a).run_into(MatMut::with_stride(&mut big, 2, 2, 3)?)?;
+    /// assert_eq!(big, [7., 10., 0., 15., 22., 0.]);
+    /// # Ok::<(), matmul::Error>(())
+    /// ```
+    pub fn run_into<'c, U: Element>(&self, c: impl Into<MatMut<'c, U>>) -> Result<()> {
+        let c = c.into();
+        let setup = self.setup::<U>()?;
+        let p = setup.problem;
+        if c.shape() != (p.m, p.n) {
+            let (r, k) = c.shape();
+            return Err(Error::ShapeMismatch {
+                what: "C",
+                expected: format!("{}x{}", p.m, p.n),
+                found: format!("{r}x{k}"),
+            });
+        }
+        let backend = setup.backend();
+        if backend.instance() != 0 && !self.verify {
+            let dc = self.on_device(&setup)?;
+            return backend.download_into(&dc, c.into());
+        }
+        let (m, _) = self.on_host(&setup)?;
+        crate::view::AnyMatMut::from(c).copy_from(&m)
+    }
+
+    /// The problem, the backend (opened here, or the caller's) and the kernel for a run with C
+    /// of type `U`.
+    fn setup<U: Element>(&self) -> Result<Setup<'a>> {
         let problem = self.problem_as::<U>()?;
-        let opened;
-        let (backend, mut choice): (&dyn Backend, dispatch::Choice) = match self.on {
+        let (held, mut choice) = match self.on {
             Some(backend) => {
                 let choice =
                     dispatch::choose(&self.kernel, backend, problem.dtype, Some(&problem))?;
-                (backend, choice)
+                (Held::On(backend), choice)
             }
             None => {
                 let sel =
@@ -243,69 +297,81 @@ impl<'a, T: Element> Gemm<'a, T> {
                     tiling: sel.tiling,
                     notes: sel.notes,
                 };
-                opened = sel.backend;
-                (opened.as_ref(), choice)
+                (Held::Opened(sel.backend), choice)
+            }
+        };
+        let setup = |choice: dispatch::Choice, held| {
+            let opts = RunOptions {
+                tile: self.tile,
+                tiling: self.tiling.or(choice.tiling),
+            };
+            Setup {
+                held,
+                choice,
+                opts,
+                problem,
             }
         };
         if self.autotune && self.kernel.eq_ignore_ascii_case("auto") {
             let notes = std::mem::take(&mut choice.notes);
-            choice = dispatch::autotune(backend, &problem)?;
-            choice.notes.splice(0..0, notes);
+            let probe = setup(choice, held);
+            let mut tuned = dispatch::autotune(probe.backend(), &problem)?;
+            tuned.notes.splice(0..0, notes);
             let mut seen = std::collections::HashSet::new();
-            choice.notes.retain(|n| seen.insert(n.clone()));
+            tuned.notes.retain(|n| seen.insert(n.clone()));
+            return Ok(setup(tuned, probe.held));
         }
-        let opts = RunOptions {
-            tile: self.tile,
-            tiling: self.tiling.or(choice.tiling),
-        };
-        // A backend with device memory (CUDA) runs a plan on A and B copied from the caller's
-        // memory; the host backends, and a verified run (its reference needs the matrices),
-        // take owned copies.
-        if backend.instance() != 0 && !self.verify {
-            let plan = backend.plan(
-                choice.kernel,
-                &problem,
-                opts,
-                crate::backends::Scale::ONE,
-                crate::backends::Batch::one(&problem),
-            )?;
-            let (da, db) = (
-                backend.upload_ref(self.a.into())?,
-                backend.upload_ref(self.b.into())?,
-            );
-            let mut dc = backend.alloc_zeroed(problem.c_dtype(), problem.m, problem.n)?;
-            plan.run(&da, &db, &mut dc, crate::backends::Batch::one(&problem))?;
-            drop(plan);
-            let c = backend.download(&dc)?;
-            return self.output(c, choice, backend, opts.tiling, problem, None);
-        }
+        Ok(setup(choice, held))
+    }
+
+    /// A plan of the product on a device backend, run on A and B copied from the caller's
+    /// memory: C, on the device.
+    fn on_device(&self, setup: &Setup<'_>) -> Result<crate::backends::DeviceData> {
+        let backend = setup.backend();
+        let problem = &setup.problem;
+        let one = crate::backends::Batch::one(problem);
+        let plan = backend.plan(
+            setup.choice.kernel,
+            problem,
+            setup.opts,
+            crate::backends::Scale::ONE,
+            one,
+        )?;
+        let (da, db) = (
+            backend.upload_ref(self.a.into())?,
+            backend.upload_ref(self.b.into())?,
+        );
+        let mut dc = backend.alloc_zeroed(problem.c_dtype(), problem.m, problem.n)?;
+        plan.run(&da, &db, &mut dc, one)?;
+        Ok(dc)
+    }
+
+    /// The product on a host backend, or verified against the reference: C and the verdict.
+    fn on_host(&self, setup: &Setup<'_>) -> Result<(AnyMatrix, Option<Verdict>)> {
+        let backend = setup.backend();
+        let (problem, opts, kernel) = (&setup.problem, setup.opts, setup.choice.kernel);
         if !self.verify {
             // The host backends read the views (the CPU's fast kernel in place for f32).
-            let c = backend.run_ref(choice.kernel, &problem, self.a.into(), self.b.into(), opts)?;
-            return self.output(c, choice, backend, opts.tiling, problem, None);
+            let c = backend.run_ref(kernel, problem, self.a.into(), self.b.into(), opts)?;
+            return Ok((c, None));
         }
         let a = self.a.to_matrix().into();
         let b = self.b.to_matrix().into();
-        let c = backend.run(choice.kernel, &problem, &a, &b, opts)?;
-        let verdict = if self.verify {
-            let want = reference::matmul(&problem, &a, &b)?;
-            crate::verify::check_range(&problem, &a, &b, &want)?;
-            let v = compare_inputs(&problem, &a, &b, &c, &want);
-            if !v.passed {
-                return Err(Error::Mismatch {
-                    kernel: choice.kernel.name.to_string(),
-                    problem: problem.to_string(),
-                    detail: format!(
-                        "rel. Frobenius error {:.3e} (tolerance {:.1e}), max |error| {:.3e}, {} mismatches",
-                        v.rel_frobenius, v.tolerance, v.max_abs_err, v.mismatches
-                    ),
-                });
-            }
-            Some(v)
-        } else {
-            None
-        };
-        self.output(c, choice, backend, opts.tiling, problem, verdict)
+        let c = backend.run(kernel, problem, &a, &b, opts)?;
+        let want = reference::matmul(problem, &a, &b)?;
+        crate::verify::check_range(problem, &a, &b, &want)?;
+        let v = compare_inputs(problem, &a, &b, &c, &want);
+        if !v.passed {
+            return Err(Error::Mismatch {
+                kernel: kernel.name.to_string(),
+                problem: problem.to_string(),
+                detail: format!(
+                    "rel. Frobenius error {:.3e} (tolerance {:.1e}), max |error| {:.3e}, {} mismatches",
+                    v.rel_frobenius, v.tolerance, v.max_abs_err, v.mismatches
+                ),
+            });
+        }
+        Ok((c, Some(v)))
     }
 
     /// C typed as `U`, with how it was computed.
@@ -337,6 +403,30 @@ impl<'a, T: Element> Gemm<'a, T> {
     }
 }
 
+/// What a [`Gemm`] run is set up with: the backend it opened (or the caller's), the kernel and
+/// its options, the problem.
+struct Setup<'x> {
+    held: Held<'x>,
+    choice: dispatch::Choice,
+    opts: RunOptions,
+    problem: Problem,
+}
+
+/// A backend a run opened, or the caller's.
+enum Held<'x> {
+    Opened(Box<dyn Backend>),
+    On(&'x dyn Backend),
+}
+
+impl Setup<'_> {
+    fn backend(&self) -> &dyn Backend {
+        match &self.held {
+            Held::Opened(b) => b.as_ref(),
+            Held::On(b) => *b,
+        }
+    }
+}
+
 impl<T: Element> std::fmt::Debug for Gemm<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gemm")
@@ -363,6 +453,34 @@ mod tests {
 
     fn f32s(rows: usize, cols: usize, v: &[f32]) -> Matrix<f32> {
         Matrix::from_vec(rows, cols, v.to_vec()).unwrap()
+    }
+
+    /// `run_into` writes C into a block of the caller's buffer (gaps untouched), verified or
+    /// not, and refuses a C of the wrong shape.
+    #[test]
+    fn run_into_writes_the_callers_block() {
+        let cpu = CpuBackend;
+        let a = f32s(3, 4, &[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.]);
+        let b = f32s(4, 2, &[1., 0., 0., 1., 1., 1., 2., -1.]);
+        let want = Gemm::new(&a, &b).on(&cpu).run().unwrap();
+        for verify in [false, true] {
+            let mut big = vec![7f32; 3 * 5];
+            Gemm::new(&a, &b)
+                .on(&cpu)
+                .verify(verify)
+                .run_into(MatMut::with_stride(&mut big, 3, 2, 5).unwrap())
+                .unwrap();
+            for i in 0..3 {
+                assert_eq!(big[i * 5..i * 5 + 2], want.data[i * 2..i * 2 + 2]);
+                assert_eq!(big[i * 5 + 2..i * 5 + 5], [7.; 3]);
+            }
+        }
+        let mut c = Matrix::<f32>::zeros(3, 2).unwrap();
+        Gemm::new(&a, &b).on(&cpu).run_into(&mut c).unwrap();
+        assert_eq!(c, want);
+        let mut wrong = Matrix::<f32>::zeros(2, 3).unwrap();
+        let e = Gemm::new(&a, &b).on(&cpu).run_into(&mut wrong).unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch { what: "C", .. }), "{e}");
     }
 
     #[test]

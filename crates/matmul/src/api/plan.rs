@@ -99,6 +99,7 @@ impl<T: Element> DeviceMatrix<T> {
 /// # Ok::<(), matmul::Error>(())
 /// ```
 pub struct Plan<'b> {
+    backend: &'b dyn Backend,
     inner: Box<dyn PlanRun + 'b>,
     /// The product as asked (for column-major storage: before the swap to row-major terms).
     problem: Problem,
@@ -107,6 +108,8 @@ pub struct Plan<'b> {
     batch: Batch,
     tiling: Option<Tiling>,
     notes: Vec<String>,
+    /// The workspaces of runs on views ([`Plan::run_views`]).
+    pub(super) views: super::views::ViewSpace,
 }
 
 /// How to make a [`Plan`]: [`Plan::builder`], the options, then [`PlanBuilder::build`].
@@ -212,6 +215,33 @@ impl<'b> Plan<'b> {
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
+
+    /// The backend it runs on.
+    pub fn backend(&self) -> &'b dyn Backend {
+        self.backend
+    }
+
+    /// The product the backend runs: [`Plan::problem`], or for column-major storage its
+    /// row-major transpose.
+    pub(super) fn inner_problem(&self) -> &Problem {
+        self.inner.problem()
+    }
+
+    /// The shapes of A and B as [`Plan::run`] takes them.
+    pub(super) fn stored_operands(&self) -> ((usize, usize), (usize, usize)) {
+        let p = self.inner.problem();
+        if self.column_major {
+            (p.b_stored(), p.a_stored())
+        } else {
+            (p.a_stored(), p.b_stored())
+        }
+    }
+
+    /// The shape of C as [`Plan::run`] takes it.
+    pub(super) fn c_shape(&self) -> (usize, usize) {
+        let p = self.inner.problem();
+        (p.m, p.n)
+    }
 }
 
 impl<'b> PlanBuilder<'b> {
@@ -311,12 +341,14 @@ impl<'b> PlanBuilder<'b> {
             .backend
             .plan(choice.kernel, p, opts, self.scale, batch)?;
         Ok(Plan {
+            backend: self.backend,
             inner,
             problem: asked,
             column_major: self.column_major,
             batch,
             tiling,
             notes: choice.notes,
+            views: Default::default(),
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::problem::Problem;
 use crate::registry::rules::DeviceIdentity;
 pub use crate::registry::RunOptions;
 use crate::registry::{BackendKind, DeviceLimits, KernelSpec};
-use crate::view::AnyMatRef;
+use crate::view::{AnyMatMut, AnyMatRef, Block};
 
 /// One input pair for a timed run, stored as the problem says ([`Problem::a_stored`],
 /// [`Problem::b_stored`]).
@@ -135,6 +135,17 @@ pub trait Backend: Send + Sync {
             .cloned()
     }
 
+    /// Copies `d` into the caller's `dst` (of `d`'s shape and element type, rows with gaps
+    /// allowed), after the work enqueued before on it: no host allocation (on CUDA one copy
+    /// straight into `dst`, at the link's full rate when `dst` is page-locked memory).
+    fn download_into(&self, d: &DeviceData, mut dst: AnyMatMut<'_>) -> Result<()> {
+        check_destination(d, &dst)?;
+        match d.buffer::<AnyMatrix>(self.instance(), "the matrix") {
+            Ok(m) => dst.copy_from(m),
+            Err(_) => dst.copy_from(&self.download(d)?),
+        }
+    }
+
     /// [`Backend::upload`] of a matrix the caller gives up: a backend whose matrices live in
     /// host memory (instance 0) keeps it as it is, without a copy.
     fn upload_owned(&self, m: AnyMatrix) -> Result<DeviceData> {
@@ -152,6 +163,33 @@ pub trait Backend: Send + Sync {
             Ok(m) => Ok(m),
             Err(d) => self.download(&d),
         }
+    }
+
+    /// Copies the `from` block of `src` into `dst` with its first element at `at` (row, col),
+    /// in order with the work enqueued on this backend (on CUDA one 2D copy on the stream): how
+    /// a plan runs on views of matrices ([`crate::Plan::run_views`]). Both matrices are this
+    /// backend's, of one element type; the blocks must lie within them.
+    fn copy_block(
+        &self,
+        src: &DeviceData,
+        from: Block,
+        dst: &mut DeviceData,
+        at: (usize, usize),
+    ) -> Result<()> {
+        check_copy(src, from, dst, at)?;
+        let owner = self.instance();
+        let s: &AnyMatrix = src.buffer(owner, "the source")?;
+        let d: &mut AnyMatrix = dst.buffer_mut(owner, "the destination")?;
+        let (src_cols, dst_cols) = (s.cols(), d.cols());
+        crate::with_matrix!(d, dm => {
+            let sm = s.as_typed().ok_or_else(|| Error::Invalid("copying between element types".into()))?;
+            for i in 0..from.rows {
+                let so = (from.row + i) * src_cols + from.col;
+                let d0 = (at.0 + i) * dst_cols + at.1;
+                dm.data[d0..d0 + from.cols].copy_from_slice(&sm.data[so..so + from.cols]);
+            }
+            Ok(())
+        })
     }
 
     /// Waits for the work enqueued on this backend (a no-op where runs are synchronous).
@@ -223,6 +261,43 @@ pub trait Backend: Send + Sync {
         kernel.can_run(problem, self.limits().as_ref(), &opts)?;
         Ok(())
     }
+}
+
+/// Checks a [`Backend::download_into`]: the destination has the matrix's shape and type.
+pub fn check_destination(d: &DeviceData, dst: &AnyMatMut<'_>) -> Result<()> {
+    if d.dtype() != dst.dtype() || d.shape() != dst.shape() {
+        let (rows, cols) = d.shape();
+        let (r, c) = dst.shape();
+        return Err(Error::ShapeMismatch {
+            what: "the destination",
+            expected: format!("{rows}x{cols} {}", d.dtype()),
+            found: format!("{r}x{c} {}", dst.dtype()),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a [`Backend::copy_block`]: one element type, both blocks within their matrices.
+pub fn check_copy(
+    src: &DeviceData,
+    from: Block,
+    dst: &DeviceData,
+    at: (usize, usize),
+) -> Result<()> {
+    if src.dtype() != dst.dtype() {
+        return Err(Error::Invalid(format!(
+            "copying a block of {} elements into a {} matrix",
+            src.dtype(),
+            dst.dtype()
+        )));
+    }
+    from.check_within("the source", src.shape())?;
+    Block {
+        row: at.0,
+        col: at.1,
+        ..from
+    }
+    .check_within("the destination", dst.shape())
 }
 
 /// [`check_inputs`] for every set a [`Backend::time`] rotates among; none at all is an error.

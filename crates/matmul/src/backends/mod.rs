@@ -13,7 +13,8 @@ mod open;
 pub mod wgpu;
 
 pub use backend::{
-    check_input_sets, check_inputs, Backend, Batch, DeviceData, HostPlan, Inputs, PlanRun, Scale,
+    check_copy, check_destination, check_input_sets, check_inputs, Backend, Batch, DeviceData,
+    HostPlan, Inputs, PlanRun, Scale,
 };
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;

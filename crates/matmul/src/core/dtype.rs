@@ -198,11 +198,17 @@ pub trait Element:
     /// `m` as a view of any element type.
     #[doc(hidden)]
     fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_>;
+    /// `m` as a view to write of any element type.
+    #[doc(hidden)]
+    fn any_mut(m: crate::core::view::MatMut<'_, Self>) -> crate::core::view::AnyMatMut<'_>;
 }
 
 impl Element for f32 {
     fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
         crate::core::view::AnyMatRef::F32(m)
+    }
+    fn any_mut(m: crate::core::view::MatMut<'_, Self>) -> crate::core::view::AnyMatMut<'_> {
+        crate::core::view::AnyMatMut::F32(m)
     }
     const STORAGE: DType = DType::F32;
     fn to_f64(self) -> f64 {
@@ -216,6 +222,9 @@ impl Element for f32 {
 impl Element for u32 {
     fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
         crate::core::view::AnyMatRef::U32(m)
+    }
+    fn any_mut(m: crate::core::view::MatMut<'_, Self>) -> crate::core::view::AnyMatMut<'_> {
+        crate::core::view::AnyMatMut::U32(m)
     }
     const STORAGE: DType = DType::U32;
     fn to_f64(self) -> f64 {
@@ -231,6 +240,9 @@ impl Element for f16 {
     fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
         crate::core::view::AnyMatRef::F16(m)
     }
+    fn any_mut(m: crate::core::view::MatMut<'_, Self>) -> crate::core::view::AnyMatMut<'_> {
+        crate::core::view::AnyMatMut::F16(m)
+    }
     const STORAGE: DType = DType::F16;
     fn to_f64(self) -> f64 {
         self.to_f64()
@@ -243,6 +255,9 @@ impl Element for f16 {
 impl Element for bf16 {
     fn any_ref(m: crate::core::view::MatRef<'_, Self>) -> crate::core::view::AnyMatRef<'_> {
         crate::core::view::AnyMatRef::Bf16(m)
+    }
+    fn any_mut(m: crate::core::view::MatMut<'_, Self>) -> crate::core::view::AnyMatMut<'_> {
+        crate::core::view::AnyMatMut::Bf16(m)
     }
     const STORAGE: DType = DType::Bf16;
     fn to_f64(self) -> f64 {

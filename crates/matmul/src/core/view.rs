@@ -154,6 +154,155 @@ impl<'a, T: Element> From<&'a Matrix<T>> for MatRef<'a, T> {
     }
 }
 
+/// A borrowed `rows`×`cols` row-major matrix to write: element (i, j) is `data[i * stride + j]`
+/// (where a product's C goes: [`crate::Gemm::run_into`], [`crate::Backend::download_into`]).
+#[derive(Debug, PartialEq)]
+pub struct MatMut<'a, T> {
+    data: &'a mut [T],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+}
+
+impl<'a, T: Element> MatMut<'a, T> {
+    /// The dense matrix in `data` (`rows · cols` elements).
+    pub fn new(data: &'a mut [T], rows: usize, cols: usize) -> Result<MatMut<'a, T>, Error> {
+        MatMut::with_stride(data, rows, cols, cols)
+    }
+
+    /// Rows `stride` elements apart (`stride` ≥ `cols`; the last row needs only `cols`).
+    pub fn with_stride(
+        data: &'a mut [T],
+        rows: usize,
+        cols: usize,
+        stride: usize,
+    ) -> Result<MatMut<'a, T>, Error> {
+        MatRef::with_stride(&*data, rows, cols, stride)?;
+        Ok(MatMut {
+            data,
+            rows,
+            cols,
+            stride,
+        })
+    }
+
+    /// The same elements, read only.
+    pub fn as_ref(&self) -> MatRef<'_, T> {
+        MatRef {
+            data: self.data,
+            rows: self.rows,
+            cols: self.cols,
+            stride: self.stride,
+        }
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// Elements from one row's start to the next (the leading dimension).
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The elements from the first to the last ([`MatRef::data`]), to write.
+    pub fn data_mut(&mut self) -> &mut [T] {
+        let len = match self.rows {
+            0 => 0,
+            r => (r - 1) * self.stride + self.cols,
+        };
+        let len = len.min(self.data.len());
+        &mut self.data[..len]
+    }
+
+    /// Writes `m` (of this shape) into these elements.
+    pub fn copy_from(&mut self, m: MatRef<'_, T>) -> Result<(), Error> {
+        m.check()?;
+        if m.shape() != self.shape() {
+            return Err(Error::ShapeMismatch {
+                what: "C",
+                expected: format!("{}x{}", self.rows, self.cols),
+                found: format!("{}x{}", m.rows, m.cols),
+            });
+        }
+        for i in 0..self.rows {
+            let to = i * self.stride;
+            let from = i * m.stride;
+            self.data[to..to + self.cols].copy_from_slice(&m.data[from..from + self.cols]);
+        }
+        Ok(())
+    }
+}
+
+impl<'a, T: Element> From<&'a mut Matrix<T>> for MatMut<'a, T> {
+    fn from(m: &'a mut Matrix<T>) -> MatMut<'a, T> {
+        MatMut {
+            rows: m.rows,
+            cols: m.cols,
+            stride: m.cols,
+            data: &mut m.data,
+        }
+    }
+}
+
+/// A [`MatMut`] of any element type.
+#[derive(Debug, PartialEq)]
+pub enum AnyMatMut<'a> {
+    /// f32 (and tf32's storage).
+    F32(MatMut<'a, f32>),
+    /// u32.
+    U32(MatMut<'a, u32>),
+    /// IEEE half.
+    F16(MatMut<'a, f16>),
+    /// bfloat16.
+    Bf16(MatMut<'a, bf16>),
+}
+
+impl AnyMatMut<'_> {
+    /// The stored element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            AnyMatMut::F32(_) => DType::F32,
+            AnyMatMut::U32(_) => DType::U32,
+            AnyMatMut::F16(_) => DType::F16,
+            AnyMatMut::Bf16(_) => DType::Bf16,
+        }
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        match self {
+            AnyMatMut::F32(m) => m.shape(),
+            AnyMatMut::U32(m) => m.shape(),
+            AnyMatMut::F16(m) => m.shape(),
+            AnyMatMut::Bf16(m) => m.shape(),
+        }
+    }
+
+    /// Writes `m` (of this shape and element type) into these elements.
+    pub fn copy_from(&mut self, m: &AnyMatrix) -> Result<(), Error> {
+        let msg = format!(
+            "a {} matrix written into {} elements",
+            m.dtype(),
+            self.dtype()
+        );
+        match (self, m) {
+            (AnyMatMut::F32(d), AnyMatrix::F32(s)) => d.copy_from(s.into()),
+            (AnyMatMut::U32(d), AnyMatrix::U32(s)) => d.copy_from(s.into()),
+            (AnyMatMut::F16(d), AnyMatrix::F16(s)) => d.copy_from(s.into()),
+            (AnyMatMut::Bf16(d), AnyMatrix::Bf16(s)) => d.copy_from(s.into()),
+            _ => Err(Error::Invalid(msg)),
+        }
+    }
+}
+
+impl<'a, T: Element> From<MatMut<'a, T>> for AnyMatMut<'a> {
+    fn from(m: MatMut<'a, T>) -> AnyMatMut<'a> {
+        T::any_mut(m)
+    }
+}
+
 /// A [`MatRef`] of any element type.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AnyMatRef<'a> {
@@ -223,5 +372,51 @@ impl<'a> From<&'a AnyMatrix> for AnyMatRef<'a> {
 impl<'a, T: Element> From<MatRef<'a, T>> for AnyMatRef<'a> {
     fn from(m: MatRef<'a, T>) -> AnyMatRef<'a> {
         T::any_ref(m)
+    }
+}
+
+/// A block of a row-major matrix: `rows`×`cols` elements from (`row`, `col`) on, read with the
+/// whole matrix's row length as its leading dimension. What a view of a matrix a backend holds
+/// names ([`crate::Backend::copy_block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// The first row.
+    pub row: usize,
+    /// The first column.
+    pub col: usize,
+    /// Rows in the block.
+    pub rows: usize,
+    /// Columns in the block.
+    pub cols: usize,
+}
+
+impl Block {
+    /// The whole `rows`×`cols` matrix.
+    pub fn whole((rows, cols): (usize, usize)) -> Block {
+        Block {
+            row: 0,
+            col: 0,
+            rows,
+            cols,
+        }
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// Checks that the block lies within a matrix of `shape`; `what` names the matrix.
+    pub fn check_within(&self, what: &str, (rows, cols): (usize, usize)) -> Result<(), Error> {
+        let fits =
+            |start: usize, len: usize, all: usize| start.checked_add(len).is_some_and(|e| e <= all);
+        if fits(self.row, self.rows, rows) && fits(self.col, self.cols, cols) {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!(
+                "the {}x{} block of {what} at ({}, {}) does not fit in its {rows}x{cols} matrix",
+                self.rows, self.cols, self.row, self.col
+            )))
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::matrix::{AnyMatrix, Matrix, POISON_BF16, POISON_F16, POISON_F32, POISON_U32};
 use crate::problem::Problem;
-use crate::view::{AnyMatRef, MatRef};
+use crate::view::{AnyMatRef, MatMut, MatRef};
 
 /// A matrix on the device: the backend's own allocation, or another library's memory wrapped
 /// without a copy (`external.rs`).
@@ -69,7 +69,11 @@ impl CudaBackend {
                 )
             };
             if m.is_dense() {
-                return b.stream.clone_htod(m.data()).ctx(what);
+                // From page-locked memory the copy is asynchronous: wait for it, as `m`'s
+                // borrow ends here (from pageable memory it has read `m` when it returns).
+                let dst = b.stream.clone_htod(m.data()).ctx(what)?;
+                b.stream.synchronize().ctx(what)?;
+                return Ok(dst);
             }
             // SAFETY: every element is written by the copy below before anything reads it.
             let dst = unsafe { b.stream.alloc::<T>(rows * cols) }.ctx(what)?;
@@ -94,8 +98,8 @@ impl CudaBackend {
             };
             b.ctx.bind_to_thread().ctx(what)?;
             // SAFETY: the source spans (rows − 1)·stride + cols elements of `m`'s slice (MatRef
-            // checks it), the destination rows·cols; the copy from pageable memory has read the
-            // source when it returns (synchronous with the host), so `m` may go after it.
+            // checks it), the destination rows·cols; the stream is synchronized below, before
+            // `m`'s borrow ends (from page-locked memory the copy is asynchronous).
             unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, b.stream.cu_stream()) }
                 .result()
                 .ctx(what)?;
@@ -108,6 +112,115 @@ impl CudaBackend {
             AnyMatRef::F16(x) => DeviceBuf::F16(dense(self, x)?),
             AnyMatRef::Bf16(x) => DeviceBuf::Bf16(dense(self, x)?),
         })
+    }
+
+    /// Copies the `from` block of `src` to `at` in `dst`, one 2D copy on the stream
+    /// ([`crate::Backend::copy_block`]).
+    pub(super) fn copy_block_data(
+        &self,
+        src: &crate::backends::DeviceData,
+        from: crate::view::Block,
+        dst: &mut crate::backends::DeviceData,
+        at: (usize, usize),
+    ) -> Result<()> {
+        self.check_alive()?;
+        crate::backends::check_copy(src, from, dst, at)?;
+        let elem = src.dtype().input_bytes();
+        let (src_cols, dst_cols) = (src.shape().1, dst.shape().1);
+        let s = &self.stream;
+        let from_ptr = src.buffer::<DeviceBuf>(self.instance, "the source")?.ptr(s);
+        let to_ptr = dst
+            .buffer::<DeviceBuf>(self.instance, "the destination")?
+            .ptr(s);
+        if from.rows == 0 || from.cols == 0 {
+            return Ok(());
+        }
+        let what = || format!("copying a {}x{} block on the device", from.rows, from.cols);
+        let device = cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        let copy = cu_sys::CUDA_MEMCPY2D {
+            srcXInBytes: from.col * elem,
+            srcY: from.row,
+            srcMemoryType: device,
+            srcHost: std::ptr::null(),
+            srcDevice: from_ptr,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src_cols * elem,
+            dstXInBytes: at.1 * elem,
+            dstY: at.0,
+            dstMemoryType: device,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: to_ptr,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dst_cols * elem,
+            WidthInBytes: from.cols * elem,
+            Height: from.rows,
+        };
+        self.ctx.bind_to_thread().ctx(what)?;
+        // SAFETY: both are live device allocations of their matrices' shapes, and check_copy
+        // keeps both blocks within them.
+        unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
+            .result()
+            .ctx(what)
+    }
+
+    /// Copies `d` into `dst` after the stream's work: one (2D where `dst`'s rows have gaps)
+    /// copy straight into the caller's memory ([`crate::Backend::download_into`]).
+    pub(super) fn download_into_data(
+        &self,
+        d: &crate::backends::DeviceData,
+        dst: crate::view::AnyMatMut<'_>,
+    ) -> Result<()> {
+        use crate::view::AnyMatMut;
+        self.check_alive()?;
+        crate::backends::check_destination(d, &dst)?;
+        let buf: &DeviceBuf = d.buffer(self.instance, "the matrix")?;
+        if let DeviceBuf::External(_) = buf {
+            let mut dst = dst;
+            return dst.copy_from(&self.download_data(d)?);
+        }
+        fn fetch<T: Element>(b: &CudaBackend, src: u64, mut dst: MatMut<'_, T>) -> Result<()> {
+            let (rows, cols) = dst.shape();
+            if rows == 0 || cols == 0 {
+                return Ok(());
+            }
+            let what = || format!("copying a {rows}x{cols} matrix to the host");
+            let elem = std::mem::size_of::<T>();
+            let pitch = dst.stride() * elem;
+            let host = dst.data_mut().as_mut_ptr();
+            let copy = cu_sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: std::ptr::null(),
+                srcDevice: src,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: cols * elem,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                dstHost: host as *mut std::ffi::c_void,
+                dstDevice: 0,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: pitch,
+                WidthInBytes: cols * elem,
+                Height: rows,
+            };
+            b.ctx.bind_to_thread().ctx(what)?;
+            // SAFETY: the source is the rows×cols matrix (check_destination); the destination
+            // spans (rows − 1)·stride + cols elements of `dst` (MatMut checks it), borrowed
+            // mutably until the stream is synchronized below.
+            unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, b.stream.cu_stream()) }
+                .result()
+                .ctx(what)?;
+            b.sync(what)
+        }
+        let src = buf.ptr(&self.stream);
+        match dst {
+            AnyMatMut::F32(m) => fetch(self, src, m),
+            AnyMatMut::U32(m) => fetch(self, src, m),
+            AnyMatMut::F16(m) => fetch(self, src, m),
+            AnyMatMut::Bf16(m) => fetch(self, src, m),
+        }
     }
 
     /// An uninitialized m×n output of C's type (u32, f32, or bf16/f16 when the problem asks for

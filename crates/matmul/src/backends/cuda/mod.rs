@@ -24,6 +24,7 @@ mod external;
 mod int8;
 pub(crate) mod launch;
 pub mod libs;
+mod pinned;
 mod plan;
 mod split_tail;
 mod staging;
@@ -44,6 +45,7 @@ pub use compile::{
 };
 pub use device::{list_devices, DeviceInfo};
 pub use int8::{cublaslt_int8_refusal, CUBLASLT_WORKSPACE_BYTES};
+pub use pinned::PinnedMatrix;
 pub use split_tail::{
     split_k_pieces, split_tail_plan, TailPlan, SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES,
     TAIL_EXTRA_EIGHTHS, TAIL_MIN_SLICES, TAIL_PIECE_SLICES,
@@ -404,6 +406,24 @@ impl Backend for CudaBackend {
 
     fn download(&self, d: &crate::backends::DeviceData) -> Result<AnyMatrix> {
         self.download_data(d)
+    }
+
+    fn copy_block(
+        &self,
+        src: &crate::backends::DeviceData,
+        from: crate::view::Block,
+        dst: &mut crate::backends::DeviceData,
+        at: (usize, usize),
+    ) -> Result<()> {
+        self.copy_block_data(src, from, dst, at)
+    }
+
+    fn download_into(
+        &self,
+        d: &crate::backends::DeviceData,
+        dst: crate::view::AnyMatMut<'_>,
+    ) -> Result<()> {
+        self.download_into_data(d, dst)
     }
 
     fn synchronize(&self) -> Result<()> {

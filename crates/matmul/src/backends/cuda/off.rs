@@ -34,6 +34,16 @@ impl CudaBackend {
     pub fn info(&self) -> &DeviceInfo {
         match self.0 {}
     }
+
+    /// Never called.
+    pub fn pinned<T: crate::dtype::Element>(
+        &self,
+        rows: usize,
+        cols: usize,
+    ) -> Result<PinnedMatrix<T>> {
+        let _ = (rows, cols);
+        match self.0 {}
+    }
 }
 
 impl Backend for CudaBackend {
@@ -65,6 +75,26 @@ impl Backend for CudaBackend {
         _: usize,
         _: RunOptions,
     ) -> Result<Vec<f64>> {
+        match self.0 {}
+    }
+}
+
+/// A page-locked host matrix; this build has none (cargo feature `cuda` off).
+pub struct PinnedMatrix<T>(std::convert::Infallible, std::marker::PhantomData<T>);
+
+impl<T: crate::dtype::Element> PinnedMatrix<T> {
+    /// Never called.
+    pub fn shape(&self) -> (usize, usize) {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn as_ref(&self) -> crate::view::MatRef<'_, T> {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn as_mut(&mut self) -> crate::view::MatMut<'_, T> {
         match self.0 {}
     }
 }
