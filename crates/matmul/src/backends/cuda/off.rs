@@ -89,6 +89,16 @@ impl<T: crate::dtype::Element> PinnedMatrix<T> {
     }
 
     /// Never called.
+    pub fn as_slice(&self) -> &[T] {
+        match self.0 {}
+    }
+
+    /// Never called.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        match self.0 {}
+    }
+
+    /// Never called.
     pub fn as_ref(&self) -> crate::view::MatRef<'_, T> {
         match self.0 {}
     }
