@@ -439,7 +439,7 @@ fn split_cost(splits: u64, problem: &Problem, device: &DeviceModel) -> f64 {
 }
 
 /// SIMT tilings `auto` weighs besides each kernel's registry tiling, one per regime of C's shape:
-/// large (128×256, one block an SM), medium (128×128, two), small (64×128, BK 32), short
+/// large (128×256, one block an SM), medium (128×128, three stages), small (64×128, BK 32), short
 /// (32×256: few rows, wide C) and narrow (128×64: few columns). They are shapes, not one GPU's
 /// tuning: the model picks among them by the waves each makes on the device at hand.
 pub const SIMT_TILINGS: [Tiling; 5] = [
@@ -447,11 +447,10 @@ pub const SIMT_TILINGS: [Tiling; 5] = [
         .warps(64, 64, 2)
         .with_stages(3)
         .with_pad(4),
-    Tiling::block(128, 128, 16, 4, 8)
-        .warps(64, 64, 1)
-        .with_stages(2)
-        .with_pad(4)
-        .with_min_blocks(2),
+    Tiling::block(128, 128, 16, 8, 4)
+        .warps(64, 32, 2)
+        .with_stages(3)
+        .with_pad(4),
     Tiling::block(64, 128, 32, 8, 4)
         .warps(32, 32, 1)
         .with_stages(2)
