@@ -1,6 +1,7 @@
 //! One GEMM across several GPUs over NCCL (matmul::nccl::multi), reached through `matmul run
 //! --gpus N` (each layout run once and checked against the CPU reference), `matmul run --rank R
-//! --world W --id-file F` (one process per GPU) and `matmul bench --gpus N` (timed beside the
+//! --world W --id-file F | --master HOST:PORT` or `--launched` (one process per GPU) and `matmul
+//! bench --gpus N` (timed beside the
 //! 1-GPU run of the same GEMM, C compared with the 1-GPU C, a multi.json/multi.md report).
 //! [`GpuArgs`] and [`RankArgs`] are the options `run` and `bench` flatten in; [`Plan`] is what
 //! they hand over after their own arguments are parsed.
@@ -37,21 +38,102 @@ pub struct GpuArgs {
 /// `run`'s one-process-per-GPU options (each process checks its own blocks of C).
 #[derive(Args, Clone, Debug, Default)]
 pub struct RankArgs {
-    /// One process per GPU: this process's rank (with --world and --id-file). Start one
-    /// process per rank, on this host or others.
-    #[arg(long, requires_all = ["world", "id_file"], conflicts_with = "gpus", help_heading = "Multi-GPU")]
+    /// One process per GPU: this process's rank (with --world, and --id-file or --master).
+    /// Start one process per rank, on this host or others.
+    #[arg(
+        long,
+        requires = "world",
+        conflicts_with = "gpus",
+        help_heading = "Multi-GPU"
+    )]
     pub rank: Option<usize>,
     /// One process per GPU: the number of processes.
     #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
     pub world: Option<usize>,
+    /// One process per GPU, started by a launcher: the rank, the world, the device and rank
+    /// 0's address from its variables (torchrun's RANK, WORLD_SIZE, LOCAL_RANK; Slurm's
+    /// SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; Open MPI's OMPI_COMM_WORLD_*; MPICH's PMI_*;
+    /// MASTER_ADDR and MASTER_PORT under any). --rank, --world, --device, --master override.
+    #[arg(long, conflicts_with = "gpus", help_heading = "Multi-GPU")]
+    pub launched: bool,
     /// One process per GPU: where rank 0 writes the NCCL unique id for the others (a path every
     /// rank sees, absent before the run; layout i uses PATH.i).
-    #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
+    #[arg(long, conflicts_with = "master", help_heading = "Multi-GPU")]
     pub id_file: Option<PathBuf>,
-    /// One process per GPU: this process's CUDA device (default: LOCAL_RANK, else the rank
-    /// modulo the devices of this host).
-    #[arg(long, requires = "rank", help_heading = "Multi-GPU")]
+    /// One process per GPU: rank 0's HOST:PORT, where it serves the NCCL unique id over TCP and
+    /// the other ranks fetch it (docs/multi-gpu.md); with --launched, MASTER_ADDR:MASTER_PORT.
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub master: Option<String>,
+    /// Rank 0 with --master: listen on this ADDR:PORT instead of the master address (an
+    /// interface of this host; the port the others connect to).
+    #[arg(long, help_heading = "Multi-GPU")]
+    pub bind: Option<String>,
+    /// One process per GPU: this process's CUDA device (default: the launcher's local rank,
+    /// else the rank modulo the devices of this host).
+    #[arg(long, help_heading = "Multi-GPU")]
     pub device: Option<usize>,
+}
+
+impl RankArgs {
+    /// Whether the command runs as one rank of a one-process-per-GPU run.
+    pub fn active(&self) -> bool {
+        self.rank.is_some() || self.launched
+    }
+
+    /// This process's rank, world, device (if given or the launcher's local rank) and
+    /// rendezvous: the options, over the launcher's variables (`var`) with --launched. Missing
+    /// or contradictory values are input errors (status 2).
+    pub fn resolve(
+        &self,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> CliResult<(usize, usize, Option<usize>, multi::Rendezvous)> {
+        let launch = if self.launched {
+            let found = matmul::nccl::rendezvous::Launch::from_vars(var)
+                .map_err(|e| CliError::input(e.to_string()))?;
+            Some(found.ok_or_else(|| {
+                CliError::input(
+                    "--launched: no launcher's variables (RANK and WORLD_SIZE, SLURM_PROCID and                      SLURM_NTASKS, OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, or PMI_RANK and                      PMI_SIZE) are set",
+                )
+            })?)
+        } else {
+            None
+        };
+        let rank = self.rank.or(launch.as_ref().map(|l| l.rank));
+        let world = self.world.or(launch.as_ref().map(|l| l.world));
+        let (Some(rank), Some(world)) = (rank, world) else {
+            return Err(CliError::input(
+                "one process per GPU needs --rank and --world",
+            ));
+        };
+        if world < 2 || rank >= world {
+            return Err(CliError::input(format!(
+                "--rank {rank} --world {world}: the world must be at least 2 and the rank below it"
+            )));
+        }
+        let device = self.device.or(launch.as_ref().and_then(|l| l.local_rank));
+        let master = self
+            .master
+            .clone()
+            .or(launch.as_ref().and_then(|l| l.master.clone()));
+        let rendezvous = match (&self.id_file, master) {
+            (Some(path), _) => multi::Rendezvous::File(path.clone()),
+            (None, Some(master)) => multi::Rendezvous::Tcp {
+                master,
+                bind: self.bind.clone(),
+            },
+            (None, None) => {
+                return Err(CliError::input(
+                    "one process per GPU needs a rendezvous: --id-file PATH (a file every rank                      sees) or --master HOST:PORT (rank 0 serves the id over TCP; with --launched,                      MASTER_ADDR and MASTER_PORT)",
+                ))
+            }
+        };
+        if self.bind.is_some() && !matches!(rendezvous, multi::Rendezvous::Tcp { .. }) {
+            return Err(CliError::input(
+                "--bind applies to --master (a TCP rendezvous)",
+            ));
+        }
+        Ok((rank, world, device, rendezvous))
+    }
 }
 
 impl GpuArgs {
@@ -406,16 +488,15 @@ pub fn bench(plan: &Plan) -> CliResult {
     Ok(())
 }
 
-/// `matmul run --rank R --world W --id-file F`: one rank of a one-process-per-GPU run, every
-/// layout checked on this rank's blocks of C (the
+/// `matmul run --rank R --world W --id-file F` (or `--master HOST:PORT`, or `--launched`): one
+/// rank of a one-process-per-GPU run, every layout checked on this rank's blocks of C (the
 /// rest of C is taken from the reference, so only this rank's blocks can differ). A watchdog
 /// ends the process (status 1, naming the rank) when a case outlives the timeout, as a peer
 /// that never joins would leave NCCL's initialization waiting.
 pub fn process(plan: &Plan, ranks: &RankArgs) -> CliResult {
-    let rank = ranks.rank.expect("called with --rank");
-    let world = ranks.world.expect("clap requires --world with --rank");
+    let (rank, world, device, rendezvous) = ranks.resolve(&|k| std::env::var(k).ok())?;
     // Every error names this process's rank: the launcher's logs interleave them.
-    rank_process(plan, ranks, rank, world).map_err(|mut e| {
+    rank_process(plan, rank, world, device, &rendezvous).map_err(|mut e| {
         if !e.message.starts_with("rank ") && !e.message.starts_with("--rank") {
             e.message = format!("rank {rank} of {world}: {}", e.message);
         }
@@ -423,29 +504,19 @@ pub fn process(plan: &Plan, ranks: &RankArgs) -> CliResult {
     })
 }
 
-fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> CliResult {
-    let id_file = ranks
-        .id_file
-        .clone()
-        .expect("clap requires --id-file with --rank");
-    if world < 2 || rank >= world {
-        return Err(CliError::input(format!(
-            "--rank {rank} --world {world}: the world must be at least 2 and the rank below it"
-        )));
-    }
+fn rank_process(
+    plan: &Plan,
+    rank: usize,
+    world: usize,
+    device: Option<usize>,
+    rendezvous: &multi::Rendezvous,
+) -> CliResult {
     let cases = cases(plan, world)?;
     let devices = matmul::cuda::list_devices()?.len();
     if devices == 0 {
         return Err(CliError::failure("no CUDA device on this host"));
     }
-    let device = ranks
-        .device
-        .or_else(|| {
-            std::env::var("LOCAL_RANK")
-                .ok()
-                .and_then(|s| s.parse().ok())
-        })
-        .unwrap_or(rank % devices);
+    let device = device.unwrap_or(rank % devices);
     let nccl = matmul::nccl::library()?;
     eprintln!(
         "rank {rank}/{world}: device {device}, NCCL from {}",
@@ -458,7 +529,8 @@ fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> Cli
             rank,
             world,
             device,
-            id_file: std::path::PathBuf::from(format!("{}.{i}", id_file.display())),
+            rendezvous: rendezvous.clone(),
+            round: i as u32,
         };
         let layout = opts.layout.name();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -472,7 +544,9 @@ fn rank_process(plan: &Plan, ranks: &RankArgs, rank: usize, world: usize) -> Cli
                 std::process::exit(1);
             }
         });
-        let result = multi::multi_gemm_process(problem, &a, &b, opts, &pr);
+        let result = multi::multi_gemm_process(problem, &a, &b, opts, &pr, &mut |m| {
+            eprintln!("matmul: {m}")
+        });
         let _ = done_tx.send(());
         let _ = watchdog.join();
         let out = match result {

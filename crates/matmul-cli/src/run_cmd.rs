@@ -127,7 +127,7 @@ fn check_options(args: &RunArgs, kernel: &KernelSpec, chosen: &str) -> CliResult
 /// checks C against the CPU reference (by default up to 2^28 multiply-adds); a failed check is
 /// exit status 1.
 pub fn run(args: RunArgs) -> CliResult {
-    if args.gpu.active() || args.ranks.rank.is_some() {
+    if args.gpu.active() || args.ranks.active() {
         return run_multi(&args);
     }
     args.gpu.refuse_without_gpus()?;
@@ -304,7 +304,7 @@ fn run_multi(args: &RunArgs) -> CliResult {
         iters: 1,
         out: None,
     };
-    if args.ranks.rank.is_some() {
+    if args.ranks.active() {
         crate::multi_cmd::process(&plan, &args.ranks)
     } else {
         crate::multi_cmd::run(&plan)

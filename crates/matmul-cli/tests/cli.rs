@@ -997,6 +997,67 @@ fn multi_gpu_refuses_bad_input_and_a_missing_environment() {
     for (args, needle) in &cases {
         bad_input(args, "", needle);
     }
+    // The rendezvous and the launcher's variables: status 2 naming what is missing or wrong.
+    type EnvCase<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let env_cases: Vec<EnvCase> = vec![
+        (
+            run(&["--rank", "0", "--world", "2"]),
+            vec![],
+            "needs a rendezvous",
+        ),
+        (
+            run(&["--launched"]),
+            vec![("RANK", "1"), ("WORLD_SIZE", "2")],
+            "needs a rendezvous",
+        ),
+        (
+            run(&["--launched"]),
+            vec![("RANK", "one"), ("WORLD_SIZE", "2")],
+            "RANK=\"one\" is not a non-negative whole number",
+        ),
+        (
+            run(&["--launched", "--master", "h:1"]),
+            vec![("SLURM_PROCID", "4"), ("SLURM_NTASKS", "4")],
+            "SLURM_PROCID=4 is not below SLURM_NTASKS=4",
+        ),
+        (
+            run(&[
+                "--rank",
+                "0",
+                "--world",
+                "2",
+                "--id-file",
+                "/x/id",
+                "--bind",
+                "0.0.0.0:1",
+            ]),
+            vec![],
+            "--bind applies to --master",
+        ),
+        (
+            run(&[
+                "--rank",
+                "0",
+                "--world",
+                "2",
+                "--id-file",
+                "/x/id",
+                "--master",
+                "h:1",
+            ]),
+            vec![],
+            "cannot be used with",
+        ),
+    ];
+    for (args, env, needle) in &env_cases {
+        let out = matmul_env(args, "", env);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?} {env:?}: want `{needle}` in {err}"
+        );
+    }
     for args in [
         run(&["--gpus", "2"]),
         vec![

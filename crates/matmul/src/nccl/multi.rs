@@ -33,6 +33,8 @@ use cudarc::driver::sys as cu_sys;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 
 use super::comm::{self as nccl, Comm, NcclType, UniqueId};
+use super::rendezvous;
+pub use super::rendezvous::Rendezvous;
 use crate::backend::{Backend, Inputs, RunOptions};
 use crate::backends::cuda::launch::{Launcher, Operands};
 use crate::backends::cuda::libs::Context;
@@ -226,9 +228,9 @@ pub fn multi_gemm(
 }
 
 /// One rank of a run with one process per GPU (the form that also runs across hosts): its rank,
-/// the number of ranks, its device (an ordinal of this host), and the file through which rank 0
-/// hands the NCCL unique id to the others (on a file system every rank sees; it must not exist
-/// before the run).
+/// the number of ranks, its device (an ordinal of this host), and where the ranks meet for the
+/// NCCL unique id ([`Rendezvous`]: a shared file, or rank 0 over TCP), in exchange `round` of
+/// the run (each product makes a communicator of its own).
 #[derive(Debug, Clone)]
 pub struct ProcessRank {
     /// This process's rank, 0..world.
@@ -237,56 +239,30 @@ pub struct ProcessRank {
     pub world: usize,
     /// The CUDA device of this process.
     pub device: usize,
-    /// Where rank 0 writes the unique id and the others read it.
-    pub id_file: std::path::PathBuf,
+    /// Where rank 0 hands the unique id to the others.
+    pub rendezvous: Rendezvous,
+    /// Which exchange of the run this is (the same on every rank).
+    pub round: u32,
 }
 
-/// The unique id of one communicator, from rank 0 to every rank through `pr.id_file`: rank 0
-/// writes it (to a temporary file, then renamed, so a reader never sees half of it), the others
-/// wait for it up to `timeout`.
-pub fn exchange_id(pr: &ProcessRank, timeout: Duration) -> Result<UniqueId> {
-    let nccl = nccl::library()?;
-    let path = &pr.id_file;
-    let io = |what: &str, e: std::io::Error| Error::Cuda {
-        context: format!("rank {}: {what} {}", pr.rank, path.display()),
-        message: e.to_string(),
+/// The unique id of one communicator, from rank 0 to every rank through `pr.rendezvous`
+/// ([`rendezvous::exchange`]), within `timeout`; what rank 0 refuses goes to `log`.
+pub fn exchange_id(
+    pr: &ProcessRank,
+    timeout: Duration,
+    log: &mut dyn FnMut(String),
+) -> Result<UniqueId> {
+    let make = || -> Result<rendezvous::IdBytes> {
+        let id = nccl::library()?.unique_id()?;
+        Ok(std::array::from_fn(|i| id.0.internal[i] as u8))
     };
-    if pr.rank == 0 {
-        if path.exists() {
-            return Err(Error::Invalid(format!(
-                "the id file {} exists already: remove it (each run needs a fresh one)",
-                path.display()
-            )));
-        }
-        let id = nccl.unique_id()?;
-        let bytes: Vec<u8> = id.0.internal.iter().map(|&c| c as u8).collect();
-        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-        std::fs::write(&tmp, &bytes).map_err(|e| io("writing", e))?;
-        std::fs::rename(&tmp, path).map_err(|e| io("renaming onto", e))?;
-        return Ok(id);
+    let rdv = pr.rendezvous.for_round(pr.round);
+    let bytes = rendezvous::exchange(&rdv, pr.rank, pr.world, pr.round, timeout, make, log)?;
+    let mut id = cudarc::nccl::sys::ncclUniqueId { internal: [0; 128] };
+    for (d, b) in id.internal.iter_mut().zip(bytes) {
+        *d = b as std::ffi::c_char;
     }
-    let start = Instant::now();
-    loop {
-        if let Ok(bytes) = std::fs::read(path) {
-            if bytes.len() == 128 {
-                let mut id = cudarc::nccl::sys::ncclUniqueId { internal: [0; 128] };
-                for (d, b) in id.internal.iter_mut().zip(bytes) {
-                    *d = b as std::ffi::c_char;
-                }
-                return Ok(UniqueId(id));
-            }
-        }
-        if start.elapsed() > timeout {
-            return Err(Error::Cuda {
-                context: format!("rank {} of {}", pr.rank, pr.world),
-                message: format!(
-                    "rank 0 did not write the unique id to {} within {timeout:?}",
-                    path.display()
-                ),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    Ok(UniqueId(id))
 }
 
 /// What [`multi_gemm_process`] returns: this rank's part of C.
@@ -302,14 +278,16 @@ pub struct ProcessOutput {
 
 /// This process's rank of C = A·B run with one process per GPU (`opts.gpus` is ignored:
 /// `pr.world` ranks): every process passes the same A and B; the id comes through
-/// [`exchange_id`]. A rank that fails ends its communicator; the others see NCCL's error or
-/// time out after `opts.timeout` with an error naming them.
+/// [`exchange_id`] (what rank 0 refuses goes to `log`). A rank that fails ends its
+/// communicator; the others see NCCL's error or time out after `opts.timeout` with an error
+/// naming them.
 pub fn multi_gemm_process(
     problem: &Problem,
     a: &AnyMatrix,
     b: &AnyMatrix,
     opts: &MultiOptions,
     pr: &ProcessRank,
+    log: &mut dyn FnMut(String),
 ) -> Result<ProcessOutput> {
     crate::backend::check_inputs(problem, a, b)?;
     let opts = MultiOptions {
@@ -323,7 +301,7 @@ pub fn multi_gemm_process(
             pr.rank, pr.world
         )));
     }
-    let id = exchange_id(pr, opts.timeout)?;
+    let id = exchange_id(pr, opts.timeout, log)?;
     let shared = Shared::new(1, opts.timeout);
     let rank = Rank::new(pr.rank, pr.device, false, problem, a, b, &opts)?;
     let comm = Comm::from_rank(&id, pr.rank, pr.world)?;
@@ -1232,40 +1210,6 @@ mod tests {
         let o = MultiOptions::new(4, Layout::GemmRs);
         assert!(check(&p, &o).unwrap_err().to_string().contains("K = 3"));
         assert!(check(&p, &MultiOptions::new(4, Layout::AgGemm)).is_ok());
-    }
-
-    /// Where NCCL loads: rank 0's id reaches rank 1 through the file, byte for byte, and a
-    /// second rank 0 refuses the file left behind.
-    #[test]
-    fn the_unique_id_goes_through_the_file() {
-        if let Err(e) = nccl::library() {
-            // scripts/gpu-nccl.sh runs this under MATMUL_REQUIRE_MULTI_GPU=1: NCCL must be there.
-            assert!(
-                std::env::var("MATMUL_REQUIRE_MULTI_GPU").as_deref() != Ok("1"),
-                "MATMUL_REQUIRE_MULTI_GPU=1 but: {e}"
-            );
-            println!("SKIP: no NCCL");
-            return;
-        }
-        let dir = std::env::temp_dir().join(format!("matmul-id-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("id");
-        let _ = std::fs::remove_file(&path);
-        let pr = |rank| ProcessRank {
-            rank,
-            world: 2,
-            device: 0,
-            id_file: path.clone(),
-        };
-        let reader = std::thread::spawn({
-            let p1 = pr(1);
-            move || exchange_id(&p1, Duration::from_secs(10)).map(|id| id.0)
-        });
-        let sent = exchange_id(&pr(0), Duration::from_secs(10)).unwrap();
-        let got = reader.join().unwrap().unwrap();
-        assert_eq!(sent.0.internal, got.internal);
-        assert!(exchange_id(&pr(0), Duration::from_secs(1)).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
