@@ -9,7 +9,8 @@
 #   2. nccl-load: test-lib's NCCL test (opens it by soname, version, unique id);
 #   3. tests: test-multi_gpu, every layout × dtype on awkward shapes vs the CPU reference, on
 #      GPUS and on 2, cuBLAS as the local kernel, an NCCL CTA limit, timing modes;
-#   4. check: `matmul run --gpus GPUS` every layout × f32/u32/bf16 on awkward shapes;
+#   4. check: `matmul run --gpus GPUS --layout all,auto` every layout and auto's pick × f32/u32/bf16
+#      on awkward shapes;
 #      (7, the bench, runs next, then 5, 6 and 8)
 #   5. multiproc: one `matmul run --rank R` process per GPU (the unique id through a file), each
 #      checking its blocks of C, f32/u32/bf16;
@@ -149,7 +150,7 @@ rc=0
 for d in f32 u32 bf16; do
     for s in "257 130 301" "1031 517 773" "1024 1024 1024"; do
         set -- $s
-        "$CK_BIN" run --gpus "$CK_GPUS" --dtype $d -m $1 -n $2 -k $3 --check || rc=1
+        "$CK_BIN" run --gpus "$CK_GPUS" --layout all,auto --dtype $d -m $1 -n $2 -k $3 --check || rc=1
     done
 done
 exit $rc

@@ -71,6 +71,10 @@ pub struct MultiCase {
     /// C of the multi-GPU run against the 1-GPU C: `exact` (u32, bit for bit), `ok` (floats,
     /// within the reference tolerance), `MISMATCH ...`, or None when not compared.
     pub check: Option<String>,
+    /// For the `auto` row: the placement the model chose (`1-gpu` or a layout), whose measured
+    /// figures the row repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
 }
 
 impl MultiCase {
@@ -103,6 +107,7 @@ impl MultiCase {
             efficiency: one_gpu_s.map(|t1| t1 / (gpus as f64 * overlapped_s)),
             exposed_s: overlapped_s - compute_s,
             check: None,
+            chosen: None,
         }
     }
 
@@ -160,10 +165,14 @@ impl MultiRun {
              |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for c in &self.cases {
+            let layout = match &c.chosen {
+                Some(pick) => format!("{} ({pick})", c.layout),
+                None => c.layout.clone(),
+            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {}x{}x{} | `{}` | {} | {:.3} | {:.1} | {:.1} | {} | {:.3} | {:.3} | {:.3} | {} | {} |",
-                c.layout,
+                layout,
                 c.dtype,
                 c.m,
                 c.n,
@@ -181,7 +190,47 @@ impl MultiRun {
                 c.check.as_deref().unwrap_or("—"),
             );
         }
+        if let Some(summary) = self.auto_summary() {
+            let _ = writeln!(out, "\n{summary}");
+        }
         out
+    }
+
+    /// How the `auto` rows compare with the fastest of every layout and one GPU measured for the
+    /// same dtype and shape: the worst ratio and where (None without `auto` rows).
+    pub fn auto_summary(&self) -> Option<String> {
+        let mut worst: Option<(f64, &MultiCase)> = None;
+        let mut count = 0;
+        for auto in self.cases.iter().filter(|c| c.chosen.is_some()) {
+            let same = |c: &&MultiCase| {
+                c.chosen.is_none()
+                    && (c.dtype.as_str(), c.m, c.n, c.k)
+                        == (auto.dtype.as_str(), auto.m, auto.n, auto.k)
+            };
+            let best = self
+                .cases
+                .iter()
+                .filter(same)
+                .map(|c| c.overlapped_s)
+                .chain(auto.one_gpu_s)
+                .fold(f64::INFINITY, f64::min);
+            let ratio = auto.overlapped_s / best;
+            count += 1;
+            if worst.is_none_or(|(w, _)| ratio > w) {
+                worst = Some((ratio, auto));
+            }
+        }
+        let (ratio, c) = worst?;
+        Some(format!(
+            "`auto` over {count} case(s): at worst {:.1} % slower than the fastest placement measured \
+             ({} {}x{}x{}, chose {})",
+            100.0 * (ratio - 1.0),
+            c.dtype,
+            c.m,
+            c.n,
+            c.k,
+            c.chosen.as_deref().unwrap_or("?")
+        ))
     }
 }
 
@@ -380,6 +429,42 @@ mod tests {
         );
         assert!(t.contains("`matmul bench --gpus 2`"), "{t}");
         assert!(scaling_table(&[]).contains("No multi-GPU run of record yet"));
+    }
+
+    /// The auto row repeats its pick's figures and is measured against the fastest placement of
+    /// its case (one GPU included); old multi.json files without `chosen` still load.
+    #[test]
+    fn auto_rows_against_the_best_placement() {
+        let mut r = run();
+        assert_eq!(r.auto_summary(), None);
+        let row_split = MultiCase::new(
+            "row-split",
+            "f32",
+            (8192, 8192, 8192),
+            "warptile",
+            2,
+            Some(0.02),
+            (0.0101, 0.0101, 0.0),
+        );
+        let mut auto = MultiCase {
+            layout: "auto".into(),
+            ..r.cases[0].clone()
+        };
+        auto.chosen = Some("ag-gemm".into());
+        r.cases.push(row_split);
+        r.cases.push(auto);
+        let s = r.auto_summary().unwrap();
+        // ag-gemm's 10.5 ms against row-split's 10.1: 4.0 % slower.
+        assert!(
+            s.contains("at worst 4.0 % slower") && s.contains("chose ag-gemm"),
+            "{s}"
+        );
+        assert!(r.markdown().contains("| auto (ag-gemm) | f32 |"));
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<MultiRun>(&json).unwrap(), r);
+        let old = json.replace(",\"chosen\":\"ag-gemm\"", "");
+        let back: MultiRun = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.cases.last().unwrap().chosen, None);
     }
 
     #[test]

@@ -26,7 +26,10 @@ pub struct GpuArgs {
     pub gpus: Option<usize>,
     /// With --gpus or --rank: comma-separated layouts, row-split (B replicated, no
     /// communication), ag-gemm (AllGather of A's row shards overlapped with the products),
-    /// gemm-rs (K split, partial products reduce-scattered as they finish), or `all`.
+    /// gemm-rs (K split, partial products reduce-scattered as they finish), `all`, or `auto`
+    /// (--gpus only: the placement, one GPU included, that a model of compute and the host's
+    /// measured link picks). Default: `auto` for run, `all,auto` for bench (auto's row beside
+    /// the layouts it chose among), `all` for --rank.
     #[arg(long, help_heading = "Multi-GPU")]
     pub layout: Option<String>,
     /// With --gpus: gemm-rs's row pieces per GPU's shard of C (default: up to 4 of at least
@@ -193,36 +196,72 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// The cases of a plan over `gpus` ranks: dtype × shape × layout, each checked for splitting
-/// (status 2 before any device is opened).
-fn cases(plan: &Plan, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
+/// The layouts `--layout` names, and whether it asks for `auto`: `default` when absent, every
+/// layout for `all`.
+fn layouts(spec: Option<&str>, default: &str) -> Result<(Vec<Layout>, bool), CliError> {
+    let spec = spec.unwrap_or(default);
+    let mut fixed = Vec::new();
+    let mut auto = false;
+    for name in spec.split(',').map(str::trim) {
+        if name.eq_ignore_ascii_case("auto") {
+            auto = true;
+        } else if name.eq_ignore_ascii_case("all") {
+            fixed.extend(Layout::ALL);
+        } else {
+            fixed.push(Layout::parse(name)?);
+        }
+    }
+    fixed.dedup();
+    Ok((fixed, auto))
+}
+
+/// The problems of a plan: dtype × shape.
+fn problems(plan: &Plan) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for &dtype in &plan.dtypes {
+        for shape in &plan.shapes {
+            out.push(Problem::new(shape.m, shape.n, shape.k, dtype).with_c(plan.c_dtype));
+        }
+    }
+    out
+}
+
+/// The cases of a plan over `gpus` ranks: dtype × shape × layout (`fixed`), each checked for
+/// splitting (status 2 before any device is opened).
+fn cases_of(
+    plan: &Plan,
+    gpus: usize,
+    fixed: &[Layout],
+) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
     if gpus < 2 {
         return Err(CliError::input(format!(
             "--gpus {gpus}: a multi-GPU product needs at least 2 (leave --gpus out for one GPU)"
         )));
     }
-    let layouts = match plan.gpu.layout.as_deref() {
-        None => Layout::ALL.to_vec(),
-        Some(s) if s.eq_ignore_ascii_case("all") => Layout::ALL.to_vec(),
-        Some(s) => s
-            .split(',')
-            .map(|s| Layout::parse(s.trim()))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
     let mut cases = Vec::new();
-    for &dtype in &plan.dtypes {
-        for shape in &plan.shapes {
-            let problem = Problem::new(shape.m, shape.n, shape.k, dtype).with_c(plan.c_dtype);
-            for &layout in &layouts {
-                let mut opts = MultiOptions::new(gpus, layout);
-                opts.kernel = plan.kernel.clone();
-                opts.pieces = plan.gpu.pieces;
-                multi::check(&problem, &opts)?;
-                cases.push((problem, opts));
-            }
+    for problem in problems(plan) {
+        for &layout in fixed {
+            let mut opts = MultiOptions::new(gpus, layout);
+            opts.kernel = plan.kernel.clone();
+            opts.pieces = plan.gpu.pieces;
+            multi::check(&problem, &opts)?;
+            cases.push((problem, opts));
         }
     }
     Ok(cases)
+}
+
+/// Every layout's cases (the one-process-per-GPU form checks them all unless told; it takes no
+/// `auto`, which needs every GPU of the run in one process).
+fn cases(plan: &Plan, gpus: usize) -> Result<Vec<(Problem, MultiOptions)>, CliError> {
+    let (fixed, auto) = layouts(plan.gpu.layout.as_deref(), "all")?;
+    if auto {
+        return Err(CliError::input(
+            "--layout auto applies to --gpus N (one process for every GPU); with --rank, name \
+             the layouts",
+        ));
+    }
+    cases_of(plan, gpus, &fixed)
 }
 
 /// A and B of `problem`: the plan's fill, else seeded by the shape.
@@ -249,14 +288,17 @@ fn environment(gpus: usize) -> CliResult<String> {
     Ok(line)
 }
 
-/// `matmul run --gpus N`: each layout run once (the time includes uploads, NCCL's setup and the
-/// download, as `run`'s does) and, when `plan.check`, compared with the CPU reference.
+/// `matmul run --gpus N`: the product in the placement `--layout auto` (the default) picks, or
+/// in each layout named, run once (the time includes uploads, NCCL's setup and the download, as
+/// `run`'s does) and, when `plan.check`, compared with the CPU reference.
 pub fn run(plan: &Plan) -> CliResult {
     let gpus = plan.gpu.gpus.unwrap_or(0);
-    let cases = cases(plan, gpus)?;
-    let mut prepared: Option<(Problem, AnyMatrix, AnyMatrix, Option<AnyMatrix>)> = None;
+    let (fixed, auto) = layouts(plan.gpu.layout.as_deref(), "auto")?;
+    let fixed_cases = cases_of(plan, gpus, &fixed)?;
+    let problems = problems(plan);
     // Inputs (and the reference) before any device: a range error is the input's fault.
-    for (problem, _) in cases.iter().take(1) {
+    let mut prepared: Option<(Problem, AnyMatrix, AnyMatrix, Option<AnyMatrix>)> = None;
+    if let Some(problem) = problems.first() {
         let (a, b) = inputs(plan, problem)?;
         let want = if plan.check {
             let r = reference::matmul(problem, &a, &b)?;
@@ -268,8 +310,38 @@ pub fn run(plan: &Plan) -> CliResult {
         prepared = Some((*problem, a, b, want));
     }
     environment(gpus)?;
+    // Per problem: auto's pick (when asked), then the layouts named.
+    let mut runs: Vec<(Problem, Option<MultiOptions>, String)> = Vec::new();
+    for problem in &problems {
+        if auto {
+            let timeout = MultiOptions::new(gpus, Layout::RowSplit).timeout;
+            let (pick, link) = multi::auto_placement(problem, gpus, plan.gpu.pieces, timeout)?;
+            eprintln!(
+                "matmul: auto {} {problem}: {} (model: {:.3} ms; the link {:.1} GB/s, {:.1} µs a transfer)",
+                problem.dtype,
+                pick.placement.name(),
+                pick.seconds * 1e3,
+                link.bytes_per_s / 1e9,
+                link.latency_s * 1e6
+            );
+            let label = format!("auto→{}", pick.placement.name());
+            let opts = match pick.placement {
+                matmul::nccl::layout::Placement::OneGpu => None,
+                matmul::nccl::layout::Placement::Split(layout) => {
+                    let mut o = MultiOptions::new(gpus, layout);
+                    o.kernel = plan.kernel.clone();
+                    o.pieces = plan.gpu.pieces;
+                    Some(o)
+                }
+            };
+            runs.push((*problem, opts, label));
+        }
+        for (p, opts) in fixed_cases.iter().filter(|(p, _)| p == problem) {
+            runs.push((*p, Some(opts.clone()), opts.layout.name().to_string()));
+        }
+    }
     let mut failed = 0;
-    for (problem, opts) in &cases {
+    for (problem, opts, layout) in &runs {
         if prepared.as_ref().is_none_or(|(p, ..)| p != problem) {
             let (a, b) = inputs(plan, problem)?;
             let want = if plan.check {
@@ -280,9 +352,12 @@ pub fn run(plan: &Plan) -> CliResult {
             prepared = Some((*problem, a, b, want));
         }
         let (_, a, b, want) = prepared.as_ref().expect("set above");
-        let layout = opts.layout.name();
         let start = Instant::now();
-        let got = match multi::multi_gemm(problem, a, b, opts) {
+        let got = match opts {
+            Some(opts) => multi::multi_gemm(problem, a, b, opts).map(|g| (g.c, g.kernel.name)),
+            None => single_gpu_c(problem, a, b, &plan.kernel).map(|c| (c, plan.kernel.as_str())),
+        };
+        let (c, kernel) = match got {
             Ok(got) => got,
             Err(e) => {
                 eprintln!("matmul: {layout} {} {problem}: {e}", problem.dtype);
@@ -293,7 +368,7 @@ pub fn run(plan: &Plan) -> CliResult {
         let secs = start.elapsed().as_secs_f64();
         let verdict = match want {
             Some(want) => {
-                let v = verify::compare_inputs(problem, a, b, &got.c, want);
+                let v = verify::compare_inputs(problem, a, b, &c, want);
                 failed += usize::from(!v.passed);
                 format!(
                     "{} (rel. Frobenius {:.2e}, max |err| {:.3e}, {} mismatches)",
@@ -305,18 +380,17 @@ pub fn run(plan: &Plan) -> CliResult {
             }
             None => "skipped (m·n·k > 2^28; pass --check to force it)".into(),
         };
+        let used = opts.as_ref().map_or(1, |o| o.gpus);
         println!(
-            "{layout:<10} {} gpus={} kernel={} {problem}: {:.3} ms (one call, with transfers and NCCL setup), check {verdict}",
+            "{layout:<10} {} gpus={used} kernel={kernel} {problem}: {:.3} ms (one call, with transfers and NCCL setup), check {verdict}",
             problem.dtype,
-            opts.gpus,
-            got.kernel.name,
             secs * 1e3,
         );
     }
     if failed > 0 {
         return Err(CliError::failure(format!(
             "{failed} of {} multi-GPU case(s) failed or differ from the reference",
-            cases.len()
+            runs.len()
         )));
     }
     Ok(())
@@ -373,7 +447,12 @@ fn against_one_gpu(problem: &Problem, got: &AnyMatrix, one: &AnyMatrix) -> (bool
 /// compared with the 1-GPU C; the table on stdout, multi.json and multi.md in `plan.out`.
 pub fn bench(plan: &Plan) -> CliResult {
     let gpus = plan.gpu.gpus.unwrap_or(0);
-    let cases = cases(plan, gpus)?;
+    // `auto` (in the default) measures every layout: its row is compared with them all.
+    let (mut fixed, auto) = layouts(plan.gpu.layout.as_deref(), "all,auto")?;
+    if auto {
+        fixed = Layout::ALL.to_vec();
+    }
+    let cases = cases_of(plan, gpus, &fixed)?;
     if let Some(out) = &plan.out {
         std::fs::create_dir_all(out)
             .map_err(|e| CliError::input(format!("--out {}: {e}", out.display())))?;
@@ -468,6 +547,87 @@ pub fn bench(plan: &Plan) -> CliResult {
                 iters: plan.iters,
                 cases: records.clone(),
             };
+            run.write(out)
+                .map_err(|e| CliError::failure(format!("writing {}: {e}", out.display())))?;
+        }
+    }
+    if auto && !records.is_empty() {
+        let timeout = MultiOptions::new(gpus, Layout::RowSplit).timeout;
+        let mut rows = Vec::new();
+        for problem in problems(plan) {
+            let same = |c: &&MultiCase| {
+                (c.dtype.as_str(), c.m, c.n, c.k)
+                    == (
+                        problem.dtype.to_string().as_str(),
+                        problem.m,
+                        problem.n,
+                        problem.k,
+                    )
+            };
+            let Some(any) = records.iter().find(same) else {
+                continue;
+            };
+            let pick = match multi::auto_placement(&problem, gpus, plan.gpu.pieces, timeout) {
+                Ok((pick, _)) => pick.placement,
+                Err(e) => {
+                    eprintln!("matmul: auto {} {problem}: {e}", problem.dtype);
+                    failed += 1;
+                    continue;
+                }
+            };
+            let mut row = match pick {
+                matmul::nccl::layout::Placement::OneGpu => {
+                    let t1 = any.one_gpu_s.unwrap_or(f64::NAN);
+                    let shape = (any.m, any.n, any.k);
+                    MultiCase::new(
+                        "auto",
+                        &any.dtype,
+                        shape,
+                        &any.kernel,
+                        1,
+                        Some(t1),
+                        (t1, t1, 0.0),
+                    )
+                }
+                matmul::nccl::layout::Placement::Split(layout) => {
+                    match records
+                        .iter()
+                        .filter(same)
+                        .find(|c| c.layout == layout.name())
+                    {
+                        Some(c) => MultiCase {
+                            layout: "auto".into(),
+                            ..c.clone()
+                        },
+                        None => continue,
+                    }
+                }
+            };
+            row.chosen = Some(pick.name().to_string());
+            rows.push(row);
+        }
+        for row in &rows {
+            println!(
+                "auto       {:<5} {:<17} chose {:<10} {:>9.3} ms",
+                row.dtype,
+                format!("{}x{}x{}", row.m, row.n, row.k),
+                row.chosen.as_deref().unwrap_or("?"),
+                row.overlapped_s * 1e3
+            );
+        }
+        records.extend(rows);
+        let run = MultiRun {
+            system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
+            gpus,
+            nccl: nccl.clone(),
+            warmup: plan.warmup,
+            iters: plan.iters,
+            cases: records.clone(),
+        };
+        if let Some(summary) = run.auto_summary() {
+            println!("{summary}");
+        }
+        if let Some(out) = &plan.out {
             run.write(out)
                 .map_err(|e| CliError::failure(format!("writing {}: {e}", out.display())))?;
         }

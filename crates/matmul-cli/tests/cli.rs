@@ -1048,6 +1048,20 @@ fn multi_gpu_refuses_bad_input_and_a_missing_environment() {
             vec![],
             "cannot be used with",
         ),
+        (
+            run(&[
+                "--rank",
+                "0",
+                "--world",
+                "2",
+                "--id-file",
+                "/x/id",
+                "--layout",
+                "auto",
+            ]),
+            vec![],
+            "--layout auto applies to --gpus N",
+        ),
     ];
     for (args, env, needle) in &env_cases {
         let out = matmul_env(args, "", env);

@@ -4,6 +4,7 @@
 //! backend and dispatch: each rank runs a CUDA kernel that dispatch chooses.
 
 pub mod comm;
+pub mod layout;
 pub mod multi;
 pub mod rendezvous;
 

@@ -436,6 +436,114 @@ pub fn single_gpu_time(
     Ok((choice.kernel, times))
 }
 
+/// The link between `gpus` GPUs of this host (devices 0..gpus), measured by two ag-gemm
+/// transfers alone (ring sends of A's row shards, NCCL on the communication streams): 64 MiB
+/// shards for the bandwidth, 4 KiB ones for the fixed cost of a transfer.
+pub fn probe_link(gpus: usize, timeout: Duration) -> Result<super::layout::LinkModel> {
+    let mut opts = MultiOptions::new(gpus, Layout::AgGemm);
+    opts.timeout = timeout;
+    // bf16 A of gpus·rows × k: each rank's shard rows·k·2 bytes; N just splittable (tiny products).
+    let comm = |rows: usize, k: usize| -> Result<(f64, f64)> {
+        let p = Problem::new(rows * gpus, gpus * 8, k, DType::Bf16);
+        let a = AnyMatrix::generate(
+            DType::Bf16,
+            p.m,
+            p.k,
+            crate::matrix::Init::SmallInt { seed: 1 },
+        )?;
+        let b = AnyMatrix::generate(
+            DType::Bf16,
+            p.k,
+            p.n,
+            crate::matrix::Init::SmallInt { seed: 1 },
+        )?;
+        let t = multi_time(&p, &a, &b, &opts, 1, 5)?;
+        let mut c = t.comm;
+        c.sort_by(f64::total_cmp);
+        let steps = (gpus - 1) as f64;
+        Ok((c[c.len() / 2] / steps, (rows * k * 2) as f64))
+    };
+    let (small_s, _) = comm(2, 1024)?;
+    let (big_s, big_bytes) = comm(4096, 8192)?;
+    let latency_s = small_s.max(0.0);
+    Ok(super::layout::LinkModel {
+        bytes_per_s: big_bytes / (big_s - latency_s).max(1e-9),
+        latency_s,
+    })
+}
+
+/// [`probe_link`] once per set of GPUs: kept in `cache_dir` (named by the count and device 0's
+/// name) where one is given, and for the process's lifetime in any case.
+pub fn host_link(
+    gpus: usize,
+    cache_dir: Option<&std::path::Path>,
+    timeout: Duration,
+) -> Result<super::layout::LinkModel> {
+    use super::layout;
+    static KNOWN: Mutex<Vec<(String, layout::LinkModel)>> = Mutex::new(Vec::new());
+    let name = device::list_devices()?
+        .first()
+        .map(|d| d.name.clone())
+        .unwrap_or_default();
+    let key = format!("{gpus}x {name}");
+    if let Some((_, l)) = KNOWN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return Ok(*l);
+    }
+    let cached = cache_dir.and_then(|d| layout::load_cached(d, &key));
+    let link = match cached {
+        Some(l) => l,
+        None => {
+            let l = probe_link(gpus, timeout)?;
+            if let Some(d) = cache_dir {
+                // A cache that cannot be written costs a probe next time, nothing more.
+                let _ = layout::save_cached(d, &key, &l);
+            }
+            l
+        }
+    };
+    KNOWN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((key, link));
+    Ok(link)
+}
+
+/// A product's time on one GPU with `limits`, as `auto`'s cost model estimates it for the
+/// kernel it would choose (2mnk at the device's FP32 SIMT rate where the model has nothing).
+pub fn model_compute(limits: crate::registry::DeviceLimits) -> impl Fn(&Problem) -> f64 {
+    move |p: &Problem| {
+        dispatch::ranked(p, &limits, None)
+            .first()
+            .map(|(_, e)| e.seconds)
+            .unwrap_or_else(|| p.flops() / 20e12)
+    }
+}
+
+/// `--layout auto`: the placement of `problem` over devices 0..gpus that the model
+/// ([`super::layout::choose`]) finds fastest, with the host's measured link ([`host_link`]).
+pub fn auto_placement(
+    problem: &Problem,
+    gpus: usize,
+    pieces: Option<usize>,
+    timeout: Duration,
+) -> Result<(super::layout::Estimate, super::layout::LinkModel)> {
+    let backend = CudaBackend::new(0)?;
+    let limits = backend
+        .limits()
+        .ok_or_else(|| Error::Invalid("device 0 reports no limits".into()))?;
+    drop(backend);
+    let dir = crate::config::get().cache_dir.clone();
+    let link = host_link(gpus, dir.as_deref(), timeout)?;
+    let compute = model_compute(limits);
+    let pick = super::layout::choose(problem, gpus, pieces, &link, &compute);
+    Ok((pick, link))
+}
+
 /// What one enqueue runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
