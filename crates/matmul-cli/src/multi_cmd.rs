@@ -701,7 +701,7 @@ fn rank_process(
                     "matmul: rank {rank} of {world}: {layout} did not finish within {limit:?} \
                      (a peer that failed or never started?); exiting"
                 );
-                std::process::exit(1);
+                exit_now(1);
             }
         });
         let result = multi::multi_gemm_process(problem, &a, &b, opts, &pr, &mut |m| {
@@ -778,4 +778,16 @@ fn place(
         AnyMatrix::F16(m) => put(&mut m.data, src, rows, col, width, n),
         AnyMatrix::Bf16(m) => put(&mut m.data, src, rows, col, width, n),
     }
+}
+
+/// Ends the process at once with `code`, without running exit handlers: the main thread may be
+/// inside NCCL (ncclCommInitRank waiting for a peer), and `exit`'s handlers tear down the CUDA
+/// and NCCL state under it (a failing-rank run on 4 H200s ended one process with a segmentation
+/// fault that way instead of status 1).
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit ends the process immediately; nothing runs after it.
+    unsafe { libc::_exit(code) }
 }
