@@ -528,7 +528,8 @@ fn require_wgpu_includes_the_ignored_wgpu_tests() {
 }
 
 /// The adapter says what it offers beyond scalar code: its subgroup sizes (lavapipe: 8) or none,
-/// in `describe()` (what `matmul devices` prints) as in its `AdapterDesc`.
+/// and its cooperative-matrix configurations or none, in `describe()` (what `matmul devices`
+/// prints) as in its `AdapterDesc`.
 #[test]
 #[cfg_attr(
     not(matmul_require_wgpu),
@@ -544,9 +545,14 @@ fn adapters_report_their_subgroups() {
         }
         None => assert!(text.contains("no subgroups"), "{text}"),
     }
+    match &b.adapter().cooperative_matrices {
+        Some(c) if !c.is_empty() => assert!(text.contains(&c[0]), "{text}"),
+        Some(_) => assert!(text.contains("no configuration"), "{text}"),
+        None => assert!(text.contains("no cooperative matrices"), "{text}"),
+    }
     assert!(matmul::wgpu::adapters().iter().all(|a| {
         let shown = a.to_string();
-        shown.contains("subgroups")
+        shown.contains("subgroups") && shown.contains("cooperative matrices")
     }));
 }
 

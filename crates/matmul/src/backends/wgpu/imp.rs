@@ -31,6 +31,9 @@ pub struct AdapterDesc {
     /// The subgroup sizes (min, max) where the adapter offers subgroup operations
     /// (`Features::SUBGROUP`); None where it does not.
     pub subgroups: Option<(u32, u32)>,
+    /// The cooperative-matrix configurations (`MxNxK A→C`, e.g. `16x16x16 f16→f32`) where the
+    /// adapter offers `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`; None where it does not.
+    pub cooperative_matrices: Option<Vec<String>>,
 }
 
 impl std::fmt::Display for AdapterDesc {
@@ -45,8 +48,11 @@ impl std::fmt::Display for AdapterDesc {
             Some((lo, hi)) => write!(f, "subgroups of {lo} to {hi}")?,
             None => write!(f, "no subgroups")?,
         }
-        // wgpu 26 has no cooperative-matrix feature to ask about.
-        write!(f, ", cooperative matrices not queried (wgpu 26)")
+        match &self.cooperative_matrices {
+            Some(c) if c.is_empty() => write!(f, ", cooperative matrices (no configuration)"),
+            Some(c) => write!(f, ", cooperative matrices {}", c.join(", ")),
+            None => write!(f, ", no cooperative matrices"),
+        }
     }
 }
 
@@ -55,9 +61,26 @@ fn desc(adapter: &wg::Adapter) -> AdapterDesc {
     let subgroups = adapter
         .features()
         .contains(wg::Features::SUBGROUP)
+        .then_some((info.subgroup_min_size, info.subgroup_max_size));
+    let cooperative_matrices = adapter
+        .features()
+        .contains(wg::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
         .then(|| {
-            let l = adapter.limits();
-            (l.min_subgroup_size, l.max_subgroup_size)
+            let name = |t: wg::CooperativeScalarType| format!("{t:?}").to_lowercase();
+            adapter
+                .cooperative_matrix_properties()
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}x{}x{} {}→{}",
+                        c.m_size,
+                        c.n_size,
+                        c.k_size,
+                        name(c.ab_type),
+                        name(c.cr_type)
+                    )
+                })
+                .collect()
         });
     let driver = [info.driver.as_str(), info.driver_info.as_str()]
         .iter()
@@ -75,19 +98,19 @@ fn desc(adapter: &wg::Adapter) -> AdapterDesc {
             driver
         },
         subgroups,
+        cooperative_matrices,
     }
 }
 
 fn instance() -> wg::Instance {
     // WGPU_BACKEND (vulkan, metal, dx12) narrows the APIs tried; the flags follow WGPU_DEBUG /
     // WGPU_VALIDATION. Validation stays on: it is what turns a bad dispatch into an error.
-    wg::Instance::new(&wg::InstanceDescriptor::from_env_or_default())
+    wg::Instance::new(wg::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
 /// Every adapter wgpu finds (all the APIs built in, as `WGPU_BACKEND` narrows them).
 pub fn adapters() -> Vec<AdapterDesc> {
-    instance()
-        .enumerate_adapters(wg::Backends::all())
+    pollster::block_on(instance().enumerate_adapters(wg::Backends::all()))
         .iter()
         .map(desc)
         .collect()
@@ -137,7 +160,7 @@ impl WgpuBackend {
     /// Opens the adapter (see the type's docs); no adapter is an [`Error::Wgpu`], never a panic.
     pub fn new() -> Result<WgpuBackend> {
         let inst = instance();
-        let mut all = inst.enumerate_adapters(wg::Backends::all());
+        let mut all = pollster::block_on(inst.enumerate_adapters(wg::Backends::all()));
         if all.is_empty() {
             return Err(err(
                 "opening an adapter",
@@ -182,7 +205,7 @@ impl WgpuBackend {
         });
         let uncaptured = Arc::new(Mutex::new(None));
         let u = uncaptured.clone();
-        device.on_uncaptured_error(Box::new(move |e| {
+        device.on_uncaptured_error(Arc::new(move |e: wg::Error| {
             u.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(e.to_string());
@@ -263,11 +286,11 @@ impl WgpuBackend {
     /// Runs `f` inside validation and out-of-memory error scopes; a captured error is an
     /// [`Error::Wgpu`] with `context`.
     fn scoped<T>(&self, context: &str, f: impl FnOnce() -> T) -> Result<T> {
-        self.device.push_error_scope(wg::ErrorFilter::OutOfMemory);
-        self.device.push_error_scope(wg::ErrorFilter::Validation);
+        let oom = self.device.push_error_scope(wg::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wg::ErrorFilter::Validation);
         let out = f();
-        let validation = pollster::block_on(self.device.pop_error_scope());
-        let oom = pollster::block_on(self.device.pop_error_scope());
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
         if let Some(e) = validation.or(oom) {
             return Err(err(context, e));
         }
@@ -276,15 +299,21 @@ impl WgpuBackend {
     }
 
     /// Blocks until the queue is idle; a lost device, or no completion within
-    /// [`Config::wgpu_timeout`](crate::Config::wgpu_timeout) (default 600 s), is an error, not a hang. (wgpu waits 60 s
-    /// per poll; a slow software adapter may need several.)
+    /// [`Config::wgpu_timeout`](crate::Config::wgpu_timeout) (default 600 s), is an error, not a hang. (Each poll
+    /// waits up to 10 s, then the device's health is checked; a slow software adapter may need
+    /// several.)
     fn wait(&self, context: &str) -> Result<()> {
         let limit = crate::config::get()
             .wgpu_timeout
             .map_or(600.0, |t| t.as_secs_f64());
         let start = Instant::now();
         loop {
-            match self.device.poll(wg::PollType::Wait) {
+            let left = (limit - start.elapsed().as_secs_f64()).max(0.001);
+            let poll = wg::PollType::Wait {
+                submission_index: None,
+                timeout: Some(std::time::Duration::from_secs_f64(left.min(10.0))),
+            };
+            match self.device.poll(poll) {
                 Ok(_) => break,
                 Err(wg::PollError::Timeout) if start.elapsed().as_secs_f64() < limit => {
                     self.health(context)?;
@@ -519,7 +548,10 @@ impl WgpuBackend {
             Some(Err(e)) => return Err(err(context, e)),
             None => return Err(err(context, "the read-back did not complete")),
         }
-        let out = staging.get_mapped_range(..).to_vec();
+        let out = staging
+            .get_mapped_range(..)
+            .map_err(|e| err(context, e))?
+            .to_vec();
         staging.unmap();
         Ok(out)
     }
@@ -594,7 +626,7 @@ impl WgpuBackend {
         }
         let (ar, ac) = problem.a_stored();
         let (br, bc) = problem.b_stored();
-        let max_bind = (l.max_storage_buffer_binding_size as u64).min(l.max_buffer_size);
+        let max_bind = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
         for (what, r, c) in [("A", ar, ac), ("B", br, bc), ("C", problem.m, problem.n)] {
             let bytes = (r as u64).saturating_mul(c as u64).saturating_mul(4);
             if bytes > max_bind {
@@ -699,7 +731,7 @@ impl Backend for WgpuBackend {
             self.adapter,
             l.max_compute_workgroup_storage_size / 1024,
             l.max_compute_invocations_per_workgroup,
-            l.max_storage_buffer_binding_size as u64 >> 20,
+            l.max_storage_buffer_binding_size >> 20,
             if self.caps.timestamps {
                 "timestamp queries"
             } else {

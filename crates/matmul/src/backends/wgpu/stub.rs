@@ -19,6 +19,8 @@ pub struct AdapterDesc {
     pub driver: String,
     /// The subgroup sizes (min, max) where the adapter offers subgroup operations.
     pub subgroups: Option<(u32, u32)>,
+    /// The cooperative-matrix configurations where the adapter offers them.
+    pub cooperative_matrices: Option<Vec<String>>,
 }
 
 impl std::fmt::Display for AdapterDesc {

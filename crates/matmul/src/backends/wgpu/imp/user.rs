@@ -70,8 +70,8 @@ impl WgpuBackend {
                 .device
                 .create_pipeline_layout(&wg::PipelineLayoutDescriptor {
                     label: Some(label),
-                    bind_group_layouts: &[&bgl],
-                    push_constant_ranges: &[],
+                    bind_group_layouts: &[Some(&bgl)],
+                    immediate_size: 0,
                 });
             self.device
                 .create_compute_pipeline(&wg::ComputePipelineDescriptor {
@@ -96,7 +96,10 @@ impl WgpuBackend {
                 kernel.label()
             )));
         }
-        let max_bind = (self.caps.limits.max_storage_buffer_binding_size as u64)
+        let max_bind = self
+            .caps
+            .limits
+            .max_storage_buffer_binding_size
             .min(self.caps.limits.max_buffer_size);
         let bytes = (problem.m.max(problem.k) as u64) * (problem.n.max(problem.k) as u64) * 4;
         if bytes > max_bind {
