@@ -155,7 +155,7 @@ fn sweep(name: &str) {
     assert_eq!(kernel.backend, BackendKind::Wgpu);
     let opts = RunOptions::default();
     let mut shapes = SHAPES.to_vec();
-    if matches!(name, "wgpu-tiled" | "wgpu-regtile") {
+    if matches!(name, "wgpu-tiled" | "wgpu-regtile" | "wgpu-coopmat") {
         shapes.push(LARGE);
     }
     let mut failures = Vec::new();
@@ -246,6 +246,41 @@ fn sweep_wgpu_tiled() {
 )]
 fn sweep_wgpu_regtile() {
     sweep("wgpu-regtile");
+}
+
+/// The cooperative-matrix kernel: the sweep (f16 in, f32 C, every shape and op against the CPU
+/// reference, C poisoned) where the adapter offers 16×16×16 f16→f32 and subgroups of 32; else a
+/// refusal naming what is missing, before any work (lavapipe has no cooperative matrices).
+#[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
+fn sweep_wgpu_coopmat() {
+    let has = {
+        let Some(b) = adapter() else { return };
+        b.adapter()
+            .cooperative_matrices
+            .as_ref()
+            .is_some_and(|c| c.iter().any(|s| s == "16x16x16 f16→f32"))
+            && b.adapter().subgroups == Some((32, 32))
+    };
+    if has {
+        sweep("wgpu-coopmat");
+        return;
+    }
+    let Some(b) = adapter() else { return };
+    let k = matmul::find("wgpu-coopmat").unwrap();
+    let p = Problem::new(33, 17, 40, DType::F16);
+    let e = b.check(k, &p, RunOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("cooperative matrices of 16x16x16"),
+        "{e}"
+    );
+    let (x, y) = inputs(&p);
+    let e = b.run(k, &p, &x, &y, RunOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("cooperative matrices"), "{e}");
+    println!("RESULT wgpu-coopmat refused: {}", b.adapter().name);
 }
 
 /// Every WGSL kernel has a sweep above, and every CUDA seed kernel of f32/u32 that has a WGSL

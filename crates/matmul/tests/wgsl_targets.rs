@@ -1,23 +1,31 @@
 //! Every WGSL shader this project ships — the registry's `wgpu-*` kernels (f32 and u32, at their
 //! registry tiles and the puzzles' TILE 3) and the own-kernel examples (examples/kernels/*.wgsl,
 //! with the declarations matmul appends) — parsed and validated by naga and translated to MSL
-//! (Metal) and HLSL (DX12), the two backends this machine cannot run. The same naga version as
+//! (Metal) and HLSL (DX12), the two backends this machine cannot run; the cooperative-matrix
+//! kernel (f16) validated with that capability and written as SPIR-V. The same naga version as
 //! wgpu's, so a shader that passes here is one wgpu would hand to those drivers; whether the
 //! drivers then compile and run it is only known where they exist (docs/wgpu.md).
 
-use matmul::registry::{wgsl, KERNELS};
+use matmul::registry::{wgsl, WgslShape, KERNELS};
 use matmul::{DType, RunOptions};
+
+/// naga's module of `text` parsed and validated with `caps`; the error names `what`.
+fn validate(
+    what: &str,
+    text: &str,
+    caps: naga::valid::Capabilities,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
+    let module = naga::front::wgsl::parse_str(text)
+        .map_err(|e| format!("{what}: WGSL: {}", e.emit_to_string(text)))?;
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| format!("{what}: validation: {}", e.emit_to_string(text)))?;
+    Ok((module, info))
+}
 
 /// naga's module of `text` validated, then written as MSL and HLSL; the error names `what`.
 fn translate(what: &str, text: &str) -> Result<(String, String), String> {
-    let module = naga::front::wgsl::parse_str(text)
-        .map_err(|e| format!("{what}: WGSL: {}", e.emit_to_string(text)))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
-    )
-    .validate(&module)
-    .map_err(|e| format!("{what}: validation: {}", e.emit_to_string(text)))?;
+    let (module, info) = validate(what, text, naga::valid::Capabilities::default())?;
     let pipeline = naga::back::msl::PipelineOptions::default();
     let (msl, _) = naga::back::msl::write_string(
         &module,
@@ -39,6 +47,7 @@ fn translate(what: &str, text: &str) -> Result<(String, String), String> {
 #[test]
 fn every_wgsl_shader_translates_to_msl_and_hlsl() {
     let mut done = Vec::new();
+    let mut coop = Vec::new();
     let mut failures = Vec::new();
     for kernel in KERNELS.iter() {
         let Some(src) = kernel.wgsl_source() else {
@@ -49,6 +58,25 @@ fn every_wgsl_shader_translates_to_msl_and_hlsl() {
             Some(t) => vec![t, 3],
             None => vec![0],
         };
+        if let WgslShape::CoopMat { .. } = src.shape {
+            // Cooperative matrices: validated with the capability (wgpu translates them for
+            // Vulkan, and for Metal at 8×8 only), and written as SPIR-V, what the Vulkan
+            // adapters that offer them take.
+            let what = format!("{} f16", kernel.name);
+            let caps = naga::valid::Capabilities::COOPERATIVE_MATRIX
+                | naga::valid::Capabilities::SHADER_FLOAT16;
+            match validate(&what, &wgsl::text(src, DType::F16, 0), caps).and_then(|(m, i)| {
+                naga::back::spv::write_vec(&m, &i, &Default::default(), None)
+                    .map_err(|e| format!("{what}: SPIR-V: {e}"))
+            }) {
+                Ok(words) => {
+                    assert!(words.len() > 100, "{what}: {} SPIR-V words", words.len());
+                    coop.push(what);
+                }
+                Err(e) => failures.push(e),
+            }
+            continue;
+        }
         for dtype in [DType::F32, DType::U32] {
             for &tile in &tiles {
                 let what = format!("{} {dtype} tile {tile}", kernel.name);
@@ -97,9 +125,12 @@ fn every_wgsl_shader_translates_to_msl_and_hlsl() {
         }
     }
     println!(
-        "RESULT {} shader builds translated to MSL and HLSL",
-        done.len()
+        "RESULT {} shader builds translated to MSL and HLSL; {} cooperative-matrix build(s) \
+         validated and written as SPIR-V",
+        done.len(),
+        coop.len()
     );
+    assert_eq!(coop, ["wgpu-coopmat f16"]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // 5 registry kernels × 2 dtypes (× 2 tiles for the tiled ones) and 2 examples × 2.
     assert!(

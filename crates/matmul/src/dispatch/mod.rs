@@ -372,6 +372,7 @@ pub const TENSOR_CORE_U32: [&str; 3] = ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x
 fn default_kernels(backend: BackendKind, dtype: DType) -> Vec<&'static str> {
     match (backend, dtype) {
         (BackendKind::Cpu, _) => vec!["cpu"],
+        (BackendKind::Wgpu, DType::F16) => vec!["wgpu-coopmat"],
         (BackendKind::Wgpu, _) => vec!["wgpu-regtile"],
         (BackendKind::Cuda, DType::F32) => vec!["multistage-raster"],
         (BackendKind::Cuda, DType::U32) => {

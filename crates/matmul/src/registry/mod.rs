@@ -524,6 +524,25 @@ pub static KERNELS: &[KernelSpec] = &[
             ],
         },
     ),
+    KernelSpec {
+        dtypes: &[DType::F16],
+        ..wgsl(
+            "wgpu-coopmat",
+            "cooperative-matrix WGSL (wgpu_cooperative_matrix): f16 in, f32 C; 128x128 tiles of C per 8 subgroups of 32, 16x16x16 fragments loaded from A and B staged 32 deep in workgroup memory; where the adapter offers 16x16x16 f16->f32 and subgroups of 32",
+            Traffic::BlockTiled,
+            &[],
+            WgslSource {
+                file: "coopmat.wgsl",
+                text: include_str!("../../kernels/wgsl/coopmat.wgsl"),
+                shape: WgslShape::CoopMat {
+                    bm: 128,
+                    bn: 128,
+                    bk: 32,
+                },
+                twins: &[],
+            },
+        )
+    },
 ];
 
 /// A registry entry for a WGSL kernel (f32 and u32, run by the wgpu backend).

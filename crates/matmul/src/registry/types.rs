@@ -203,6 +203,18 @@ pub enum WgslShape {
         /// Columns per invocation.
         tn: u32,
     },
+    /// A BM×BN tile of C per workgroup of subgroups of 32, each a 32×64 block of C in 16×16
+    /// cooperative-matrix fragments (f16 inputs, f32 accumulators), A and B staged BK deep in
+    /// workgroup memory. Runs where the adapter offers cooperative matrices of 16×16×16 f16→f32
+    /// and subgroups of 32.
+    CoopMat {
+        /// Rows of C per workgroup.
+        bm: u32,
+        /// Columns of C per workgroup.
+        bn: u32,
+        /// K per stage.
+        bk: u32,
+    },
 }
 
 /// A WGSL kernel run by the wgpu backend; its text is completed by a header that names the
@@ -228,6 +240,7 @@ impl WgslShape {
             WgslShape::Row { threads } | WgslShape::Element { threads } => threads,
             WgslShape::Tile2d { .. } | WgslShape::Tiled { .. } => tile * tile,
             WgslShape::RegTile { bm, bn, tm, tn, .. } => (bm / tm) * (bn / tn),
+            WgslShape::CoopMat { bm, bn, .. } => (bm / 32) * (bn / 64) * 32,
         }
     }
 
@@ -237,6 +250,10 @@ impl WgslShape {
             WgslShape::Tiled { .. } => 2 * (tile as usize).pow(2) * 4,
             // regtile.wgsl pads A's rows by four elements (one vec4).
             WgslShape::RegTile { bm, bn, bk, .. } => (bm + 4 + bn) as usize * bk as usize * 4,
+            // f16 A and B stages, and a 16×16 f32 scratch per subgroup for C's edges.
+            WgslShape::CoopMat { bm, bn, bk } => {
+                ((bm + bn) * bk) as usize * 2 + (self.invocations(0) / 32) as usize * 256 * 4
+            }
             _ => 0,
         }
     }
@@ -415,7 +432,9 @@ impl KernelSpec {
     /// BM×BN, the tile of C a block computes, for the SIMT ladder (its tiling in `opts`, else the
     /// registry's) and the tensor-core kernels; None for other kernels.
     pub fn block_tile(&self, opts: &RunOptions) -> Option<(u32, u32)> {
-        if let Some(WgslShape::RegTile { bm, bn, .. }) = self.wgsl_source().map(|w| w.shape) {
+        if let Some(WgslShape::RegTile { bm, bn, .. } | WgslShape::CoopMat { bm, bn, .. }) =
+            self.wgsl_source().map(|w| w.shape)
+        {
             return Some((bm, bn));
         }
         match (self.tiling(opts), self.tc_tile()) {

@@ -16,13 +16,21 @@ pub const PARAMS: &str = "struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 ";
 
-/// The full WGSL of `src` for `dtype` (f32 or u32) at tile edge `tile` (the shapes with one).
+/// The full WGSL of `src` for `dtype` (f32 or u32; f16 for the cooperative-matrix kernel) at
+/// tile edge `tile` (the shapes with one).
 pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
     let ty = match dtype {
         DType::U32 => "u32",
+        DType::F16 => "f16",
         _ => "f32",
     };
-    let mut out = format!("// {} for {ty}\nalias T = {ty};\n", src.file);
+    // Enable directives come before every declaration.
+    let enables = match src.shape {
+        WgslShape::CoopMat { .. } => "enable f16;\nenable wgpu_cooperative_matrix;\n",
+        _ if dtype == DType::F16 => "enable f16;\n",
+        _ => "",
+    };
+    let mut out = format!("{enables}// {} for {ty}\nalias T = {ty};\n", src.file);
     match src.shape {
         WgslShape::Row { threads } | WgslShape::Element { threads } => {
             out.push_str(&format!("const WG: u32 = {threads}u;\n"));
@@ -35,8 +43,17 @@ pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
                 "const BM: u32 = {bm}u;\nconst BN: u32 = {bn}u;\nconst BK: u32 = {bk}u;\nconst TM: u32 = {tm}u;\nconst TN: u32 = {tn}u;\n"
             ));
         }
+        WgslShape::CoopMat { bm, bn, bk } => {
+            out.push_str(&format!(
+                "const BM: u32 = {bm}u;\nconst BN: u32 = {bn}u;\nconst BK: u32 = {bk}u;\n"
+            ));
+        }
     }
-    out.push_str(PARAMS);
+    match src.shape {
+        // f16 inputs, f32 C.
+        WgslShape::CoopMat { .. } => out.push_str(&PARAMS.replace("c: array<T>", "c: array<f32>")),
+        _ => out.push_str(PARAMS),
+    }
     out.push_str(src.text);
     out
 }

@@ -131,6 +131,9 @@ struct Caps {
     limits: wg::Limits,
     timestamps: bool,
     period_ns: f64,
+    /// Cooperative matrices of 16×16×16 f16→f32, f16 shaders and subgroups of 32: what
+    /// `wgpu-coopmat` needs (the device was opened with those features).
+    coop_f16: bool,
 }
 
 /// A compiled pipeline's key: the kernel's entry, the dtype and the tile (TPB) it was built for.
@@ -189,12 +192,32 @@ impl WgpuBackend {
         all.sort_by_key(|a| rank(a.get_info().device_type));
         let adapter = all.swap_remove(0);
         let info = adapter.get_info();
-        let features = adapter.features() & wg::Features::TIMESTAMP_QUERY;
+        let coop = wg::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wg::Features::SHADER_F16;
+        let coop_f16 = adapter.features().contains(coop)
+            && info.subgroup_min_size == 32
+            && info.subgroup_max_size == 32
+            && adapter.cooperative_matrix_properties().iter().any(|c| {
+                (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+                    && c.ab_type == wg::CooperativeScalarType::F16
+                    && c.cr_type == wg::CooperativeScalarType::F32
+            });
+        let mut features = adapter.features() & wg::Features::TIMESTAMP_QUERY;
+        if coop_f16 {
+            features |= coop;
+        }
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wg::DeviceDescriptor {
             label: Some("matmul"),
             required_features: features,
             required_limits: limits.clone(),
+            // SAFETY: the experimental cooperative-matrix feature is asked for only where the
+            // adapter reports the configuration `wgpu-coopmat` uses, and only that kernel uses it;
+            // its results are checked against the CPU reference by the wgpu tests.
+            experimental_features: if coop_f16 {
+                unsafe { wg::ExperimentalFeatures::enabled() }
+            } else {
+                wg::ExperimentalFeatures::disabled()
+            },
             ..Default::default()
         }))
         .map_err(|e| err(format!("opening {}", info.name), e))?;
@@ -220,6 +243,7 @@ impl WgpuBackend {
                 limits,
                 timestamps,
                 period_ns,
+                coop_f16,
             },
             pipelines: Mutex::new(HashMap::new()),
             lost,
@@ -425,7 +449,9 @@ impl WgpuBackend {
             WgslShape::Tile2d { .. } | WgslShape::Tiled { .. } => {
                 (n.div_ceil(tile as usize), m.div_ceil(tile as usize))
             }
-            WgslShape::RegTile { bm, bn, .. } => (n.div_ceil(bn as usize), m.div_ceil(bm as usize)),
+            WgslShape::RegTile { bm, bn, .. } | WgslShape::CoopMat { bm, bn, .. } => {
+                (n.div_ceil(bn as usize), m.div_ceil(bm as usize))
+            }
         };
         (x as u32, y as u32)
     }
@@ -448,7 +474,8 @@ impl WgpuBackend {
         let bytes: &[u8] = match m {
             AnyMatrix::F32(x) => as_bytes(&x.data),
             AnyMatrix::U32(x) => as_bytes(&x.data),
-            _ => &[],
+            AnyMatrix::F16(x) => as_bytes(&x.data),
+            AnyMatrix::Bf16(_) => &[],
         };
         self.device
             .create_buffer_init(&wg::util::BufferInitDescriptor {
@@ -602,6 +629,14 @@ impl WgpuBackend {
             }
             .into()
         };
+        if matches!(src.shape, WgslShape::CoopMat { .. }) && !self.caps.coop_f16 {
+            return Err(fail(
+                "needs cooperative matrices of 16x16x16 f16->f32 (wgpu's \
+                 EXPERIMENTAL_COOPERATIVE_MATRIX), f16 shaders and subgroups of 32; this adapter \
+                 lacks them (`matmul devices` lists what it has)"
+                    .into(),
+            ));
+        }
         let tile = Self::tile_of(kernel, opts);
         if matches!(
             src.shape,
@@ -690,11 +725,12 @@ fn loop_iterations(shape: WgslShape, problem: &Problem, tile: u32) -> u64 {
         // and more (measured, BK = 8: K = 52000 runs, 54000 does not, about BK + 2 per tile); BK + 4
         // per tile keeps a margin.
         WgslShape::RegTile { bk, .. } => k.div_ceil(bk as u64) * (bk as u64 + 4),
+        WgslShape::CoopMat { bk, .. } => k.div_ceil(bk as u64) * (bk as u64 / 16 + 4),
     }
 }
 
 fn as_bytes<T: Copy>(data: &[T]) -> &[u8] {
-    // SAFETY: T is f32 or u32 (plain data, no padding); the slice covers exactly its elements.
+    // SAFETY: T is f32, u32 or f16 (plain data, no padding); the slice covers exactly its elements.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
