@@ -458,6 +458,15 @@ pub fn bench(plan: &Plan) -> CliResult {
             .map_err(|e| CliError::input(format!("--out {}: {e}", out.display())))?;
     }
     let nccl = environment(gpus)?;
+    // The run's record as measured so far.
+    let multi_run = |devices: &[String], records: &[MultiCase]| MultiRun {
+        system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
+        gpus,
+        nccl: nccl.clone(),
+        warmup: plan.warmup,
+        iters: plan.iters,
+        cases: records.to_vec(),
+    };
     let mut failed = 0;
     let mut records = Vec::new();
     let mut devices = Vec::new();
@@ -539,15 +548,8 @@ pub fn bench(plan: &Plan) -> CliResult {
         records.push(case);
         // Written after every case: a run cut short (a time limit) keeps what it measured.
         if let Some(out) = &plan.out {
-            let run = MultiRun {
-                system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
-                gpus,
-                nccl: nccl.clone(),
-                warmup: plan.warmup,
-                iters: plan.iters,
-                cases: records.clone(),
-            };
-            run.write(out)
+            multi_run(&devices, &records)
+                .write(out)
                 .map_err(|e| CliError::failure(format!("writing {}: {e}", out.display())))?;
         }
     }
@@ -616,14 +618,7 @@ pub fn bench(plan: &Plan) -> CliResult {
             );
         }
         records.extend(rows);
-        let run = MultiRun {
-            system: matmul_bench::SystemInfo::collect(&devices.join(" | "), "cuda", None),
-            gpus,
-            nccl: nccl.clone(),
-            warmup: plan.warmup,
-            iters: plan.iters,
-            cases: records.clone(),
-        };
+        let run = multi_run(&devices, &records);
         if let Some(summary) = run.auto_summary() {
             println!("{summary}");
         }

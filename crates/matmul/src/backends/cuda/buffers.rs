@@ -35,6 +35,91 @@ impl DeviceBuf {
     }
 }
 
+/// Where one end of a 2D copy ([`copy_2d`]) is: its memory, the byte column and the row its
+/// block starts at, and the bytes from one row to the next.
+#[derive(Clone, Copy)]
+pub(super) struct Side {
+    mem: Mem,
+    x_bytes: usize,
+    y: usize,
+    pitch: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Mem {
+    Host(*mut std::ffi::c_void),
+    Device(u64),
+}
+
+impl Side {
+    /// Host memory from `ptr` (rows `pitch` bytes apart); the copy only reads it when it is
+    /// the source.
+    pub(super) fn host(ptr: *const std::ffi::c_void, pitch: usize) -> Side {
+        Side::at(Mem::Host(ptr as *mut std::ffi::c_void), pitch)
+    }
+
+    /// Device memory from `ptr` (rows `pitch` bytes apart).
+    pub(super) fn device(ptr: u64, pitch: usize) -> Side {
+        Side::at(Mem::Device(ptr), pitch)
+    }
+
+    fn at(mem: Mem, pitch: usize) -> Side {
+        Side {
+            mem,
+            x_bytes: 0,
+            y: 0,
+            pitch,
+        }
+    }
+
+    /// The block from byte `x_bytes` of row `y` on.
+    pub(super) fn offset(self, x_bytes: usize, y: usize) -> Side {
+        Side { x_bytes, y, ..self }
+    }
+}
+
+/// Enqueues one `cuMemcpy2DAsync` on `stream` of `height` rows of `width` bytes from `src` to
+/// `dst` (the stream's context bound to this thread by the caller).
+///
+/// # Safety
+/// Both sides must address `height` rows of `width` bytes at their pitch, and stay live (a
+/// host source unchanged, a host destination untouched) until the copy is done.
+pub(super) unsafe fn copy_2d(
+    stream: &CudaStream,
+    src: Side,
+    dst: Side,
+    width: usize,
+    height: usize,
+) -> std::result::Result<(), cudarc::driver::DriverError> {
+    use cu_sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let split = |m: Mem| match m {
+        Mem::Host(p) => (CU_MEMORYTYPE_HOST, p, 0),
+        Mem::Device(d) => (CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), d),
+    };
+    let (src_type, src_host, src_device) = split(src.mem);
+    let (dst_type, dst_host, dst_device) = split(dst.mem);
+    let copy = cu_sys::CUDA_MEMCPY2D {
+        srcXInBytes: src.x_bytes,
+        srcY: src.y,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src.pitch,
+        dstXInBytes: dst.x_bytes,
+        dstY: dst.y,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst.pitch,
+        WidthInBytes: width,
+        Height: height,
+    };
+    // SAFETY: the caller's.
+    unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }.result()
+}
+
 impl CudaBackend {
     pub(super) fn upload(&self, m: &AnyMatrix) -> Result<DeviceBuf> {
         let what = || {
@@ -78,31 +163,13 @@ impl CudaBackend {
             // SAFETY: every element is written by the copy below before anything reads it.
             let dst = unsafe { b.stream.alloc::<T>(rows * cols) }.ctx(what)?;
             let elem = std::mem::size_of::<T>();
-            let copy = cu_sys::CUDA_MEMCPY2D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-                srcHost: m.data().as_ptr() as *const std::ffi::c_void,
-                srcDevice: 0,
-                srcArray: std::ptr::null_mut(),
-                srcPitch: m.stride() * elem,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst.device_ptr(&b.stream).0,
-                dstArray: std::ptr::null_mut(),
-                dstPitch: cols * elem,
-                WidthInBytes: cols * elem,
-                Height: rows,
-            };
             b.ctx.bind_to_thread().ctx(what)?;
+            let from = Side::host(m.data().as_ptr().cast(), m.stride() * elem);
+            let to = Side::device(dst.device_ptr(&b.stream).0, cols * elem);
             // SAFETY: the source spans (rows − 1)·stride + cols elements of `m`'s slice (MatRef
             // checks it), the destination rows·cols; the stream is synchronized below, before
             // `m`'s borrow ends (from page-locked memory the copy is asynchronous).
-            unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, b.stream.cu_stream()) }
-                .result()
-                .ctx(what)?;
+            unsafe { copy_2d(&b.stream, from, to, cols * elem, rows) }.ctx(what)?;
             b.stream.synchronize().ctx(what)?;
             Ok(dst)
         }
@@ -136,31 +203,12 @@ impl CudaBackend {
             return Ok(());
         }
         let what = || format!("copying a {}x{} block on the device", from.rows, from.cols);
-        let device = cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        let copy = cu_sys::CUDA_MEMCPY2D {
-            srcXInBytes: from.col * elem,
-            srcY: from.row,
-            srcMemoryType: device,
-            srcHost: std::ptr::null(),
-            srcDevice: from_ptr,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: src_cols * elem,
-            dstXInBytes: at.1 * elem,
-            dstY: at.0,
-            dstMemoryType: device,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: to_ptr,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: dst_cols * elem,
-            WidthInBytes: from.cols * elem,
-            Height: from.rows,
-        };
         self.ctx.bind_to_thread().ctx(what)?;
+        let src_side = Side::device(from_ptr, src_cols * elem).offset(from.col * elem, from.row);
+        let dst_side = Side::device(to_ptr, dst_cols * elem).offset(at.1 * elem, at.0);
         // SAFETY: both are live device allocations of their matrices' shapes, and check_copy
         // keeps both blocks within them.
-        unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
-            .result()
-            .ctx(what)
+        unsafe { copy_2d(s, src_side, dst_side, from.cols * elem, from.rows) }.ctx(what)
     }
 
     /// Copies `d` into `dst` after the stream's work: one (2D where `dst`'s rows have gaps)
@@ -187,31 +235,13 @@ impl CudaBackend {
             let elem = std::mem::size_of::<T>();
             let pitch = dst.stride() * elem;
             let host = dst.data_mut().as_mut_ptr();
-            let copy = cu_sys::CUDA_MEMCPY2D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                srcHost: std::ptr::null(),
-                srcDevice: src,
-                srcArray: std::ptr::null_mut(),
-                srcPitch: cols * elem,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstMemoryType: cu_sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-                dstHost: host as *mut std::ffi::c_void,
-                dstDevice: 0,
-                dstArray: std::ptr::null_mut(),
-                dstPitch: pitch,
-                WidthInBytes: cols * elem,
-                Height: rows,
-            };
             b.ctx.bind_to_thread().ctx(what)?;
+            let from = Side::device(src, cols * elem);
+            let to = Side::host(host.cast_const().cast(), pitch);
             // SAFETY: the source is the rows×cols matrix (check_destination); the destination
             // spans (rows − 1)·stride + cols elements of `dst` (MatMut checks it), borrowed
             // mutably until the stream is synchronized below.
-            unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, b.stream.cu_stream()) }
-                .result()
-                .ctx(what)?;
+            unsafe { copy_2d(&b.stream, from, to, cols * elem, rows) }.ctx(what)?;
             b.sync(what)
         }
         let src = buf.ptr(&self.stream);

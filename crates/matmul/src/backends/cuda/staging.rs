@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys as cu_sys;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
+use super::buffers::{copy_2d, Side};
 use super::libs::Context;
 use crate::error::Result;
 
@@ -160,35 +160,16 @@ impl Staged {
                 .map(|_| ())
                 .ctx(|| format!("staging the transpose of a {src_rows}x{src_cols} operand"));
         }
-        let device = cu_sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        let copy = cu_sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: device,
-            srcHost: std::ptr::null(),
-            srcDevice: self.src,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: self.row_bytes,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: device,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: self.workspace.device_ptr(stream).0,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: self.pitch_bytes,
-            WidthInBytes: self.row_bytes,
-            Height: self.rows,
-        };
+        let from = Side::device(self.src, self.row_bytes);
+        let to = Side::device(self.workspace.device_ptr(stream).0, self.pitch_bytes);
         // SAFETY: both regions are live device allocations of at least rows × pitch bytes (the
         // source is the operand, rows × row_bytes, which the caller sized for the problem).
-        unsafe { cu_sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
-            .result()
-            .ctx(|| {
-                format!(
-                    "staging a {}-row operand ({} bytes a row) into {}-byte rows",
-                    self.rows, self.row_bytes, self.pitch_bytes
-                )
-            })
+        unsafe { copy_2d(stream, from, to, self.row_bytes, self.rows) }.ctx(|| {
+            format!(
+                "staging a {}-row operand ({} bytes a row) into {}-byte rows",
+                self.rows, self.row_bytes, self.pitch_bytes
+            )
+        })
     }
 }
 
