@@ -4,7 +4,8 @@
 # steps' time limits; a step that hangs ends the run). Steps, each logged to $OUT/fp32/<step>.log:
 #   1. test-gpu_fp32: the accuracy tables (tests/gpu_fp32.rs): every 3xtf32 kernel, cuBLAS SGEMM
 #      and cuBLAS TF32 against the f64 reference on uniform, exponent-spread, cancellation,
-#      all-positive, K = 65,536 and 1×1×20000 inputs, and the subnormal/inf/NaN case;
+#      all-positive, K = 65,536, 1×1×20000, outlier, row-scaled and K = 2^20 inputs (each at most
+#      SGEMM's error), and the special-value case (every element SGEMM's class: NaN, ±inf, ±0);
 #   2. test-gpu: the GPU sweeps of the 3xtf32 kernels (awkward shapes × op(A)/op(B), C poisoned);
 #   3. compute-sanitizer memcheck over those sweeps on small shapes (MATMUL_TEST_SMALL=1);
 #   4. `matmul bench` of the 3xtf32 kernels against cuBLAS SGEMM (f32) and cuBLAS TF32 (tf32) at

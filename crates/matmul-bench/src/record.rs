@@ -135,8 +135,10 @@ pub fn readme_section(root: &Path) -> io::Result<String> {
 pub fn accuracy_table(report: &Report, sizes: &[usize]) -> String {
     let mut out = String::new();
     out.push_str(
-        "FP32 on tensor cores (`wgmma-3xtf32`, opt-in: [docs/ladder/tensor-cores.md]\
-         (docs/ladder/tensor-cores.md)) beside cuBLAS's SGEMM and TF32, speed and error:\n\n",
+        "FP32 on tensor cores (`wgmma-3xtf32`, 3xTF32 at SGEMM's accuracy and special values, what \
+         `auto` runs for f32 on Hopper unless `--precision strict`: \
+         [docs/ladder/tensor-cores.md](docs/ladder/tensor-cores.md)) beside cuBLAS's SGEMM and \
+         TF32, speed and error:\n\n",
     );
     out.push_str("| kernel | dtype |");
     for s in sizes {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use matmul::cuda::CudaBackend;
-use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Shape};
+use matmul::{Backend, BackendChoice, BackendKind, COut, DType, Op, Precision, Shape};
 use matmul_bench::profile::{profile_report, Profiled};
 use matmul_bench::{
     defaults, measure_cpu, measure_gpu, BenchConfig, BenchKernel, CpuCeilingOptions, ProgressEvent,
@@ -53,6 +53,11 @@ pub struct BenchArgs {
     /// C's type: `f32` (the accumulator; u32 for u32) or `input` (bf16 C for bf16, f16 C for f16).
     #[arg(long, default_value = "f32")]
     c_dtype: COut,
+    /// How `auto` may compute f32 products: `accurate` (SGEMM's accuracy and special values by
+    /// the fastest method: on Hopper FP32 emulated on the tf32 tensor cores, 3xTF32, where it
+    /// wins) or `strict` (IEEE FMA kernels only). A named kernel runs as named.
+    #[arg(long, default_value = "accurate")]
+    precision: Precision,
     /// Untimed launches before timing.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -628,6 +633,7 @@ pub fn bench(args: BenchArgs) -> CliResult {
         None => None,
     };
     config.c = args.c_dtype;
+    config.precision = args.precision;
     config.warmup = args.warmup;
     config.iters = args.iters;
     if args.iters.is_some() {

@@ -7,7 +7,8 @@ use matmul::cpu::reference;
 use matmul::judge::{self, Generator};
 use matmul::verify;
 use matmul::{
-    AnyMatrix, BackendChoice, COut, DType, Init, KernelSpec, Op, Problem, RunOptions, KERNELS,
+    AnyMatrix, BackendChoice, COut, DType, Init, KernelSpec, Op, Precision, Problem, RunOptions,
+    KERNELS,
 };
 
 use crate::cli_error::{CliError, CliResult};
@@ -54,6 +55,11 @@ pub struct RunArgs {
     /// the kernel rounds its f32 sums).
     #[arg(long, default_value = "f32")]
     c_dtype: COut,
+    /// How `auto` may compute f32 products: `accurate` (SGEMM's accuracy and special values by
+    /// the fastest method: on Hopper FP32 emulated on the tf32 tensor cores, 3xTF32, where it
+    /// wins) or `strict` (IEEE FMA kernels only). A named kernel runs as named.
+    #[arg(long, default_value = "accurate")]
+    precision: Precision,
     #[arg(long, value_enum, default_value = "random")]
     init: InitArg,
     /// Seed of A's values; B's is seed + 1 (random and judge inits).
@@ -136,7 +142,8 @@ pub fn run(args: RunArgs) -> CliResult {
             Op::from_flag(args.transpose_a),
             Op::from_flag(args.transpose_b),
         )
-        .with_c(args.c_dtype);
+        .with_c(args.c_dtype)
+        .with_precision(args.precision);
     let bytes = problem.host_bytes()?;
     matmul::ensure_host_memory(&problem, bytes)?;
     judge_init(&args)?;
@@ -216,6 +223,9 @@ pub fn run(args: RunArgs) -> CliResult {
     let secs = start.elapsed().as_secs_f64();
     let rate = problem.flops() / secs / 1e9;
     println!("kernel   {} on {}", sel.kernel.name, sel.backend.describe());
+    if sel.kernel.is_tf32x3() {
+        println!("method   f32 via 3xTF32 on the tf32 tensor cores, SGEMM's accuracy and special values (--precision strict: IEEE FMA kernels only)");
+    }
     if let Some(t) = opts.tiling {
         let origin = if args.tiling.is_some() {
             "--tiling"

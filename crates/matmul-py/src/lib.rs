@@ -10,8 +10,8 @@ mod dlpack;
 use std::sync::OnceLock;
 
 use matmul::{
-    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, Element, Matrix, Op, Problem, Scale,
-    WgpuBackend,
+    AnyMatrix, Backend, COut, CpuBackend, CudaBackend, Element, Matrix, Op, Precision, Problem,
+    Scale, WgpuBackend,
 };
 use numpy::{PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -100,6 +100,7 @@ fn matrix<T: Element + numpy::Element>(a: &PyReadonlyArray2<'_, T>) -> matmul::R
 struct Call<'a> {
     kernel: &'a str,
     backend: Option<&'a str>,
+    precision: Precision,
     ops: (Op, Op),
     scale: Scale,
     verify: bool,
@@ -159,7 +160,8 @@ fn run(
         op_a,
         op_b,
     )?
-    .with_c(COut::for_types(dtype, dtype)?);
+    .with_c(COut::for_types(dtype, dtype)?)
+    .with_precision(call.precision);
     let (m, n) = (problem.m, problem.n);
     let backend = backend(call.backend)?;
     let plan = matmul::Plan::builder(backend, problem)
@@ -198,12 +200,14 @@ fn run(
 /// writable: a numpy array, a DeviceArray or a CUDA tensor) receives C and is returned; beta !=
 /// 0 needs it (its contents are C's old value). `kernel`: a registry name (`kernels()`), a seed
 /// alias or "auto". `backend`: "auto" (the device inputs' backend, else CUDA if present, else
-/// the CPU), "cpu", "cuda" or "wgpu". `verify` compares with the CPU reference (slow for large
+/// the CPU), "cpu", "cuda" or "wgpu". `precision` (float32 only): "accurate" (SGEMM's accuracy
+/// and special values by the fastest method, FP32 emulated on Hopper's tf32 tensor cores
+/// included) or "strict" (IEEE FMA kernels only). `verify` compares with the CPU reference (slow for large
 /// products) and raises RuntimeError on a mismatch. numpy inputs of any strides and orders are
 /// accepted and copied once on the host. The GIL is released while the product runs. Bad input
 /// raises ValueError, device failures RuntimeError.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, out = None, verify = false))]
+#[pyo3(signature = (a, b, *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, out = None, verify = false, precision = "accurate"))]
 #[allow(clippy::too_many_arguments)]
 fn gemm<'py>(
     py: Python<'py>,
@@ -217,10 +221,12 @@ fn gemm<'py>(
     beta: f64,
     out: Option<&Bound<'py, PyAny>>,
     verify: bool,
+    precision: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let call = Call {
         kernel,
         backend,
+        precision: precision.parse().map_err(py_err)?,
         ops: (Op::from_flag(transpose_a), Op::from_flag(transpose_b)),
         scale: Scale { alpha, beta },
         verify,
@@ -278,6 +284,7 @@ fn gemm_in_place<'py>(
                     .transpose_a(call.ops.0 == Op::T)
                     .transpose_b(call.ops.1 == Op::T)
                     .kernel(call.kernel)
+                    .precision(call.precision)
                     .on(backend)
                     .run()
             })
@@ -412,7 +419,8 @@ fn gemm_device<'py>(
     let (op_a, op_b) = call.ops;
     let problem = Problem::from_stored(dtype, da.shape(), db.shape(), op_a, op_b)
         .and_then(|p| Ok(p.with_c(COut::for_types(dtype, dtype)?)))
-        .map_err(py_err)?;
+        .map_err(py_err)?
+        .with_precision(call.precision);
     let (m, n) = (problem.m, problem.n);
     let plan = py
         .detach(|| {
@@ -997,13 +1005,14 @@ fn parse_dtype(name: &str) -> PyResult<matmul::DType> {
 }
 
 /// Plan(m, n, k, dtype="float32", *, kernel="auto", backend=None, transpose_a=False,
-/// transpose_b=False, alpha=1.0, beta=0.0, c_dtype=None, batch=None)
+/// transpose_b=False, alpha=1.0, beta=0.0, c_dtype=None, batch=None, column_major=False,
+/// precision="accurate")
 ///
 /// C = alpha·op(A)·op(B) + beta·C planned once (kernel chosen and compiled, workspaces made) and
 /// run many times on DeviceArrays of its backend. `c_dtype`: the inputs' dtype for 16-bit
 /// inputs, else the accumulator's (default: float32 for float32/tf32/16-bit, uint32 for uint32).
 /// `batch`: a count of products stored one after another, or (count, stride_a, stride_b,
-/// stride_c) in elements. On CUDA `run` only enqueues; `synchronize()` waits.
+/// stride_c) in elements. `precision`: as `gemm`'s. On CUDA `run` only enqueues; `synchronize()` waits.
 #[pyclass(unsendable, module = "matmul", name = "Plan")]
 struct PyPlan {
     inner: matmul::Plan<'static>,
@@ -1013,7 +1022,7 @@ struct PyPlan {
 #[pymethods]
 impl PyPlan {
     #[new]
-    #[pyo3(signature = (m, n, k, dtype = "float32", *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, c_dtype = None, batch = None, column_major = false))]
+    #[pyo3(signature = (m, n, k, dtype = "float32", *, kernel = "auto", backend = None, transpose_a = false, transpose_b = false, alpha = 1.0, beta = 0.0, c_dtype = None, batch = None, column_major = false, precision = "accurate"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1030,6 +1039,7 @@ impl PyPlan {
         c_dtype: Option<&str>,
         batch: Option<&Bound<'_, PyAny>>,
         column_major: bool,
+        precision: &str,
     ) -> PyResult<PyPlan> {
         let dtype = parse_dtype(dtype)?;
         let c_out = match c_dtype.map(parse_dtype).transpose()? {
@@ -1038,7 +1048,8 @@ impl PyPlan {
         };
         let problem = Problem::new(m, n, k, dtype)
             .with_ops(Op::from_flag(transpose_a), Op::from_flag(transpose_b))
-            .with_c(c_out);
+            .with_c(c_out)
+            .with_precision(precision.parse().map_err(py_err)?);
         let mut builder = {
             let (b, _) = backend_named(backend).map_err(py_err)?;
             matmul::Plan::builder(b, problem)

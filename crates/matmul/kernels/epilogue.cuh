@@ -303,14 +303,23 @@ __device__ __forceinline__ void store_c(const float (&d)[ACC], bool staged, unsi
     }
 }
 
-// Split-K's second step (15_wgmma.cu, 16_wgmma_tf32.cu): C[i] = the sum over the `splits` slabs
-// of `partial` (piece order), rounded to C's type; one thread an element, a grid-stride loop.
+// Split-K's second step (15_wgmma.cu, 16_wgmma_tf32.cu, 21_wgmma_3xtf32.cu): C[i] = the sum over
+// the `splits` slabs of `partial` (piece order), rounded to C's type; one thread an element, a
+// grid-stride loop. Compensated (Neumaier): each addition's rounding error is kept in `err` and
+// added at the end, so the sum errs by about one rounding whatever the number of pieces (the
+// kernel is bound by memory: the extra FLOPs are free). A sum that is not finite skips the
+// compensation (∞ − ∞ would make it NaN) and stays ±∞ or NaN.
 extern "C" __global__ void __launch_bounds__(256) wgmma_reduce(const float* __restrict__ partial, OUT* __restrict__ C,
                                                               int count, int splits)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        float sum = 0.0f;
-        for (int p = 0; p < splits; ++p) sum += partial[(size_t)p * count + i];
-        put_one(C + i, sum);
+        float sum = 0.0f, err = 0.0f;
+        for (int p = 0; p < splits; ++p) {
+            const float x = partial[(size_t)p * count + i];
+            const float t = sum + x;
+            if (isfinite(t)) err += fabsf(sum) >= fabsf(x) ? (sum - t) + x : (x - t) + sum;
+            sum = t;
+        }
+        put_one(C + i, sum + err);
     }
 }

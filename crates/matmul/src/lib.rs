@@ -129,7 +129,7 @@ pub use crate::core::dtype::{DType, Element, Types};
 pub use crate::core::error::{Error, Result, Unsupported};
 pub use crate::core::host::{available_memory, ensure_host_memory};
 pub use crate::core::matrix::{AnyMatrix, Init, Matrix};
-pub use crate::core::problem::{COut, Op, Problem, Shape};
+pub use crate::core::problem::{COut, Op, Precision, Problem, Shape};
 pub use crate::core::view::{AnyMatMut, AnyMatRef, Block, MatMut, MatRef};
 pub use api::plan::{DeviceMatrix, Plan, PlanBuilder};
 pub use api::views::{DeviceView, DeviceViewMut};

@@ -386,9 +386,17 @@ impl Record {
     /// The kernel as the tables name it: the registry name, or for `auto` what it chose,
     /// `auto (warptile 128x128x16/8x4)`.
     pub fn label(&self) -> String {
+        // `auto` on f32 may run FP32 emulated on tf32: say so where it does.
+        let via = |c: &str| {
+            if matmul::find(c).is_ok_and(|k| k.is_tf32x3()) {
+                ", f32 via 3xTF32"
+            } else {
+                ""
+            }
+        };
         match (&self.chosen, &self.tiling) {
-            (Some(c), Some(t)) => format!("{} ({c} {t})", self.kernel),
-            (Some(c), None) => format!("{} ({c})", self.kernel),
+            (Some(c), Some(t)) => format!("{} ({c} {t}{})", self.kernel, via(c)),
+            (Some(c), None) => format!("{} ({c}{})", self.kernel, via(c)),
             (None, _) => self.kernel.clone(),
         }
     }

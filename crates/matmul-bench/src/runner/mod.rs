@@ -1,7 +1,8 @@
 //! Running a benchmark: for every dtype × shape × kernel, check it can run, verify it, time it.
 
 use matmul::{
-    AnyMatrix, Backend, COut, DType, Init, Inputs, KernelSpec, Op, Problem, RunOptions, Shape,
+    AnyMatrix, Backend, COut, DType, Init, Inputs, KernelSpec, Op, Precision, Problem, RunOptions,
+    Shape,
 };
 
 use crate::ceilings::{datasheet, Ceilings};
@@ -76,6 +77,8 @@ pub struct BenchConfig {
     pub max_mnk: Option<u64>,
     /// C's type (default: the accumulator, f32 or u32).
     pub c: COut,
+    /// How `auto` may compute f32 products (default: accurate, 3xTF32 included).
+    pub precision: Precision,
     /// Untimed launches before the timed ones.
     pub warmup: usize,
     /// Timed launches: exactly this many, or at least this many when `min_time` is also set.
@@ -150,6 +153,7 @@ impl BenchConfig {
             stop: None,
             max_mnk: None,
             c: COut::Accumulator,
+            precision: Precision::Accurate,
             warmup: 3,
             iters: None,
             min_time: Some(0.25),
@@ -344,7 +348,8 @@ impl BenchConfig {
         for &dtype in &self.dtypes {
             if let Some(suite) = &self.suite {
                 for case in &suite.cases {
-                    out.push((case.problem(dtype, self.c), case.tags.clone()));
+                    let p = case.problem(dtype, self.c).with_precision(self.precision);
+                    out.push((p, case.tags.clone()));
                 }
                 continue;
             }
@@ -352,7 +357,8 @@ impl BenchConfig {
                 for &(a, b) in &self.ops {
                     let p = Problem::new(s.m, s.n, s.k, dtype)
                         .with_ops(a, b)
-                        .with_c(self.c);
+                        .with_c(self.c)
+                        .with_precision(self.precision);
                     out.push((p, Vec::new()));
                 }
             }

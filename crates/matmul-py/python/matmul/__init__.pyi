@@ -29,6 +29,7 @@ def gemm(
     beta: float = 0.0,
     out: Optional[_A] = None,
     verify: bool = False,
+    precision: Literal["accurate", "strict"] = "accurate",
 ) -> _A: ...
 @overload
 def gemm(
@@ -43,6 +44,7 @@ def gemm(
     beta: float = 0.0,
     out: None = None,
     verify: bool = False,
+    precision: Literal["accurate", "strict"] = "accurate",
 ) -> "DeviceArray": ...
 @overload
 def gemm(
@@ -57,12 +59,15 @@ def gemm(
     beta: float = 0.0,
     out: _O,
     verify: bool = False,
+    precision: Literal["accurate", "strict"] = "accurate",
 ) -> _O:
     """C = alpha·op(A)·op(B) + beta·C on 2-D arrays of float32, uint32 (wrapping), float16 or
     bfloat16 (ml_dtypes); C has the inputs' dtype. op(X) is X, or X.T with transpose_*. `out`
     (C-contiguous, m×n, the inputs' dtype) receives C and is returned; beta ≠ 0 needs it (its
     contents are C's old value). `kernel`: a registry name (`kernels()`), a seed alias or "auto".
-    `backend`: "auto" (CUDA if present, else the CPU), "cpu", "cuda" or "wgpu". `verify` compares
+    `backend`: "auto" (CUDA if present, else the CPU), "cpu", "cuda" or "wgpu". `precision`
+    (float32): "accurate" (SGEMM's accuracy and special values by the fastest method, FP32
+    emulated on Hopper's tf32 tensor cores included) or "strict" (IEEE FMA kernels). `verify` compares
     with the CPU reference (slow for large products) and raises RuntimeError on a mismatch. numpy
     inputs of any strides and orders are accepted and copied once on the host, giving a numpy C.
     A DeviceArray or a CUDA tensor (`__dlpack__`: torch, CuPy) among the operands runs on its
@@ -135,6 +140,7 @@ class Plan:
         c_dtype: Optional[_DType] = None,
         batch: Optional[int | tuple[int, int, int, int]] = None,
         column_major: bool = False,
+        precision: Literal["accurate", "strict"] = "accurate",
     ) -> None:
         """column_major: A, B and C column-major (BLAS's storage), run as the row-major C^T = op(B)^T·op(A)^T
         over the same bytes; a column-major r×c matrix is the row-major c×r array of the same elements."""

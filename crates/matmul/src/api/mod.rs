@@ -12,7 +12,7 @@ use crate::dispatch;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::matrix::{AnyMatrix, Matrix};
-use crate::problem::{COut, Op, Problem};
+use crate::problem::{COut, Op, Precision, Problem};
 use crate::registry::{BackendKind, KernelSpec, Tiling};
 use crate::verify::{compare_inputs, Verdict};
 use crate::view::{MatMut, MatRef};
@@ -69,6 +69,7 @@ pub struct Gemm<'a, T> {
     tile: Option<u32>,
     verify: bool,
     autotune: bool,
+    precision: Precision,
 }
 
 /// What [`Gemm::run_detailed`] returns: C and how it was computed.
@@ -112,6 +113,7 @@ impl<'a, T: Element> Gemm<'a, T> {
             tile: None,
             verify: false,
             autotune: false,
+            precision: Precision::Accurate,
         }
     }
 
@@ -141,6 +143,15 @@ impl<'a, T: Element> Gemm<'a, T> {
     /// Default: the storage's own dtype. A dtype of other storage is an [`Error::Invalid`].
     pub fn dtype(mut self, dtype: DType) -> Self {
         self.dtype = Some(dtype);
+        self
+    }
+
+    /// How `auto` may compute an f32 product: [`Precision::Accurate`] (the default: SGEMM's
+    /// accuracy and special values by the fastest method, FP32 emulated on Hopper's tf32
+    /// tensor cores included) or [`Precision::Strict`] (IEEE FMA kernels only). A named kernel
+    /// runs as named.
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
         self
     }
 
@@ -204,7 +215,8 @@ impl<'a, T: Element> Gemm<'a, T> {
         let c = COut::for_types(dtype, U::STORAGE)?;
         let problem =
             Problem::from_stored(dtype, self.a.shape(), self.b.shape(), self.op_a, self.op_b)?
-                .with_c(c);
+                .with_c(c)
+                .with_precision(self.precision);
         let bytes = problem.host_bytes()?;
         crate::ensure_host_memory(&problem, bytes)?;
         Ok(problem)

@@ -29,6 +29,45 @@ impl Op {
     }
 }
 
+/// How an f32 product may be computed (f32 inputs only; every other dtype ignores it). `auto`
+/// follows it; a kernel named explicitly runs as named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// At least SGEMM's accuracy, with its ∞, NaN and signed zeros, by the fastest method: on
+    /// Hopper FP32 emulated on the tf32 tensor cores (3xTF32, `wgmma-3xtf32`) where the model
+    /// says it wins, else IEEE FMA kernels.
+    #[default]
+    Accurate,
+    /// IEEE f32 fused multiply-adds only (the SIMT kernels, cuBLAS's SGEMM, the CPU): no
+    /// emulation, whatever its speed.
+    Strict,
+}
+
+impl FromStr for Precision {
+    type Err = Error;
+    /// `accurate` or `strict` (any case); anything else is an [`Error::Invalid`] naming both.
+    fn from_str(s: &str) -> Result<Precision, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "accurate" => Ok(Precision::Accurate),
+            "strict" => Ok(Precision::Strict),
+            _ => Err(Error::Invalid(format!(
+                "unknown precision {} (expected `accurate`: SGEMM's accuracy by the fastest method, 3xTF32 included, or `strict`: IEEE FMA kernels only)",
+                quoted(s)
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Precision::Accurate => "accurate",
+            Precision::Strict => "strict",
+        })
+    }
+}
+
 /// What C is stored as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -112,6 +151,9 @@ pub struct Problem {
     /// C's type (absent in JSON written before it existed: the accumulator).
     #[serde(default)]
     pub c: COut,
+    /// How `auto` may compute an f32 product (absent in older JSON: accurate).
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 /// Row and column strides (in elements) of a logical matrix view over row-major storage.
@@ -164,6 +206,7 @@ impl Problem {
             op_b: Op::N,
             dtype,
             c: COut::Accumulator,
+            precision: Precision::Accurate,
         }
     }
 
@@ -176,6 +219,12 @@ impl Problem {
     pub fn with_ops(mut self, op_a: Op, op_b: Op) -> Problem {
         self.op_a = op_a;
         self.op_b = op_b;
+        self
+    }
+
+    /// The same problem under `precision` (f32 only: whether `auto` may emulate it).
+    pub fn with_precision(mut self, precision: Precision) -> Problem {
+        self.precision = precision;
         self
     }
 
@@ -253,8 +302,10 @@ impl Problem {
 
     /// The fewest bytes any kernel must move: read A and B once, write C once.
     pub fn min_bytes(&self) -> f64 {
-        let inputs = (self.m * self.k + self.k * self.n) as f64 * self.dtype.input_bytes() as f64;
-        inputs + (self.m * self.n) as f64 * self.c_dtype().input_bytes() as f64
+        // In f64: the sizes of an absurd problem (refused later) must not overflow here.
+        let (m, n, k) = (self.m as f64, self.n as f64, self.k as f64);
+        let inputs = (m * k + k * n) * self.dtype.input_bytes() as f64;
+        inputs + m * n * self.c_dtype().input_bytes() as f64
     }
 
     /// Host bytes needed to hold A, B and C (checked, so absurd sizes become an error, not an abort).
@@ -376,6 +427,28 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("bf17"));
+    }
+
+    /// Precision: accurate by default (older JSON without the field too), parsed in any case,
+    /// anything else refused by name.
+    #[test]
+    fn precision_defaults_to_accurate_and_parses() {
+        let p = Problem::new(2, 3, 4, DType::F32);
+        assert_eq!(p.precision, Precision::Accurate);
+        assert_eq!(
+            p.with_precision(Precision::Strict).precision,
+            Precision::Strict
+        );
+        assert_eq!("STRICT".parse::<Precision>().unwrap(), Precision::Strict);
+        assert_eq!(
+            "accurate".parse::<Precision>().unwrap(),
+            Precision::Accurate
+        );
+        let e = "exact".parse::<Precision>().unwrap_err().to_string();
+        assert!(e.contains("exact") && e.contains("strict"), "{e}");
+        let old = r#"{"m":2,"n":3,"k":4,"op_a":"N","op_b":"N","dtype":"f32"}"#;
+        let p: Problem = serde_json::from_str(old).unwrap();
+        assert_eq!(p.precision, Precision::Accurate);
     }
 
     #[test]

@@ -320,7 +320,10 @@ pub fn auto_with_table(
 ) -> Result<Choice> {
     let limits = backend.limits();
     if let (BackendKind::Cuda, Some(p), Some(l)) = (backend.kind(), problem, limits.as_ref()) {
-        if let Some((kernel, tiling)) = table.and_then(|t| t.choice(p, Some(l))) {
+        if let Some((kernel, tiling)) = table
+            .and_then(|t| t.choice(p, Some(l)))
+            .filter(|(k, _)| model::precise_enough(k, p))
+        {
             return Ok(Choice {
                 kernel,
                 tiling,

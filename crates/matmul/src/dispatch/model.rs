@@ -15,9 +15,10 @@
 
 use crate::dtype::DType;
 use crate::family::decode;
+use crate::family::tf32x3::Tf32x3;
 use crate::family::u8x4::U8x4Tma;
 use crate::family::wgmma::Wgmma;
-use crate::problem::Problem;
+use crate::problem::{Precision, Problem};
 use crate::registry::{Constraint, DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
 use crate::RunOptions;
 
@@ -222,7 +223,7 @@ fn tc_efficiency(kernel: &KernelSpec, tile_bn: u32, device: &DeviceModel) -> f64
     };
     let family = match kernel.cuda_source().map(|s| s.geometry) {
         Some(Geometry::Wgmma { .. }) => 0.69,
-        Some(Geometry::WgmmaTf32 { .. }) => 0.75,
+        Some(Geometry::WgmmaTf32 { .. } | Geometry::Tf32x3 { .. }) => 0.75,
         Some(Geometry::Mma { .. }) if device.sm90a => 0.35,
         Some(Geometry::Mma { .. }) => 0.65,
         Some(Geometry::ByteSplitTma { .. }) => 0.66,
@@ -312,9 +313,6 @@ pub fn estimate(
             }
         }
         Geometry::Wgmma { tile } | Geometry::WgmmaTf32 { tile } => {
-            if kernel.is_tf32x3() {
-                return None; // FP32 emulated: opt-in, never `auto`'s.
-            }
             let splits = if src.split_k {
                 Wgmma::splits(kernel, problem, device.sms)
             } else {
@@ -394,6 +392,33 @@ pub fn estimate(
                 splits,
             }
         }
+        Geometry::Tf32x3 { tile } => {
+            // Three tf32 GEMMs through one pipeline on the tf32 rate, after a pre-pass that
+            // reads A and B and writes their big and small planes, and before a fixup launch
+            // (which returns at once unless an input holds ±∞).
+            let tiles = m.div_ceil(tile.bm as u64) * n.div_ceil(tile.bn as u64);
+            let splits = if src.split_k {
+                Tf32x3::splits(kernel, problem, device.sms)
+            } else {
+                1
+            };
+            let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
+            let kp = k.div_ceil(32) * 32;
+            let piece_k = 3.0 * kp.div_ceil(splits) as f64 + 2.0 * tile.bk as f64;
+            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
+                / (device.tc_rate(DType::Tf32) * eff);
+            let compute = waves(tiles * splits, device.sms, 1, unit_s);
+            let dram = device.dram_bytes_per_s * DRAM_EFFICIENCY;
+            let planes = ((m + n) * k * 4 + 2 * (m + n) * kp * 4) as f64 / dram;
+            Estimate {
+                seconds: overlap(compute, floor)
+                    + planes
+                    + split_cost(splits, problem, device)
+                    + 3.0 * LAUNCH_S,
+                compute_s: compute,
+                splits,
+            }
+        }
         Geometry::Decode => {
             // Streams op(B) from DRAM, once per group of 8 rows of C (the later groups mostly
             // from L2), with the FMAs on SIMT lanes (16-bit inputs widened to f32).
@@ -466,22 +491,30 @@ pub const SIMT_TILINGS: [Tiling; 5] = [
 ];
 
 /// Whether `kernel` is one of `auto`'s candidates at all: the production ladders on CUDA (the
-/// SIMT ladder from warptile up, the tensor-core kernels, the byte split, decode), never the seed
-/// kernels (they are there to be read), cuBLAS (the baseline), nor FP32 emulated on tf32 (opt-in
-/// precision).
+/// SIMT ladder from warptile up, the tensor-core kernels, the byte split, FP32 emulated by
+/// 3xTF32, decode), never the seed kernels (they are there to be read) nor cuBLAS (the baseline).
+/// (A problem's [`Precision`] narrows this: [`precise_enough`].)
 pub fn auto_eligible(kernel: &KernelSpec) -> bool {
     let Some(src) = kernel.cuda_source() else {
         return false;
     };
     match src.geometry {
         Geometry::BlockTile { .. } => simt_rung(kernel) >= 0.75,
-        Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => !kernel.is_tf32x3(),
-        Geometry::Mma { .. }
+        Geometry::Wgmma { .. }
+        | Geometry::WgmmaTf32 { .. }
+        | Geometry::Mma { .. }
         | Geometry::ByteSplit { .. }
         | Geometry::ByteSplitTma { .. }
+        | Geometry::Tf32x3 { .. }
         | Geometry::Decode => true,
         _ => false,
     }
+}
+
+/// Whether `kernel` computes `problem` as its [`Precision`] allows: FP32 emulated on tf32
+/// (3xTF32) only where the problem is not `Precision::Strict`.
+pub fn precise_enough(kernel: &KernelSpec, problem: &Problem) -> bool {
+    !(kernel.is_tf32x3() && problem.precision == Precision::Strict)
 }
 
 /// Whether `kernel` is of the SIMT ladder (a tiling of its own).
@@ -511,13 +544,16 @@ pub fn candidates(problem: &Problem, limits: &DeviceLimits, extra: &[Candidate])
     };
     // Measured ones first: they replace the same (kernel, tiling) at the default efficiency.
     for c in extra {
-        if c.kernel.supports(problem.dtype) && auto_eligible(c.kernel) {
+        if c.kernel.supports(problem.dtype)
+            && auto_eligible(c.kernel)
+            && precise_enough(c.kernel, problem)
+        {
             push(*c);
         }
     }
     for kernel in KERNELS
         .iter()
-        .filter(|k| auto_eligible(k) && k.supports(problem.dtype))
+        .filter(|k| auto_eligible(k) && k.supports(problem.dtype) && precise_enough(k, problem))
     {
         push(Candidate::new(kernel, None));
         if is_simt(kernel) {

@@ -5,7 +5,7 @@
 use super::model::{self, Candidate, DeviceModel};
 use super::*;
 use crate::registry::rules::test_limits::{A100, ADA, AMPERE, H200, HOPPER};
-use crate::{Op, RunOptions};
+use crate::{Op, Precision, RunOptions};
 
 /// A CUDA device for `auto` without one: its limits only (nothing runs).
 pub(crate) struct FakeCuda(pub(crate) DeviceLimits);
@@ -148,10 +148,15 @@ fn auto_follows_the_shape_and_the_device() {
         assert_eq!(name(A100, 16, 14336, 4096, dtype), "decode", "{dtype}");
     }
     assert_ne!(name(H200, 65, 4096, 4096, DType::F32), "decode");
-    // f32 squares on the SIMT ladder's best rung.
-    for n in [1024, 4096, 8192] {
-        let k = name(H200, n, n, n, DType::F32);
-        assert!(k.starts_with("multistage"), "{n}: {k}");
+    // f32 squares: on Hopper FP32 emulated on tf32 (3xTF32) from 4096 up, the SIMT ladder's best
+    // rung under `Precision::Strict` and off Hopper.
+    for n in [4096, 8192] {
+        assert_eq!(name(H200, n, n, n, DType::F32), "wgmma-3xtf32", "{n}");
+        let strict = Problem::square(n, DType::F32).with_precision(Precision::Strict);
+        let k = pick(H200, &strict, None).kernel.name;
+        assert!(k.starts_with("multistage"), "{n} strict: {k}");
+        let k = name(A100, n, n, n, DType::F32);
+        assert!(k.starts_with("multistage"), "{n} on A100: {k}");
     }
     // 16-bit: wgmma on Hopper, mma.sync elsewhere.
     assert!(name(HOPPER, 4096, 4096, 4096, DType::Bf16).starts_with("wgmma"));
@@ -203,8 +208,12 @@ fn the_h100_table_serves_its_device_class() {
     assert!(cal
         .iter()
         .all(|c| c.tiling.is_some() && c.calibration > 0.0));
-    // With the table the choice is one of its tilings or the model's, and runs.
+    // With the table the choice is one of its tilings or the model's, and runs: 3xTF32 where
+    // emulation is allowed, a tuned SIMT tiling where it is not.
     let c = pick(H200, &p, Some(&table));
+    assert_eq!(c.kernel.name, "wgmma-3xtf32");
+    let strict = p.with_precision(Precision::Strict);
+    let c = pick(H200, &strict, Some(&table));
     assert!(c.kernel.name.starts_with("multistage"), "{}", c.kernel.name);
 }
 

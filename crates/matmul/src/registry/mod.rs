@@ -47,9 +47,9 @@ const WGMMA_N64: TcTile = TcTile::new(128, 64, 64, 8, 384).with_store_boxes(2);
 /// tf32: 128×256 tiles of D (C or C^T), 32 of K (128 bytes of f32) per stage, 4 stages, C staged
 /// through 2 boxes per consumer warpgroup (wgmma's epilogue).
 const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384).with_store_boxes(2);
-/// FP32 emulated by 3xTF32 (21_wgmma_3xtf32.cu): 128×128 tiles (two accumulators per consumer
-/// warpgroup), 32 of K per stage, 4 stages of 48 KB (R, S_big, S_small), C staged through 2 boxes.
-const WGMMA_3XTF32: TcTile = TcTile::new(128, 128, 32, 4, 384).with_store_boxes(2);
+/// FP32 emulated by 3xTF32 (21_wgmma_3xtf32.cu): 128×128 tiles (a partial and a total per
+/// consumer warpgroup), 32 of K per stage, 3 stages of 64 KB (A and B, big and small).
+const WGMMA_3XTF32: TcTile = TcTile::new(128, 128, 32, 3, 384);
 const ALL: &[DType] = &DType::ALL;
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
@@ -353,8 +353,9 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     wgmma_3xtf32_kernel!(
         "wgmma-3xtf32",
-        "FP32 emulated on tf32 tensor cores (Hopper, opt-in): 3xTF32 (big*big + big*small + small*big) on the wgmma-tf32 pipeline, partials of 4 k-blocks summed in FP32 registers, 128x128 tiles",
-        WGMMA_3XTF32
+        "FP32 emulated on tf32 tensor cores (Hopper): a pre-pass splits A and B^T into big and small tf32 planes, 3xTF32 (big*big + big*small + small*big) by wgmma from TMA tiles, each k-block's partial added in FP32, split-K; rows/columns holding inf recomputed by FMA (SGEMM's inf and NaN); any layout",
+        WGMMA_3XTF32,
+        &[]
     ),
     tc_ladder_kernel(
         "mma-u8x4",

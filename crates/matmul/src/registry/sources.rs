@@ -69,11 +69,17 @@ pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPL
 /// The includes of 20_wgmma_u8x4_tma.cu: the grouped tile order, hopper.cuh's mbarrier, TMA and
 /// wgmma wrappers, the split.
 pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, U8X4_SPLIT];
-/// The includes of 21_wgmma_3xtf32.cu: 16_wgmma_tf32.cu's, and tf32.cuh's rounding for the split.
-pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] =
-    &[TILE_ORDER, SM80, HOPPER, EPILOGUE, TF32];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
+/// The 3xTF32 pre-pass (`tf32x3_split`: f32 → big and small K-major tf32 planes) and fixup.
+const TF32X3_SPLIT: (&str, &str) = (
+    "tf32x3_split.cuh",
+    include_str!("../../kernels/tf32x3_split.cuh"),
+);
+/// The includes of 21_wgmma_3xtf32.cu: the grouped tile order, hopper.cuh's wrappers, the
+/// epilogue's direct stores and split-K reduction, tf32.cuh's rounding, the split and fixup.
+pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] =
+    &[TILE_ORDER, HOPPER, EPILOGUE, TF32, TF32X3_SPLIT];
 
 /// A tensor-core ladder entry: the fields its kernels (the macros below) share.
 pub(super) const fn tc_ladder_kernel(
@@ -156,19 +162,21 @@ macro_rules! wgmma_tf32_kernel {
     };
 }
 
-/// A kernel of 21_wgmma_3xtf32.cu (entry `wgmma_3xtf32`): f32 emulated by 3xTF32 on the tf32
-/// wgmma pipeline at tile `$tile`; 16_wgmma_tf32.cu's layout rule, Hopper.
+/// A kernel of 21_wgmma_3xtf32.cu (entry `wgmma_3xtf32`): f32 emulated by 3xTF32 from the
+/// pre-pass's planes at tile `$tile` (with `-D` values `$defines`), any layout, Hopper.
 macro_rules! wgmma_3xtf32_kernel {
-    ($name:literal, $summary:literal, $tile:expr) => {
+    ($name:literal, $summary:literal, $tile:expr, $defines:expr) => {
         tc_ladder_kernel(
             $name,
             $summary,
             &[DType::F32],
-            &[Constraint::TcTf32Layout, Constraint::Sm90a],
+            &[Constraint::Sm90a],
             CudaSource {
                 entry: Some("wgmma_3xtf32"),
                 includes: WGMMA_3XTF32_INCLUDES,
-                ..cu_source!("21_wgmma_3xtf32.cu", Geometry::WgmmaTf32 { tile: $tile })
+                defines: $defines,
+                split_k: true,
+                ..cu_source!("21_wgmma_3xtf32.cu", Geometry::Tf32x3 { tile: $tile })
             },
         )
     };

@@ -109,6 +109,15 @@ pub enum Geometry {
         /// The compile-time tile (BK in bytes of k).
         tile: TcTile,
     },
+    /// FP32 emulated by 3xTF32 from planes (21_wgmma_3xtf32.cu, sm_90a): a pre-pass
+    /// (`tf32x3_split`) writes A and B^T as big and small tf32 planes (2M and 2N rows of KP f32)
+    /// into a workspace; then the persistent pipeline of `ByteSplitTma` on them (its arguments:
+    /// split-K's pieces and slabs, the planes' address and KP, two tensor maps over the planes);
+    /// then `tf32x3_fixup`, which recomputes the elements whose row of A or column of B holds ±∞.
+    Tf32x3 {
+        /// The compile-time tile.
+        tile: TcTile,
+    },
     /// The small-M kernel (22_decode.cu, M ≤ 64): blocks of 256 threads, each a few rows of C
     /// over a strip of columns and one piece of K; grid = (column blocks × row groups, k
     /// pieces), both from [`family::decode`](crate::family::decode). After the usual arguments
@@ -407,14 +416,12 @@ impl KernelSpec {
         })
     }
 
-    /// Whether this kernel computes f32 emulated by 3xTF32 on the tf32 tensor cores (f32 on a tf32
-    /// wgmma tile, 21_wgmma_3xtf32.cu): 3 tf32 products per f32 multiply-add, so its compute roof is
-    /// the tf32 peak ÷ 3, not the fp32 (SIMT) peak.
+    /// Whether this kernel computes f32 emulated by 3xTF32 on the tf32 tensor cores
+    /// (`Geometry::Tf32x3`, 21_wgmma_3xtf32.cu): 3 tf32 products per f32 multiply-add, so its
+    /// compute roof is the tf32 peak ÷ 3, not the fp32 (SIMT) peak.
     pub fn is_tf32x3(&self) -> bool {
-        self.supports(DType::F32)
-            && self
-                .cuda_source()
-                .is_some_and(|c| matches!(c.geometry, Geometry::WgmmaTf32 { .. }))
+        self.cuda_source()
+            .is_some_and(|c| matches!(c.geometry, Geometry::Tf32x3 { .. }))
     }
 
     /// The tile of a tensor-core kernel (None for other kernels).
@@ -424,7 +431,8 @@ impl KernelSpec {
             | Geometry::Wgmma { tile }
             | Geometry::WgmmaTf32 { tile }
             | Geometry::ByteSplit { tile }
-            | Geometry::ByteSplitTma { tile } => Some(tile),
+            | Geometry::ByteSplitTma { tile }
+            | Geometry::Tf32x3 { tile } => Some(tile),
             _ => None,
         }
     }

@@ -15,8 +15,7 @@ use super::staging::{padded, tma_reads_rows, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
-use crate::family::u8x4;
-use crate::family::Boxes;
+use crate::family::{Boxes, Planes};
 use crate::problem::{Op, Problem};
 use crate::registry::{Implementation, KernelSpec};
 
@@ -35,8 +34,8 @@ pub(crate) enum Launcher {
         /// rows (the split-tail SIMT kernels, 13_multistage.cu: their cp.async copies read
         /// 16-byte groups, and a row of any other length falls to 4-byte copies).
         stage_rows: bool,
-        /// A byte-split kernel's planes and pre-pass (u8x4 kernels only).
-        planes: Option<Box<BytePlanes>>,
+        /// A pre-split kernel's planes, pre-pass and fixup (u8x4 and 3xTF32 kernels only).
+        planes: Option<Box<PlaneWork>>,
     },
     Cublas,
 }
@@ -75,20 +74,24 @@ pub(super) fn simt_stages(problem: &Problem, a: bool) -> bool {
         && (op == Op::T || !tma_reads_rows(cols, problem.dtype.input_bytes()))
 }
 
-/// How a byte-split kernel ([`crate::family::u8x4`]) runs a product: `split` (`u8x4_split`, from
-/// the kernel's module) writes A and B^T as byte planes of `kp` columns into `workspace` (A's 4
-/// planes of m×kp, then B's 4 of n×kp) before every launch of the main entry, on the stream and
-/// so inside any timed region.
-pub(crate) struct BytePlanes {
+/// How a pre-split kernel ([`crate::family::u8x4`], [`crate::family::tf32x3`]) runs a product:
+/// `split` (its [`Planes::split`], from the kernel's module) writes A and B^T as planes of `kp`
+/// columns into `workspace` (A's [`Planes::count`] planes of m×kp, then B's of n×kp) before every
+/// launch of the main entry, on the stream and so inside any timed region; where the kernel has
+/// a fixup, its flags (after the planes) are zeroed before the pre-pass and `fixup` runs behind
+/// the product.
+pub(crate) struct PlaneWork {
     workspace: CudaSlice<u8>,
     split: CudaFunction,
+    fixup: Option<CudaFunction>,
+    layout: Planes,
     kp: usize,
-    /// A byte-split TMA kernel's tensor maps over the planes (A's, B^T's), encoded once here:
+    /// A pre-split TMA kernel's tensor maps over the planes (A's, B^T's), encoded once here:
     /// the workspace lives as long as the launcher.
     maps: Option<[tma::TensorMap; 2]>,
 }
 
-/// Threads per block of `u8x4_split`, and the rows and k of its tile.
+/// Threads per block of the pre-passes, and the rows and k of their tile.
 const SPLIT_THREADS: u32 = 256;
 const SPLIT_ROWS: usize = 32;
 const SPLIT_K: usize = 64;
@@ -253,14 +256,17 @@ impl CudaBackend {
                     }
                     None => None,
                 };
-                let planes = if extra.byte_planes {
-                    let boxes = kernel
-                        .tc_tile()
-                        .filter(|_| extra.plane_maps)
-                        .map(|t| (t.bm, t.bn));
-                    Some(Box::new(self.byte_planes(kernel, problem, &loaded, boxes)?))
-                } else {
-                    None
+                let planes = match extra.planes {
+                    Some(layout) => {
+                        let boxes = kernel
+                            .tc_tile()
+                            .filter(|_| extra.plane_maps)
+                            .map(|t| (t.bm, t.bn));
+                        Some(Box::new(
+                            self.plane_work(kernel, problem, &loaded, layout, boxes)?,
+                        ))
+                    }
+                    None => None,
                 };
                 Ok(Launcher::Kernel {
                     loaded,
@@ -444,8 +450,9 @@ impl CudaBackend {
                     Some(s) => (Some((s.splits as i32, slabs.map_or(0, |(w, _, _)| w))), c),
                     None => (None, c),
                 };
-                let plane_maps = planes.as_deref().and_then(|p| p.maps);
-                let planes = match planes.as_deref() {
+                let work = planes.as_deref();
+                let plane_maps = work.and_then(|p| p.maps);
+                let planes = match work {
                     Some(p) => Some(self.launch_split(p, problem, (a, b), ops.strides)?),
                     None => None,
                 };
@@ -460,7 +467,13 @@ impl CudaBackend {
                     ops,
                 )?;
                 if let Some((partial, reduce, splits)) = slabs {
-                    return self.launch_reduce(reduce, partial, c, problem, splits);
+                    self.launch_reduce(reduce, partial, c, problem, splits)?;
+                }
+                if let Some(work) = work.filter(|w| w.fixup.is_some()) {
+                    return self.launch_fixup(work, problem, (a, b, c), &args);
+                }
+                if slabs.is_some() {
+                    return Ok(());
                 }
                 let Some(SplitLaunch {
                     whole_tiles,
@@ -526,7 +539,7 @@ impl CudaBackend {
         // for a split-tail kernel the tiles it computes, for a TMA kernel three tensor maps,
         // for a split-K kernel its pieces and a workspace of that many M×N 4-byte slabs (null
         // with one piece, which the kernels then never touch), for a
-        // byte-split kernel its planes (4·KP·(M + N) bytes) and KP, and for its TMA build two
+        // pre-split kernel its planes (Planes::plane_bytes) and KP, and for a TMA build two
         // tensor maps over them); the
         // buffers are sized for `problem`, which the kernels index within (TMA bounds its own
         // reads).
@@ -630,71 +643,102 @@ impl CudaBackend {
         Ok((partial, reduce))
     }
 
-    /// The byte planes of a byte-split kernel for `problem`: the workspace (4 planes of A, m×KP,
-    /// then 4 of B^T, n×KP, KP = K rounded up to 128, and to equal split-K pieces: `plane_k`) and the pre-pass from `loaded`'s module.
-    /// With `map_boxes` (BM, BN), also the tensor maps over the planes ([`tma::plane_maps`]).
-    fn byte_planes(
+    /// The planes of a pre-split kernel for `problem` as `layout` says: the workspace (A's
+    /// planes, m×KP each, then B^T's, n×KP, KP from the family's
+    /// [`plane_k`](crate::family::Family::plane_k), then a fixup's flags), the pre-pass and fixup
+    /// from `loaded`'s module. With `map_boxes` (BM, BN), also the tensor maps over the planes
+    /// ([`tma::plane_maps`]).
+    fn plane_work(
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
         loaded: &Loaded,
+        layout: Planes,
         map_boxes: Option<(u32, u32)>,
-    ) -> Result<BytePlanes> {
-        let kp = u8x4::plane_k(kernel, problem, self.info.sm_count as u64);
+    ) -> Result<PlaneWork> {
+        let family = kernel.family().ok_or_else(|| {
+            Error::Invalid(format!("kernel `{}` has no CUDA family", kernel.name))
+        })?;
+        let kp = family.plane_k(kernel, problem, self.info.sm_count as u64);
         if i32::try_from(kp).is_err() {
             return Err(Unsupported {
                 kernel: kernel.name.to_string(),
                 problem: problem.to_string(),
-                rule: format!("K rounded up to {} must fit an int", u8x4::BYTE_PLANE_K_PAD),
+                rule: "K rounded up for the planes must fit an int".into(),
             }
             .into());
         }
-        let bytes = u8x4::plane_bytes(problem, kp);
+        let bytes = layout.bytes(problem, kp).max(1);
         // SAFETY: the pre-pass writes every byte of the planes (k past K as zeros) before the
-        // main entry reads them, on the same stream.
+        // main entry reads them, on the same stream; the flags are zeroed before it.
         let workspace = unsafe { self.stream.alloc::<u8>(bytes) }
-            .ctx(|| format!("allocating {bytes} bytes of byte planes for {problem}"))?;
-        let split = loaded
-            .module
-            .load_function("u8x4_split")
-            .ctx(|| format!("finding `u8x4_split` for {}", kernel.name))?;
+            .ctx(|| format!("allocating {bytes} bytes of planes for {problem}"))?;
+        let find = |entry: &str| {
+            loaded
+                .module
+                .load_function(entry)
+                .ctx(|| format!("finding `{entry}` for {}", kernel.name))
+        };
+        let split = find(layout.split)?;
+        let fixup = layout.fixup.map(find).transpose()?;
         let maps = match map_boxes {
             // K = 0 (KP = 0) has no planes to read: the kernel runs no k-block and stores zeros,
             // and its maps (which cuTensorMapEncodeTiled refuses for an empty extent) stay unused.
             Some(boxes) if kp > 0 && problem.m > 0 && problem.n > 0 => {
                 let base = workspace.device_ptr(&self.stream).0;
-                Some(tma::plane_maps(base, (problem.m, problem.n, kp), boxes)?)
+                Some(tma::plane_maps(
+                    base,
+                    &layout,
+                    (problem.m, problem.n, kp),
+                    boxes,
+                )?)
             }
             Some(_) => Some([tma::unused_map(), tma::unused_map()]),
             None => None,
         };
-        Ok(BytePlanes {
+        Ok(PlaneWork {
             workspace,
             split,
+            fixup,
+            layout,
             kp,
             maps,
         })
     }
 
-    /// Enqueues the byte-split pre-pass for A (rows m, element (r, l) at a[r·ar + l·ac]) and
-    /// B^T (rows n, element (r, l) at b[l·br + r·bc]); returns the planes' address and KP for
-    /// the main entry.
+    /// Enqueues the pre-pass for A (rows m, element (r, l) at a[r·ar + l·ac]) and B^T (rows n,
+    /// element (r, l) at b[l·br + r·bc]), after zeroing a fixup's flags; returns the planes'
+    /// address and KP for the main entry.
     pub(super) fn launch_split(
         &self,
-        planes: &BytePlanes,
+        planes: &PlaneWork,
         problem: &Problem,
         (a, b): (u64, u64),
         [ar, ac, br, bc]: [usize; 4],
     ) -> Result<(u64, i32)> {
         let base = planes.workspace.device_ptr(&self.stream).0;
-        let kp = planes.kp as i32; // checked by byte_planes
+        let kp = planes.kp as i32; // checked by plane_work
         let k = problem.k as i32;
-        let b_planes = base + (4 * problem.m * planes.kp) as u64;
-        let k_tiles = (planes.kp / SPLIT_K).min(65_535) as u32;
-        for (src, dst, rows, rs, cs) in [
-            (a, base, problem.m, ar, ac),
-            (b, b_planes, problem.n, bc, br),
+        let b_planes = base + planes.layout.a_bytes(problem, planes.kp) as u64;
+        let flags = base + planes.layout.plane_bytes(problem, planes.kp) as u64;
+        if planes.fixup.is_some() {
+            self.zero_at(flags, 1 + problem.m + problem.n, 4)?;
+        }
+        let k_tiles = planes.kp.div_ceil(SPLIT_K).clamp(1, 65_535) as u32;
+        for (src, dst, rows, rs, cs, row_flags) in [
+            (a, base, problem.m, ar, ac, flags + 4),
+            (
+                b,
+                b_planes,
+                problem.n,
+                bc,
+                br,
+                flags + 4 + 4 * problem.m as u64,
+            ),
         ] {
+            if rows == 0 || planes.kp == 0 {
+                continue;
+            }
             let config = LaunchConfig {
                 grid_dim: (rows.div_ceil(SPLIT_ROWS) as u32, k_tiles, 1),
                 block_dim: (SPLIT_THREADS, 1, 1),
@@ -710,14 +754,48 @@ impl CudaBackend {
                 .arg(&kp)
                 .arg(&rs)
                 .arg(&cs);
-            // SAFETY: u8x4_split(const u32*, u32*, int rows, int K, int KP, int rs, int cs): it
-            // reads the operand within rows×K through the strides and writes 4 planes of
-            // rows×KP bytes at `dst`, inside the workspace sized by byte_planes.
+            if planes.fixup.is_some() {
+                builder.arg(&flags).arg(&row_flags);
+            }
+            // SAFETY: u8x4_split(const u32*, u32*, int rows, int K, int KP, int rs, int cs) and
+            // tf32x3_split(the same with f32, then unsigned* any, unsigned* flags): they read
+            // the operand within rows×K through the strides and write its planes of rows×KP at
+            // `dst`, inside the workspace sized by plane_work, and flags within its 1 + M + N.
             unsafe { builder.launch(config) }
                 .map(|_| ())
-                .ctx(|| format!("launching u8x4_split over {rows} rows"))?;
+                .ctx(|| format!("launching the pre-pass over {rows} rows"))?;
         }
         Ok((base, kp))
+    }
+
+    /// Enqueues a pre-split kernel's fixup over C (`ptrs`: A, B, C as the main entry read and
+    /// wrote them), which reads the flags the pre-pass set.
+    fn launch_fixup(
+        &self,
+        planes: &PlaneWork,
+        problem: &Problem,
+        (a, b, c): (u64, u64, u64),
+        args: &[i32; 7],
+    ) -> Result<()> {
+        let Some(fixup) = &planes.fixup else {
+            return Ok(());
+        };
+        let base = planes.workspace.device_ptr(&self.stream).0;
+        let flags = base + planes.layout.plane_bytes(problem, planes.kp) as u64;
+        let row_flags = flags + 4;
+        let config = self.elementwise_config((problem.m * problem.n) as u64);
+        let mut builder = self.stream.launch_builder(fixup);
+        builder.arg(&a).arg(&b).arg(&c);
+        for v in args {
+            builder.arg(v);
+        }
+        builder.arg(&flags).arg(&row_flags);
+        // SAFETY: tf32x3_fixup(const float* A, const float* B, float* C, int M, N, K, a_rs, a_cs,
+        // b_rs, b_cs, const unsigned* any, const unsigned* flags): A, B and C as the main entry
+        // had them, the flags (1 + M + N) inside the workspace, written by the pre-pass.
+        unsafe { builder.launch(config) }
+            .map(|_| ())
+            .ctx(|| "launching the 3xTF32 fixup".to_string())
     }
 
     /// Launches split-K's reduction: C = the sum of the `splits` slabs at `partial`.

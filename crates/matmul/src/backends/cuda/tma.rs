@@ -49,6 +49,7 @@ use super::staging::Pitched;
 use crate::backends::Batch;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::family::Planes;
 use crate::problem::{Op, Problem};
 use crate::registry::{TcTile, Tiling, WgmmaTf32Orientation, TF32_LAYOUT_RULE};
 
@@ -163,34 +164,40 @@ pub(crate) fn maps_of_batch(
     Ok([a_map, b_map, c_map(problem, tile, c, c_layers)?])
 }
 
-/// The two maps of a byte-split TMA kernel (20_wgmma_u8x4_tma.cu) over its byte planes at
-/// `planes` (u8x4_split.cuh's layout: A's 4 planes of m×`kp` bytes, then B^T's 4 of n×`kp`): A's
-/// planes stacked as one 4m×kp matrix (plane i's row r is row i·m + r), B^T's as 4n×kp, boxes of
-/// 128 bytes of k × `box_rows` (BM, BN) rows in the 128-byte swizzle. A box past plane i's last
-/// row reads plane i + 1's first rows (zeros past the last plane): the kernel uses them only for
-/// rows of C past m (columns past n), which it never stores. `kp` is a multiple of 128, so every
-/// row is 16-byte aligned, and the workspace is an allocation's start.
+/// The two maps of a pre-split TMA kernel (20_wgmma_u8x4_tma.cu, 21_wgmma_3xtf32.cu) over its
+/// planes at `planes` (`layout`: A's `count` planes of m×`kp` elements, then B^T's of n×`kp`;
+/// u8 byte planes or f32 tf32 planes): A's planes stacked as one (count·m)×kp matrix (plane i's
+/// row r is row i·m + r), B^T's as (count·n)×kp, boxes of 128 bytes of k × `box_rows` (BM, BN)
+/// rows in the 128-byte swizzle. A box past plane i's last row reads plane i + 1's first rows
+/// (zeros past the last plane): the kernels use them only for rows of C past m (columns past n),
+/// which they never store. A row of `kp` elements is a multiple of 128 bytes, so every row is
+/// 16-byte aligned, and the workspace is an allocation's start.
 pub(crate) fn plane_maps(
     planes: u64,
+    layout: &Planes,
     (m, n, kp): (usize, usize, usize),
     (bm, bn): (u32, u32),
 ) -> Result<[TensorMap; 2]> {
-    let u8_type = DataType::CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    let data_type = match layout.elem {
+        1 => DataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        _ => DataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    let box_cols = (SWIZZLE_BYTES / layout.elem) as u32;
     let map = |ptr: u64, rows: usize, box_rows: u32, what: &str| {
         encode(
-            u8_type,
-            1,
+            data_type,
+            layout.elem,
             Pitched { ptr, pitch: kp },
-            (4 * rows, kp),
-            (box_rows, SWIZZLE_BYTES as u32),
+            (layout.count * rows, kp),
+            (box_rows, box_cols),
             SWIZZLED,
             what,
         )
     };
-    let b_planes = planes + (4 * m * kp) as u64;
+    let b_planes = planes + (layout.count * layout.elem * kp * m) as u64;
     Ok([
-        map(planes, m, bm, "A's byte planes")?,
-        map(b_planes, n, bn, "B^T's byte planes")?,
+        map(planes, m, bm, "A's planes")?,
+        map(b_planes, n, bn, "B^T's planes")?,
     ])
 }
 

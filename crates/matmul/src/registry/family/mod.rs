@@ -15,6 +15,8 @@
 //!   byte planes into a workspace (`ByteSplit`: mma-u8x4, wgmma-u8x4);
 //! - [`u8x4::U8x4Tma`]: the same planes read by TMA through two tensor maps, persistent grid
 //!   (`ByteSplitTma`: wgmma-u8x4-tma);
+//! - [`tf32x3::Tf32x3`]: FP32 emulated by 3xTF32, a pre-pass writing big and small tf32 planes,
+//!   the same pipeline on them, a fixup for ±∞ (`Tf32x3`: wgmma-3xtf32);
 //! - [`wgmma::Wgmma`]: Hopper's TMA and wgmma on a persistent grid (`Wgmma`, `WgmmaTf32`: wgmma …,
 //!   wgmma-tf32 …);
 //! - [`decode::Decode`]: small M (≤ 64), B streamed once, K split across blocks into slabs that a
@@ -28,6 +30,7 @@ pub mod mma;
 pub mod seed;
 pub mod simt;
 pub mod simt_tma;
+pub mod tf32x3;
 pub mod u8x4;
 pub mod wgmma;
 
@@ -70,12 +73,52 @@ pub struct ExtraArgs {
     /// A split-K kernel ([`CudaSource::split_k`]: wgmma, decode): after the usual arguments (and
     /// a wgmma kernel's maps), the number of k pieces and the partials' workspace.
     pub split_k: bool,
-    /// A byte-split kernel ([`u8x4::U8x4`]): after the usual arguments, the byte planes'
-    /// address and KP, the planes written by the `u8x4_split` pre-pass before each launch.
-    pub byte_planes: bool,
-    /// A byte-split TMA kernel ([`u8x4::U8x4Tma`]): after the planes and KP, two tensor maps
-    /// over them, boxed BK bytes × BM (A's planes) and × BN (B^T's) rows.
+    /// A pre-split kernel ([`u8x4::U8x4`], [`tf32x3::Tf32x3`]): after the usual arguments (and
+    /// split-K's), the planes' address and KP, the planes written by its pre-pass before each
+    /// launch.
+    pub planes: Option<Planes>,
+    /// A pre-split TMA kernel ([`u8x4::U8x4Tma`], [`tf32x3::Tf32x3`]): after the planes and KP,
+    /// two tensor maps over them, boxed 128 bytes of k × BM (A's planes) and × BN (B^T's) rows.
     pub plane_maps: bool,
+}
+
+/// What a pre-split kernel's pre-pass writes into its workspace before each launch: `count`
+/// K-major planes of each operand (A's stacked as count·M rows of KP elements of `elem` bytes,
+/// then B^T's as count·N rows), and for a kernel with a fixup, after the planes, a `u32` flag
+/// set when any input is ±∞ and one per row of A and column of B holding one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Planes {
+    /// The pre-pass entry: `(X, planes, rows, K, KP, rs, cs)`, with a fixup also `(any, flags)`.
+    pub split: &'static str,
+    /// Planes per operand.
+    pub count: usize,
+    /// Bytes of one plane element.
+    pub elem: usize,
+    /// The entry launched behind the product (and split-K's reduction), over C:
+    /// `(A, B, C, M, N, K, a_rs, a_cs, b_rs, b_cs, any, flags)`.
+    pub fixup: Option<&'static str>,
+}
+
+impl Planes {
+    /// Bytes of A's planes for `problem` at K extent `kp` (B^T's start there).
+    pub fn a_bytes(&self, problem: &Problem, kp: usize) -> usize {
+        self.count * self.elem * kp * problem.m
+    }
+
+    /// Bytes of the planes (A's and B^T's) for `problem` at K extent `kp`.
+    pub fn plane_bytes(&self, problem: &Problem, kp: usize) -> usize {
+        self.count * self.elem * kp * (problem.m + problem.n)
+    }
+
+    /// Bytes of the whole workspace: the planes and, with a fixup, 1 + M + N flags.
+    pub fn bytes(&self, problem: &Problem, kp: usize) -> usize {
+        let flags = if self.fixup.is_some() {
+            4 * (1 + problem.m + problem.n)
+        } else {
+            0
+        };
+        self.plane_bytes(problem, kp) + flags
+    }
 }
 
 /// What the host does for the kernels of one family. Errors are the rule broken, in words; the
@@ -130,6 +173,12 @@ pub trait Family: Sync {
         1
     }
 
+    /// A pre-split kernel ([`ExtraArgs::planes`]): the planes' K extent for `problem` on `sms`
+    /// SMs (K padded so that the main kernel has no K edge and its split-K pieces are equal).
+    fn plane_k(&self, _kernel: &KernelSpec, problem: &Problem, _sms: u64) -> usize {
+        problem.k
+    }
+
     /// A split-K kernel: the entry of its module that sums the pieces' slabs into C.
     fn reduce_entry(&self) -> &'static str {
         "wgmma_reduce"
@@ -163,6 +212,7 @@ pub fn of(src: &CudaSource) -> &'static dyn Family {
         Geometry::Wgmma { .. } | Geometry::WgmmaTf32 { .. } => &wgmma::Wgmma,
         Geometry::ByteSplit { .. } => &u8x4::U8x4,
         Geometry::ByteSplitTma { .. } => &u8x4::U8x4Tma,
+        Geometry::Tf32x3 { .. } => &tf32x3::Tf32x3,
         Geometry::Decode => &decode::Decode,
     }
 }
@@ -245,6 +295,7 @@ pub(crate) mod tests {
                 (_, "decode") => "decode",
                 (_, name) if name.ends_with("-u8x4") => "u8x4",
                 (_, name) if name.ends_with("-u8x4-tma") => "u8x4-tma",
+                (_, name) if name.starts_with("wgmma-3xtf32") => "tf32x3",
                 (origin, _) if origin.starts_with("SIMT ladder") => "simt",
                 (_, name) if name.starts_with("mma-sync") => "mma",
                 (_, name) if name.starts_with("wgmma") => "wgmma",
@@ -261,14 +312,19 @@ pub(crate) mod tests {
             );
             assert_eq!(
                 f.persistent(),
-                matches!(expected, "wgmma" | "u8x4-tma"),
+                matches!(expected, "wgmma" | "u8x4-tma" | "tf32x3"),
                 "{}",
                 k.name
             );
-            assert_eq!(extra.plane_maps, expected == "u8x4-tma", "{}", k.name);
             assert_eq!(
-                extra.byte_planes,
-                matches!(expected, "u8x4" | "u8x4-tma"),
+                extra.plane_maps,
+                matches!(expected, "u8x4-tma" | "tf32x3"),
+                "{}",
+                k.name
+            );
+            assert_eq!(
+                extra.planes.is_some(),
+                matches!(expected, "u8x4" | "u8x4-tma" | "tf32x3"),
                 "{}",
                 k.name
             );

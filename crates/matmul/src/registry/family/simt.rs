@@ -71,7 +71,7 @@ impl Family for Simt {
     fn extra_args(&self, kernel: &KernelSpec, opts: &RunOptions) -> ExtraArgs {
         let split = kernel.cuda_source().is_some_and(|s| s.split_tail);
         ExtraArgs {
-            byte_planes: false,
+            planes: None,
             plane_maps: false,
             split_tail: kernel.tiling(opts).filter(|_| split),
             split_k: false,

@@ -54,7 +54,7 @@ impl Family for SimtTma {
 
     fn extra_args(&self, kernel: &KernelSpec, opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
-            byte_planes: false,
+            planes: None,
             plane_maps: false,
             split_tail: None,
             split_k: false,

@@ -5,7 +5,7 @@
 //! dynamic shared memory; grid = (⌈n / BN⌉, ⌈m / BM⌉). Its extra arguments are the planes' address and KP.
 
 use super::mma::tile;
-use super::{blocks, ExtraArgs, Family, LaunchDims};
+use super::{blocks, ExtraArgs, Family, LaunchDims, Planes};
 use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::DeviceInfo;
@@ -37,10 +37,18 @@ pub fn plane_k(kernel: &KernelSpec, problem: &Problem, sms: u64) -> usize {
     }
 }
 
+/// What the byte-split pre-pass writes: 4 byte planes per operand, no fixup.
+pub const PLANES: Planes = Planes {
+    split: "u8x4_split",
+    count: 4,
+    elem: 1,
+    fixup: None,
+};
+
 /// Bytes of a byte-plane workspace of K extent `kp` for `problem`: 4 planes of m×KP (A) and 4
 /// of n×KP (B^T).
 pub fn plane_bytes(problem: &Problem, kp: usize) -> usize {
-    4 * kp * (problem.m + problem.n)
+    PLANES.bytes(problem, kp)
 }
 
 /// The [`Family`] of `ByteSplit` kernels.
@@ -86,9 +94,14 @@ impl Family for U8x4 {
 
     fn extra_args(&self, _kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
-            byte_planes: true,
+            planes: Some(PLANES),
             ..ExtraArgs::default()
         }
+    }
+
+    /// [`plane_k`].
+    fn plane_k(&self, kernel: &KernelSpec, problem: &Problem, sms: u64) -> usize {
+        plane_k(kernel, problem, sms)
     }
 }
 
@@ -196,11 +209,16 @@ impl Family for U8x4Tma {
 
     fn extra_args(&self, kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
-            byte_planes: true,
+            planes: Some(PLANES),
             plane_maps: true,
             split_k: kernel.cuda_source().is_some_and(|s| s.split_k),
             ..ExtraArgs::default()
         }
+    }
+
+    /// [`plane_k`].
+    fn plane_k(&self, kernel: &KernelSpec, problem: &Problem, sms: u64) -> usize {
+        plane_k(kernel, problem, sms)
     }
 
     /// [`U8x4Tma::splits`].

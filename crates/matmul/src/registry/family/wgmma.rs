@@ -92,7 +92,7 @@ impl Family for Wgmma {
 
     fn extra_args(&self, kernel: &KernelSpec, _opts: &RunOptions) -> ExtraArgs {
         ExtraArgs {
-            byte_planes: false,
+            planes: None,
             plane_maps: false,
             split_tail: None,
             tensor_maps: kernel.tc_tile().map(Boxes::Tc),
