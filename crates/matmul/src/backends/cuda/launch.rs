@@ -11,7 +11,7 @@ use super::buffers::DeviceBuf;
 use super::compile::Build;
 use super::libs::{self, Context};
 use super::split_tail::{split_k_pieces, SplitLaunch, SPLIT_K_EIGHTHS, SPLIT_K_MIN_SLICES};
-use super::staging::{padded, tma_reads_rows, Pitched, Staged};
+use super::staging::{padded, Pitched, Staged};
 use super::{cublas, tma, CudaBackend, DeviceInfo, Loaded};
 use crate::backend::RunOptions;
 use crate::error::{Error, Result, Unsupported};
@@ -53,25 +53,10 @@ pub(crate) struct SplitK {
     through_c: bool,
 }
 
-/// A SIMT kernel's operand is staged (copied padded, or transposed) only where the copy is cheap
-/// next to the product: a copy reads and writes the operand once, 8 bytes an element of A (m×k)
-/// against 2·m·n·k FLOPs, so at an H100's 3 TB/s and 50 TFLOP/s it costs about 67/n of the
-/// kernel's time (67/m for B). From n (m for B) = 512 on, under 1/8; below it the kernel reads the
-/// operand as stored (4-byte copies), which measured faster on small-M shapes (127×4099×8191 f32:
-/// 364 µs unstaged, 440 µs with B staged; cuBLAS 199 µs).
-pub(super) const STAGE_MIN_OTHER_SIDE: usize = 512;
-
-/// Whether a SIMT kernel stages `problem`'s A (`a`) or B: the other operand's free side is at
-/// least [`STAGE_MIN_OTHER_SIDE`], and the operand is transposed or its stored rows are not
-/// 16-byte multiples.
+/// Whether a SIMT kernel stages `problem`'s A (`a`) or B: the registry's rule
+/// ([`crate::family::simt::stages_operand`]), shared with `auto`'s model.
 pub(super) fn simt_stages(problem: &Problem, a: bool) -> bool {
-    let (op, (_, cols), other) = if a {
-        (problem.op_a, problem.a_stored(), problem.n)
-    } else {
-        (problem.op_b, problem.b_stored(), problem.m)
-    };
-    other >= STAGE_MIN_OTHER_SIDE
-        && (op == Op::T || !tma_reads_rows(cols, problem.dtype.input_bytes()))
+    crate::family::simt::stages_operand(problem, a)
 }
 
 /// How a pre-split kernel ([`crate::family::u8x4`], [`crate::family::tf32x3`]) runs a product:

@@ -6,7 +6,7 @@
 
 use super::{blocks, ExtraArgs, Family, LaunchDims};
 use crate::dtype::DType;
-use crate::problem::Problem;
+use crate::problem::{Op, Problem};
 use crate::registry::DeviceInfo;
 use crate::registry::RunOptions;
 use crate::registry::{KernelSpec, Tiling};
@@ -78,4 +78,26 @@ impl Family for Simt {
             tensor_maps: None,
         }
     }
+}
+
+/// A SIMT kernel's operand is staged (copied padded, or transposed: the CUDA backend's
+/// `staging.rs`) only where the copy is cheap next to the product: a copy reads and writes the
+/// operand once, 8 bytes an element of A (m×k) against 2·m·n·k FLOPs, so at an H100's 3 TB/s and
+/// 50 TFLOP/s it costs about 67/n of the kernel's time (67/m for B). From n (m for B) = 512 on,
+/// under 1/8; below it the kernel reads the operand as stored (4-byte copies), which measured
+/// faster on small-M shapes (127×4099×8191 f32: 364 µs unstaged, 440 µs with B staged; cuBLAS
+/// 199 µs).
+pub const STAGE_MIN_OTHER_SIDE: usize = 512;
+
+/// Whether a SIMT kernel that reads 16-byte rows (13_multistage.cu) stages `problem`'s A (`a`)
+/// or B: the other operand's free side is at least [`STAGE_MIN_OTHER_SIDE`], and the operand is
+/// transposed or its stored rows are not 16-byte multiples.
+pub fn stages_operand(problem: &Problem, a: bool) -> bool {
+    let (op, (_, cols), other) = if a {
+        (problem.op_a, problem.a_stored(), problem.n)
+    } else {
+        (problem.op_b, problem.b_stored(), problem.m)
+    };
+    other >= STAGE_MIN_OTHER_SIDE
+        && (op == Op::T || !(cols * problem.dtype.input_bytes()).is_multiple_of(16))
 }
