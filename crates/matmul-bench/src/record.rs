@@ -48,7 +48,7 @@ pub const README_WGPU_SIZES: &[usize] = &[1024, 2048, 4096, 8192];
 
 /// The run the README's accuracy table (FP32 emulated on tensor cores beside cuBLAS SGEMM and
 /// TF32, speed and error) is rendered from, under [`BASELINES_DIR`] (`scripts/gpu-fp32.sh`).
-pub const README_FP32_RUN: &str = "h100-80gb-hbm3/fp32-emulated";
+pub const README_FP32_RUN: &str = "h200/fp32-emulated";
 
 /// The accuracy table's columns.
 pub const README_FP32_SIZES: &[usize] = &[2048, 4096, 8192];
