@@ -493,9 +493,13 @@ fn bad_calls_are_errors() {
         .run(matmul::find("cpu").unwrap(), &problem, &x, &y, opts)
         .is_err());
     assert!(b.run(tiled, &problem, &y, &x, opts).is_err());
+    // 16-bit inputs run (computed in f32); C in the 16-bit dtype is refused by rule.
     let bf = Problem::new(4, 5, 6, DType::Bf16);
+    assert!(verify(&b, tiled, &bf, opts).is_none());
     let (bx, by) = inputs(&bf);
-    assert!(b.run(tiled, &bf, &bx, &by, opts).is_err());
+    let narrow = bf.with_c(matmul::COut::Input);
+    let e = b.run(tiled, &narrow, &bx, &by, opts).unwrap_err();
+    assert!(e.to_string().contains("bf16"), "{e}");
     let huge = Problem::new(1 << 16, 1 << 16, 1, DType::F32);
     let e = b.check(tiled, &huge, opts).unwrap_err();
     assert!(
@@ -547,6 +551,29 @@ fn selection_through_wgpu() {
     assert_eq!(sel.kernel.name, "wgpu-ele");
     let e = matmul::dispatch::select("wgmma", BackendChoice::Wgpu, DType::Bf16, None).unwrap_err();
     assert!(e.to_string().contains("wgpu"), "{e}");
+    // 16-bit: f16 on cooperative matrices where the adapter has them, else (and bf16) the
+    // scalar register tile in f32.
+    let coop = sel_has_coop();
+    let h = Problem::square(32, DType::F16);
+    let sel = matmul::dispatch::select("auto", BackendChoice::Wgpu, DType::F16, Some(&h)).unwrap();
+    let want = if coop { "wgpu-coopmat" } else { "wgpu-regtile" };
+    assert_eq!(sel.kernel.name, want);
+    let bf = Problem::square(32, DType::Bf16);
+    let sel =
+        matmul::dispatch::select("auto", BackendChoice::Wgpu, DType::Bf16, Some(&bf)).unwrap();
+    assert_eq!(sel.kernel.name, "wgpu-regtile");
+}
+
+/// Whether the adapter runs `wgpu-coopmat`.
+fn sel_has_coop() -> bool {
+    let Some(b) = adapter() else { return false };
+    let p = Problem::square(32, DType::F16);
+    b.check(
+        matmul::find("wgpu-coopmat").unwrap(),
+        &p,
+        RunOptions::default(),
+    )
+    .is_ok()
 }
 
 /// CI=true or MATMUL_REQUIRE_WGPU=1 promises that the wgpu tests ran. A binary built without

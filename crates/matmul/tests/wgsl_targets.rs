@@ -1,5 +1,5 @@
-//! Every WGSL shader this project ships — the registry's `wgpu-*` kernels (f32 and u32, at their
-//! registry tiles and the puzzles' TILE 3) and the own-kernel examples (examples/kernels/*.wgsl,
+//! Every WGSL shader this project ships — the registry's `wgpu-*` kernels (every dtype they take:
+//! f32, u32, and f16 and bf16 read as words; at their registry tiles and the puzzles' TILE 3) and the own-kernel examples (examples/kernels/*.wgsl,
 //! with the declarations matmul appends) — parsed and validated by naga and translated to MSL
 //! (Metal) and HLSL (DX12), the two backends this machine cannot run; the cooperative-matrix
 //! kernel (f16) validated with that capability and written as SPIR-V. The same naga version as
@@ -23,9 +23,12 @@ fn validate(
     Ok((module, info))
 }
 
-/// naga's module of `text` validated, then written as MSL and HLSL; the error names `what`.
+/// naga's module of `text` validated, then written as MSL and HLSL; the error names `what`. The
+/// capability of `unpack2x16float` (the scalar kernels' f16 loads) is core WebGPU, which wgpu
+/// grants on Vulkan, Metal and DX12.
 fn translate(what: &str, text: &str) -> Result<(String, String), String> {
-    let (module, info) = validate(what, text, naga::valid::Capabilities::default())?;
+    let caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let (module, info) = validate(what, text, caps)?;
     let pipeline = naga::back::msl::PipelineOptions::default();
     let (msl, _) = naga::back::msl::write_string(
         &module,
@@ -77,7 +80,7 @@ fn every_wgsl_shader_translates_to_msl_and_hlsl() {
             }
             continue;
         }
-        for dtype in [DType::F32, DType::U32] {
+        for &dtype in kernel.dtypes {
             for &tile in &tiles {
                 let what = format!("{} {dtype} tile {tile}", kernel.name);
                 match translate(&what, &wgsl::text(src, dtype, tile)) {

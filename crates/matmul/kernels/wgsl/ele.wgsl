@@ -18,7 +18,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         for (var u = 0u; u < 16u; u++) {
             let l = l0 + u;
             if (l < p.k) {
-                acc += a[i * p.a_rs + l * p.a_cs] * b[l * p.b_rs + j * p.b_cs];
+                acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
             }
         }
     }

@@ -28,14 +28,14 @@ const HALF_B4: u32 = BN / 8u;  // the second column half's first vec4 in Bs
 
 fn a_at(i: u32, l: u32) -> T {
     if (i < p.m && l < p.k) {
-        return a[i * p.a_rs + l * p.a_cs];
+        return ld_a(i * p.a_rs + l * p.a_cs);
     }
     return T(0);
 }
 
 fn b_at(l: u32, j: u32) -> T {
     if (l < p.k && j < p.n) {
-        return b[l * p.b_rs + j * p.b_cs];
+        return ld_b(l * p.b_rs + j * p.b_cs);
     }
     return T(0);
 }

@@ -17,13 +17,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         let la = t * TILE + tx;
         var av = T(0);
         if (i < p.m && la < p.k) {
-            av = a[i * p.a_rs + la * p.a_cs];
+            av = ld_a(i * p.a_rs + la * p.a_cs);
         }
         As[ty * TILE + tx] = av;
         let lb = t * TILE + ty;
         var bv = T(0);
         if (lb < p.k && j < p.n) {
-            bv = b[lb * p.b_rs + j * p.b_cs];
+            bv = ld_b(lb * p.b_rs + j * p.b_cs);
         }
         Bs[ty * TILE + tx] = bv;
         workgroupBarrier();

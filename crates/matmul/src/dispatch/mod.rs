@@ -342,7 +342,7 @@ pub fn auto_with_table(
         .iter()
         .map(|name| find(name))
         .collect::<Result<Vec<_>>>()?;
-    let kernel = first_runnable(&specs, problem, limits.as_ref());
+    let kernel = first_runnable(&specs, problem, backend);
     Ok(Choice {
         kernel,
         tiling: None,
@@ -375,7 +375,9 @@ pub const TENSOR_CORE_U32: [&str; 3] = ["wgmma-u8x4-tma", "wgmma-u8x4", "mma-u8x
 fn default_kernels(backend: BackendKind, dtype: DType) -> Vec<&'static str> {
     match (backend, dtype) {
         (BackendKind::Cpu, _) => vec!["cpu"],
-        (BackendKind::Wgpu, DType::F16) => vec!["wgpu-coopmat"],
+        // f16 on the tensor cores where the adapter has cooperative matrices, else (and bf16)
+        // the scalar register tile, computing in f32.
+        (BackendKind::Wgpu, DType::F16) => vec!["wgpu-coopmat", "wgpu-regtile"],
         (BackendKind::Wgpu, _) => vec!["wgpu-regtile"],
         (BackendKind::Cuda, DType::F32) => vec!["multistage-raster"],
         (BackendKind::Cuda, DType::U32) => {
@@ -388,15 +390,16 @@ fn default_kernels(backend: BackendKind, dtype: DType) -> Vec<&'static str> {
     }
 }
 
-/// The first of `specs` that can run `problem` (every one can when there is no problem) on a
-/// device with `limits`; the last when none can, which then refuses with a clear error.
+/// The first of `specs` that `backend` can run `problem` with (its own rules included: an
+/// adapter without cooperative matrices refuses `wgpu-coopmat`; every one can when there is no
+/// problem); the last when none can, which then refuses with a clear error.
 fn first_runnable(
     specs: &[&'static KernelSpec],
     problem: Option<&Problem>,
-    limits: Option<&DeviceLimits>,
+    backend: &dyn Backend,
 ) -> &'static KernelSpec {
     let runs =
-        |k: &KernelSpec| problem.is_none_or(|p| k.can_run(p, limits, &Default::default()).is_ok());
+        |k: &KernelSpec| problem.is_none_or(|p| backend.check(k, p, Default::default()).is_ok());
     specs
         .iter()
         .copied()

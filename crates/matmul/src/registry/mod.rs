@@ -35,6 +35,9 @@ use sources::{
 };
 
 const SIMT: &[DType] = &[DType::F32, DType::U32];
+/// The scalar WGSL kernels: f32 and u32, and f16 and bf16 read as words and computed in f32
+/// (registry/wgsl.rs `loaders`), C in f32.
+const WGSL_SCALAR: &[DType] = &[DType::F32, DType::U32, DType::F16, DType::Bf16];
 const TENSOR: &[DType] = &[DType::Bf16, DType::F16, DType::Tf32];
 const TC_LADDER: &str = "tensor-core ladder (this crate)";
 /// 128×256 tiles of C, 64 of K per stage, 4 stages, a producer and two consumer warpgroups, C
@@ -546,7 +549,8 @@ pub static KERNELS: &[KernelSpec] = &[
     },
 ];
 
-/// A registry entry for a WGSL kernel (f32 and u32, run by the wgpu backend).
+/// A registry entry for a scalar WGSL kernel (f32, u32, and f16 and bf16 computed in f32; run by
+/// the wgpu backend).
 const fn wgsl(
     name: &'static str,
     summary: &'static str,
@@ -560,7 +564,7 @@ const fn wgsl(
         origin: "WGSL (this crate; issue 39)",
         summary,
         backend: BackendKind::Wgpu,
-        dtypes: SIMT,
+        dtypes: WGSL_SCALAR,
         constraints,
         traffic,
         implementation: Implementation::Wgsl(src),

@@ -16,21 +16,55 @@ pub const PARAMS: &str = "struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 ";
 
-/// The full WGSL of `src` for `dtype` (f32 or u32; f16 for the cooperative-matrix kernel) at
-/// tile edge `tile` (the shapes with one).
+/// The bindings of a scalar kernel on 16-bit inputs: A and B as arrays of u32 words (two
+/// elements each, the lower address in the low half), C in f32; T, the compute type, is f32.
+const PARAMS_16: &str = "struct Params {
+    m: u32, n: u32, k: u32, a_rs: u32,
+    a_cs: u32, b_rs: u32, b_cs: u32, pad: u32,
+}
+@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+";
+
+/// Element `i` of A and B as T, what the scalar kernels read them through: the element itself
+/// (f32, u32), or a 16-bit element widened to f32 from its word: f16 by `unpack2x16float`, core
+/// WGSL, no `shader-f16` needed; bf16 by moving its bits to the high half of an f32 (exact).
+fn loaders(dtype: DType) -> String {
+    let body = |arr: &str| {
+        match dtype {
+        DType::F16 => format!("return unpack2x16float({arr}[i >> 1u])[i & 1u];"),
+        DType::Bf16 => format!(
+            "let w = {arr}[i >> 1u];\n    return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u));"
+        ),
+        _ => format!("return {arr}[i];"),
+    }
+    };
+    format!(
+        "fn ld_a(i: u32) -> T {{\n    {}\n}}\nfn ld_b(i: u32) -> T {{\n    {}\n}}\n",
+        body("a"),
+        body("b")
+    )
+}
+
+/// The full WGSL of `src` for `dtype` at tile edge `tile` (the shapes with one): f32 or u32;
+/// f16 and bf16 read as words and computed in f32 by the scalar kernels ([`loaders`]); f16 on
+/// the cooperative-matrix kernel.
 pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
+    let coop = matches!(src.shape, WgslShape::CoopMat { .. });
     let ty = match dtype {
         DType::U32 => "u32",
-        DType::F16 => "f16",
+        DType::F16 if coop => "f16",
         _ => "f32",
     };
     // Enable directives come before every declaration.
-    let enables = match src.shape {
-        WgslShape::CoopMat { .. } => "enable f16;\nenable wgpu_cooperative_matrix;\n",
-        _ if dtype == DType::F16 => "enable f16;\n",
-        _ => "",
+    let enables = if coop {
+        "enable f16;\nenable wgpu_cooperative_matrix;\n"
+    } else {
+        ""
     };
-    let mut out = format!("{enables}// {} for {ty}\nalias T = {ty};\n", src.file);
+    let mut out = format!("{enables}// {} for {dtype}\nalias T = {ty};\n", src.file);
     match src.shape {
         WgslShape::Row { threads } | WgslShape::Element { threads } => {
             out.push_str(&format!("const WG: u32 = {threads}u;\n"));
@@ -49,10 +83,15 @@ pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
             ));
         }
     }
-    match src.shape {
+    if coop {
         // f16 inputs, f32 C.
-        WgslShape::CoopMat { .. } => out.push_str(&PARAMS.replace("c: array<T>", "c: array<f32>")),
-        _ => out.push_str(PARAMS),
+        out.push_str(&PARAMS.replace("c: array<T>", "c: array<f32>"));
+    } else if dtype.is_16_bit() {
+        out.push_str(PARAMS_16);
+        out.push_str(&loaders(dtype));
+    } else {
+        out.push_str(PARAMS);
+        out.push_str(&loaders(dtype));
     }
     out.push_str(src.text);
     out

@@ -470,17 +470,26 @@ impl WgpuBackend {
         ]
     }
 
+    /// A storage buffer holding `m`'s elements; 16-bit ones padded to whole 4-byte words (the
+    /// scalar kernels read them as `array<u32>`).
     fn upload(&self, what: &str, m: &AnyMatrix) -> wg::Buffer {
         let bytes: &[u8] = match m {
             AnyMatrix::F32(x) => as_bytes(&x.data),
             AnyMatrix::U32(x) => as_bytes(&x.data),
             AnyMatrix::F16(x) => as_bytes(&x.data),
-            AnyMatrix::Bf16(_) => &[],
+            AnyMatrix::Bf16(x) => as_bytes(&x.data),
+        };
+        let padded;
+        let contents = if bytes.len().is_multiple_of(4) {
+            bytes
+        } else {
+            padded = [bytes, &[0u8; 2][..4 - bytes.len() % 4]].concat();
+            &padded[..]
         };
         self.device
             .create_buffer_init(&wg::util::BufferInitDescriptor {
                 label: Some(what),
-                contents: bytes,
+                contents,
                 usage: wg::BufferUsages::STORAGE,
             })
     }
@@ -730,7 +739,8 @@ fn loop_iterations(shape: WgslShape, problem: &Problem, tile: u32) -> u64 {
 }
 
 fn as_bytes<T: Copy>(data: &[T]) -> &[u8] {
-    // SAFETY: T is f32, u32 or f16 (plain data, no padding); the slice covers exactly its elements.
+    // SAFETY: T is f32, u32, f16 or bf16 (plain data, no padding); the slice covers exactly its
+    // elements.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
