@@ -47,19 +47,7 @@ tf32x3_split(const float* __restrict__ X, float* __restrict__ planes, int rows, 
     const int r0 = blockIdx.x * 32;
     const long long plane = (long long)rows * KP;
     for (int k0 = blockIdx.y * 64; k0 < KP; k0 += gridDim.y * 64) {
-        // Load a 32×64 tile, consecutive threads along the stored contiguous dimension.
-#pragma unroll
-        for (int it = 0; it < 8; it++) {
-            const int idx = tid + it * 256;
-            int r, k;
-            if (cs == 1) {
-                r = idx / 64, k = idx % 64;
-            } else {
-                r = idx % 32, k = idx / 32;
-            }
-            const int gr = r0 + r, gk = k0 + k;
-            tile[r][k] = gr < rows && gk < K ? X[(long long)gr * rs + (long long)gk * cs] : 0.0f;
-        }
+        load_split_tile(tile, X, rows, K, r0, k0, rs, cs);  // split_tile.cuh
         __syncthreads();
         // Write: per (row, 4 consecutive k) one float4 to each plane, consecutive threads along k.
 #pragma unroll

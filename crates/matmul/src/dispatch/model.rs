@@ -20,7 +20,7 @@ use crate::family::tf32x3::Tf32x3;
 use crate::family::u8x4::U8x4Tma;
 use crate::family::wgmma::Wgmma;
 use crate::problem::{Op, Precision, Problem};
-use crate::registry::{Constraint, DeviceLimits, Geometry, KernelSpec, Tiling, KERNELS};
+use crate::registry::{Constraint, DeviceLimits, Geometry, KernelSpec, TcTile, Tiling, KERNELS};
 use crate::RunOptions;
 
 /// A device as the model sees it: its limits plus nominal per-SM rates from its architecture.
@@ -372,19 +372,15 @@ pub fn estimate(
             // Ten u8 GEMMs on the int8 rate, after a pre-pass that reads A and B and writes
             // their four byte planes each.
             // The TMA kernel splits K where its tiles fill less than half the SMs.
-            let tiles = m.div_ceil(tile.bm as u64) * n.div_ceil(tile.bn as u64);
             let splits = if src.split_k {
                 U8x4Tma::splits(kernel, problem, device.sms)
             } else {
                 1
             };
-            let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
             let kp = k.div_ceil(128) * 128;
-            // The ten byte GEMMs run through one pipeline, which fills once per unit.
-            let piece_k = 10.0 * kp.div_ceil(splits) as f64 + 2.0 * tile.bk as f64;
-            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
-                / (device.tc_rate(DType::U32) * eff);
-            let compute = waves(tiles * splits, device.sms, 1, unit_s);
+            let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
+            let compute =
+                pre_split_compute(problem, tile, (10, kp, splits), DType::U32, eff, device);
             let dram = device.dram_bytes_per_s * DRAM_EFFICIENCY;
             // Each pair streams a byte plane of A and of B^T: B's from DRAM once per group
             // of 16 tile-rows (the grouped raster shares it through L2 within a group), A's
@@ -408,18 +404,15 @@ pub fn estimate(
             // Three tf32 GEMMs through one pipeline on the tf32 rate, after a pre-pass that
             // reads A and B and writes their big and small planes, and before a fixup launch
             // (which returns at once unless an input holds ±∞).
-            let tiles = m.div_ceil(tile.bm as u64) * n.div_ceil(tile.bn as u64);
             let splits = if src.split_k {
                 Tf32x3::splits(kernel, problem, device.sms)
             } else {
                 1
             };
-            let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
             let kp = k.div_ceil(32) * 32;
-            let piece_k = 3.0 * kp.div_ceil(splits) as f64 + 2.0 * tile.bk as f64;
-            let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k
-                / (device.tc_rate(DType::Tf32) * eff);
-            let compute = waves(tiles * splits, device.sms, 1, unit_s);
+            let eff = tc_efficiency(kernel, tile.bn, device) * calibration;
+            let compute =
+                pre_split_compute(problem, tile, (3, kp, splits), DType::Tf32, eff, device);
             let dram = device.dram_bytes_per_s * DRAM_EFFICIENCY;
             let planes = ((m + n) * k * 4 + 2 * (m + n) * kp * 4) as f64 / dram;
             Estimate {
@@ -451,6 +444,24 @@ pub fn estimate(
         _ => return None,
     };
     Some(est)
+}
+
+/// The tensor work of a pre-split kernel: `products` GEMMs over the planes' K extent `kp` (ten
+/// byte products; 3xTF32's three) through one pipeline that fills once per (tile, piece) unit,
+/// `splits` pieces a tile, at `rate`'s tensor rate times `eff`.
+fn pre_split_compute(
+    problem: &Problem,
+    tile: TcTile,
+    (products, kp, splits): (u64, u64, u64),
+    rate: DType,
+    eff: f64,
+    device: &DeviceModel,
+) -> f64 {
+    let tiles =
+        (problem.m as u64).div_ceil(tile.bm as u64) * (problem.n as u64).div_ceil(tile.bn as u64);
+    let piece_k = (products * kp.div_ceil(splits)) as f64 + 2.0 * tile.bk as f64;
+    let unit_s = 2.0 * tile.bm as f64 * tile.bn as f64 * piece_k / (device.tc_rate(rate) * eff);
+    waves(tiles * splits, device.sms, 1, unit_s)
 }
 
 /// What a TMA kernel pays for an operand whose stored rows are not 16-byte multiples: a padded

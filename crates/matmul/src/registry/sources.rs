@@ -58,17 +58,23 @@ pub(super) const WGMMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, EPILOGU
 /// (no other wgmma include).
 pub(super) const WGMMA_TF32_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, SM80, HOPPER, EPILOGUE];
 /// The byte-split pre-pass of the u8x4 kernels (`u8x4_split`: u32 → 4 K-major byte planes).
+/// The pre-passes' shared tile load (`load_split_tile`), included before either of them.
+const SPLIT_TILE: (&str, &str) = (
+    "split_tile.cuh",
+    include_str!("../../kernels/split_tile.cuh"),
+);
 pub(super) const U8X4_SPLIT: (&str, &str) = (
     "u8x4_split.cuh",
     include_str!("../../kernels/u8x4_split.cuh"),
 );
 /// The includes of 18_mma_u8x4.cu: sm80.cuh's cp.async and ldmatrix, the split pre-pass.
-pub(super) const MMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, U8X4_SPLIT];
+pub(super) const MMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, SPLIT_TILE, U8X4_SPLIT];
 /// The includes of 19_wgmma_u8x4.cu: sm80.cuh's cp.async, hopper.cuh's wgmma wrappers, the split.
-pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, U8X4_SPLIT];
+pub(super) const WGMMA_U8X4_INCLUDES: &[(&str, &str)] = &[SM80, HOPPER, SPLIT_TILE, U8X4_SPLIT];
 /// The includes of 20_wgmma_u8x4_tma.cu: the grouped tile order, hopper.cuh's mbarrier, TMA and
 /// wgmma wrappers, the split.
-pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] = &[TILE_ORDER, HOPPER, U8X4_SPLIT];
+pub(super) const WGMMA_U8X4_TMA_INCLUDES: &[(&str, &str)] =
+    &[TILE_ORDER, HOPPER, SPLIT_TILE, U8X4_SPLIT];
 /// f32 → tf32 rounding of register operands (14_mma_sync.cu; 16_wgmma_tf32.cu's TMA rounds).
 pub(super) const TF32: (&str, &str) = ("tf32.cuh", include_str!("../../kernels/tf32.cuh"));
 /// The 3xTF32 pre-pass (`tf32x3_split`: f32 → big and small K-major tf32 planes) and fixup.
@@ -79,7 +85,7 @@ const TF32X3_SPLIT: (&str, &str) = (
 /// The includes of 21_wgmma_3xtf32.cu: the grouped tile order, hopper.cuh's wrappers, the
 /// epilogue's direct stores and split-K reduction, tf32.cuh's rounding, the split and fixup.
 pub(super) const WGMMA_3XTF32_INCLUDES: &[(&str, &str)] =
-    &[TILE_ORDER, HOPPER, EPILOGUE, TF32, TF32X3_SPLIT];
+    &[TILE_ORDER, HOPPER, EPILOGUE, TF32, SPLIT_TILE, TF32X3_SPLIT];
 
 /// A tensor-core ladder entry: the fields its kernels (the macros below) share.
 pub(super) const fn tc_ladder_kernel(

@@ -16,18 +16,6 @@ pub const PARAMS: &str = "struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 ";
 
-/// The bindings of a scalar kernel on 16-bit inputs: A and B as arrays of u32 words (two
-/// elements each, the lower address in the low half), C in f32; T, the compute type, is f32.
-const PARAMS_16: &str = "struct Params {
-    m: u32, n: u32, k: u32, a_rs: u32,
-    a_cs: u32, b_rs: u32, b_cs: u32, pad: u32,
-}
-@group(0) @binding(0) var<storage, read> a: array<u32>;
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> p: Params;
-";
-
 /// Element `i` of A and B as T, what the scalar kernels read them through: the element itself
 /// (f32, u32), or a 16-bit element widened to f32 from its word: f16 by `unpack2x16float`, core
 /// WGSL, no `shader-f16` needed; bf16 by moving its bits to the high half of an f32 (exact).
@@ -87,7 +75,13 @@ pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
         // f16 inputs, f32 C.
         out.push_str(&PARAMS.replace("c: array<T>", "c: array<f32>"));
     } else if dtype.is_16_bit() {
-        out.push_str(PARAMS_16);
+        // A and B as arrays of u32 words (two elements each, the lower address in the low
+        // half), C in f32; T, the compute type, is f32.
+        let words = PARAMS
+            .replace("a: array<T>", "a: array<u32>")
+            .replace("b: array<T>", "b: array<u32>")
+            .replace("c: array<T>", "c: array<f32>");
+        out.push_str(&words);
         out.push_str(&loaders(dtype));
     } else {
         out.push_str(PARAMS);

@@ -245,6 +245,48 @@ fn split_k_plan(
     }
 }
 
+/// The BM×BN tiles of C of a tensor-core kernel on `problem` (0 without a tile).
+fn c_tiles(kernel: &KernelSpec, problem: &Problem) -> u64 {
+    kernel.tc_tile().map_or(0, |t| {
+        (problem.m.div_ceil(t.bm as usize) * problem.n.div_ceil(t.bn as usize)) as u64
+    })
+}
+
+/// The launch of a persistent pre-split kernel ([`Planes`]): `count` planes per operand, whose
+/// rows the kernel addresses as i·M + r (i·N + r) in int, and a grid of min(units, SMs) blocks
+/// over C's tiles × `splits` k pieces.
+fn pre_split_launch(
+    kernel: &KernelSpec,
+    problem: &Problem,
+    device: &DeviceInfo,
+    count: usize,
+    splits: impl Fn(u64) -> u64,
+) -> Result<LaunchDims, String> {
+    let t = mma::tile(kernel)?;
+    let rows = count * problem.m.max(problem.n);
+    if rows > i32::MAX as usize {
+        return Err(format!(
+            "{count}·max(M, N) = {rows} rows of planes must fit an int"
+        ));
+    }
+    blocks(problem.n, t.bn)?;
+    blocks(problem.m, t.bm)?;
+    let sms = device.sm_count.max(1) as u64;
+    let units = c_tiles(kernel, problem) * splits(sms);
+    Ok(((units.min(sms).max(1) as u32, 1, 1), (t.threads, 1, 1)))
+}
+
+/// A persistent split-K kernel's grid narrowed to one piece: one block per tile of C, on at most
+/// `sms` SMs.
+fn one_block_per_tile(
+    kernel: &KernelSpec,
+    problem: &Problem,
+    (_, y, z): (u32, u32, u32),
+    sms: u64,
+) -> (u32, u32, u32) {
+    (c_tiles(kernel, problem).min(sms).max(1) as u32, y, z)
+}
+
 fn blocks(n: usize, per: u32) -> Result<u32, String> {
     u32::try_from(n.div_ceil(per as usize))
         .map_err(|_| format!("the grid would need {} blocks", n.div_ceil(per as usize)))

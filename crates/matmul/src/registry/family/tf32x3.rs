@@ -5,8 +5,10 @@
 //! units, two tensor maps over the planes); behind it `tf32x3_fixup` recomputes the flagged
 //! elements by FMA.
 
-use super::mma::tile;
-use super::{blocks, split_k_plan, ExtraArgs, Family, LaunchDims, Planes};
+use super::{
+    c_tiles, one_block_per_tile, pre_split_launch, split_k_plan, ExtraArgs, Family, LaunchDims,
+    Planes,
+};
 use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::DeviceInfo;
@@ -43,9 +45,7 @@ pub struct Tf32x3;
 impl Tf32x3 {
     /// The BM×BN tiles of C.
     pub fn tiles(kernel: &KernelSpec, problem: &Problem) -> u64 {
-        kernel.tc_tile().map_or(0, |t| {
-            (problem.m.div_ceil(t.bm as usize) * problem.n.div_ceil(t.bn as usize)) as u64
-        })
+        c_tiles(kernel, problem)
     }
 
     /// The k pieces of each tile on `problem` with `sms` SMs: 1 (no split) unless the tiles are
@@ -121,19 +121,9 @@ impl Family for Tf32x3 {
         _opts: &RunOptions,
         device: &DeviceInfo,
     ) -> Result<LaunchDims, String> {
-        let t = tile(kernel)?;
-        // The kernel addresses the small plane's rows as M + r (N + r) in int.
-        if 2 * problem.m.max(problem.n) > i32::MAX as usize {
-            return Err(format!(
-                "2·max(M, N) = {} rows of planes must fit an int",
-                2 * problem.m.max(problem.n)
-            ));
-        }
-        blocks(problem.n, t.bn)?;
-        blocks(problem.m, t.bm)?;
-        let sms = device.sm_count.max(1) as u64;
-        let units = Tf32x3::tiles(kernel, problem) * Tf32x3::splits(kernel, problem, sms);
-        Ok(((units.min(sms).max(1) as u32, 1, 1), (t.threads, 1, 1)))
+        pre_split_launch(kernel, problem, device, PLANES.count, |sms| {
+            Tf32x3::splits(kernel, problem, sms)
+        })
     }
 
     fn persistent(&self) -> bool {
@@ -164,11 +154,10 @@ impl Family for Tf32x3 {
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
-        (_, y, z): (u32, u32, u32),
+        grid: (u32, u32, u32),
         sms: u64,
     ) -> (u32, u32, u32) {
-        let tiles = Tf32x3::tiles(kernel, problem).min(sms).max(1);
-        (tiles as u32, y, z)
+        one_block_per_tile(kernel, problem, grid, sms)
     }
 }
 

@@ -5,7 +5,9 @@
 //! dynamic shared memory; grid = (⌈n / BN⌉, ⌈m / BM⌉). Its extra arguments are the planes' address and KP.
 
 use super::mma::tile;
-use super::{blocks, ExtraArgs, Family, LaunchDims, Planes};
+use super::{
+    blocks, c_tiles, one_block_per_tile, pre_split_launch, ExtraArgs, Family, LaunchDims, Planes,
+};
 use crate::dtype::DType;
 use crate::problem::Problem;
 use crate::registry::DeviceInfo;
@@ -124,9 +126,7 @@ const REDUCE_LAUNCH_S: f64 = 3e-6;
 impl U8x4Tma {
     /// The BM×BN tiles of C.
     pub fn tiles(kernel: &KernelSpec, problem: &Problem) -> u64 {
-        kernel.tc_tile().map_or(0, |t| {
-            (problem.m.div_ceil(t.bm as usize) * problem.n.div_ceil(t.bn as usize)) as u64
-        })
+        c_tiles(kernel, problem)
     }
 
     /// The k pieces of each tile on `problem` with `sms` SMs; 1 (no split) unless the tiles are
@@ -188,19 +188,9 @@ impl Family for U8x4Tma {
         _opts: &RunOptions,
         device: &DeviceInfo,
     ) -> Result<LaunchDims, String> {
-        let t = tile(kernel)?;
-        // The kernel addresses plane i's rows as i·M + r (i·N + r) in int: 4·max(M, N) must fit.
-        if 4 * problem.m.max(problem.n) > i32::MAX as usize {
-            return Err(format!(
-                "4·max(M, N) = {} rows of byte planes must fit an int",
-                4 * problem.m.max(problem.n)
-            ));
-        }
-        blocks(problem.n, t.bn)?;
-        blocks(problem.m, t.bm)?;
-        let sms = device.sm_count.max(1) as u64;
-        let units = U8x4Tma::tiles(kernel, problem) * U8x4Tma::splits(kernel, problem, sms);
-        Ok(((units.min(sms).max(1) as u32, 1, 1), (t.threads, 1, 1)))
+        pre_split_launch(kernel, problem, device, PLANES.count, |sms| {
+            U8x4Tma::splits(kernel, problem, sms)
+        })
     }
 
     fn persistent(&self) -> bool {
@@ -235,11 +225,10 @@ impl Family for U8x4Tma {
         &self,
         kernel: &KernelSpec,
         problem: &Problem,
-        (_, y, z): (u32, u32, u32),
+        grid: (u32, u32, u32),
         sms: u64,
     ) -> (u32, u32, u32) {
-        let tiles = U8x4Tma::tiles(kernel, problem).min(sms).max(1);
-        (tiles as u32, y, z)
+        one_block_per_tile(kernel, problem, grid, sms)
     }
 }
 
