@@ -10,6 +10,7 @@ mod multi_cmd;
 mod puzzle_cmd;
 mod report_cmd;
 mod run_cmd;
+mod show_cmd;
 mod soak_cmd;
 mod tune_cmd;
 
@@ -64,6 +65,10 @@ enum Command {
     /// verified; counts launches, failures and memory growth (exit 1 on any failure).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Soak(soak_cmd::SoakArgs),
+    /// A kernel's source as the backends get it: CUDA C++ with its -D parameters, the whole WGSL
+    /// shader, or for a kernel written once in Rust (NAME@rs) the Rust it was generated from.
+    #[command(after_help = cli_error::EXIT_STATUSES)]
+    Show(show_cmd::ShowArgs),
     /// Write a starter kernel of your own (CUDA or WGSL) for `run --kernel-file` (docs/own-kernels.md).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     NewKernel(byok_cmd::NewKernelArgs),
@@ -113,6 +118,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune_cmd::tune(args),
         Command::Soak(args) => soak_cmd::soak(args),
         Command::NewKernel(args) => byok_cmd::new_kernel(args),
+        Command::Show(args) => show_cmd::show(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -421,7 +421,7 @@ fn bad_input_is_status_2_naming_what_is_wrong() {
         ),
         (
             &["run", "--kernel", "cpu", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
-            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async, wgpu-naive, wgpu-single-block, wgpu-tiled); `cpu` has none",
+            "--tile applies to the kernels with a TILE or TPB (naive, single-block, tiled, tiled-async, naive@rs, tiled@rs, wgpu-naive, wgpu-single-block, wgpu-tiled, wgpu-naive@rs, wgpu-tiled@rs); `cpu` has none",
         ),
         (
             &["run", "--kernel", "tiled", "--tile", "0", "-m", "4", "-n", "4", "-k", "4"],
@@ -1177,4 +1177,45 @@ fn devices_without_a_runtime_dir_are_quiet() {
         "window-system noise: {}",
         stderr(&out)
     );
+}
+
+/// `matmul show`: a kernel written once in Rust in its three forms (the Rust, the generated CUDA
+/// with its -D parameters, the generated WGSL whole), a hand-written one in its own language;
+/// asking a hand-written kernel for Rust, or a form it has not, is status 2 naming it.
+#[test]
+fn show_prints_the_source_each_backend_gets() {
+    let out = matmul(&["show", "tiled@rs", "--lang", "rust"], "");
+    assert!(out.status.success());
+    let rust = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        rust.contains("fn tiled(") && rust.contains("superstep();"),
+        "{rust}"
+    );
+    let out = matmul(&["show", "tiled@rs"], "");
+    let cuda = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        cuda.contains("-DTILE=16") && cuda.contains("__syncthreads();"),
+        "{cuda}"
+    );
+    let out = matmul(&["show", "wgpu-tiled@rs", "--dtype", "u32"], "");
+    let wgsl = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        wgsl.contains("alias T = u32;") && wgsl.contains("workgroupBarrier();"),
+        "{wgsl}"
+    );
+    let out = matmul(&["show", "ELE"], "");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("__global__"));
+    for args in [
+        &["show", "wgmma", "--lang", "rust"][..],
+        &["show", "naive", "--lang", "wgsl"],
+        &["show", "wgmma", "--dtype", "u32"],
+        &["show", "no-such-kernel"],
+    ] {
+        let out = matmul(args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "{args:?}");
+    }
 }

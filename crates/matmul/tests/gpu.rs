@@ -384,6 +384,8 @@ kernel_tests! {
     sweep_single_block => "single-block",
     sweep_tiled => "tiled",
     sweep_tiled_async => "tiled-async",
+    sweep_naive_rs => "naive@rs",
+    sweep_tiled_rs => "tiled@rs",
     sweep_blocktile_1d => "blocktile-1d",
     sweep_blocktile_2d => "blocktile-2d",
     sweep_vectorized => "vectorized",

@@ -9,6 +9,7 @@ mod sources;
 pub mod device;
 pub mod family;
 pub mod options;
+pub mod rs_kernels;
 pub mod rules;
 pub mod tiling;
 pub mod traffic;
@@ -185,6 +186,28 @@ pub static KERNELS: &[KernelSpec] = &[
         traffic: Traffic::Tiled,
         implementation: cu!("09_tiled_async.cu", Geometry::Tile2d { tile: 16 }),
     },
+    rs_kernel(
+        "naive@rs",
+        "naive written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as CUDA C++: 06_naive.cu's algorithm, K in chunks of 16",
+        Traffic::RowTimesColumn,
+        CudaSource {
+            file: "rs_kernels.rs (naive, generated)",
+            text: rs_kernels::naive::CUDA,
+            entry: Some("naive_rs"),
+            ..cu_source!("06_naive.cu", Geometry::Tile2d { tile: 16 })
+        },
+    ),
+    rs_kernel(
+        "tiled@rs",
+        "Sarek's tiled kernel written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]: shared arrays, supersteps), generated as CUDA C++: 08_tiled.cu's algorithm",
+        Traffic::Tiled,
+        CudaSource {
+            file: "rs_kernels.rs (tiled, generated)",
+            text: rs_kernels::tiled::CUDA,
+            entry: Some("tiled_rs"),
+            ..cu_source!("08_tiled.cu", Geometry::Tile2d { tile: 16 })
+        },
+    ),
     KernelSpec {
         name: "blocktile-1d",
         aliases: &[],
@@ -502,6 +525,30 @@ pub static KERNELS: &[KernelSpec] = &[
         },
     ),
     wgsl(
+        "wgpu-naive@rs",
+        "naive written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as WGSL: wgpu-naive's algorithm",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "rs_kernels.rs (naive, generated)",
+            text: rs_kernels::naive::WGSL,
+            shape: WgslShape::Tile2d { tile: 16 },
+            twins: &["naive@rs"],
+        },
+    ),
+    wgsl(
+        "wgpu-tiled@rs",
+        "Sarek's tiled kernel written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]: shared arrays, supersteps), generated as WGSL: wgpu-tiled's algorithm",
+        Traffic::Tiled,
+        &[],
+        WgslSource {
+            file: "rs_kernels.rs (tiled, generated)",
+            text: rs_kernels::tiled::WGSL,
+            shape: WgslShape::Tiled { tile: 16 },
+            twins: &["tiled@rs"],
+        },
+    ),
+    wgsl(
         "wgpu-regtile",
         "register-tiled WGSL: 128x128 tiles of C per 256-invocation workgroup, 8x8 outputs per invocation in vec4 registers, A and B 8 deep in 8.3 KiB of workgroup memory read as vec4s, the next k-block prefetched into registers",
         Traffic::BlockTiled,
@@ -548,6 +595,27 @@ pub static KERNELS: &[KernelSpec] = &[
         )
     },
 ];
+
+/// A registry entry for a CUDA kernel written once in Rust (registry/rs_kernels.rs): f32 and
+/// u32, Sarek's origin.
+const fn rs_kernel(
+    name: &'static str,
+    summary: &'static str,
+    traffic: Traffic,
+    src: CudaSource,
+) -> KernelSpec {
+    KernelSpec {
+        name,
+        aliases: &[],
+        origin: "seeds 000/003 (Sarek's let%kernel), written once in Rust",
+        summary,
+        backend: BackendKind::Cuda,
+        dtypes: SIMT,
+        constraints: &[],
+        traffic,
+        implementation: Implementation::Cuda(src),
+    }
+}
 
 /// A registry entry for a scalar WGSL kernel (f32, u32, and f16 and bf16 computed in f32; run by
 /// the wgpu backend).
