@@ -14,7 +14,9 @@
 //!   expression of constants; `superstep();` a barrier of the whole block (Sarek's `let%superstep`);
 //! - expressions: integer literals, names, `+ - * / %`, comparisons, `&&`, `||`, parentheses,
 //!   `a[i]`, `b[i]`, `s[i]`, `zero()` (T's zero), `thread_x()`, `thread_y()`, `block_x()`,
-//!   `block_y()`.
+//!   `block_y()`, `global_x()` (the thread's index over the whole grid along x);
+//! - the attribute's workgroup sizes may also name `WG`, the row and element kernels' workgroup
+//!   size (a constant of the wgpu backend's header; CUDA takes the block size from the launch).
 //!
 //! Types are inferred: a value is of the element type T when it reads an element (`a[..]`,
 //! `b[..]`, a shared array) or is `zero()`, else `u32`.
@@ -56,9 +58,12 @@ fn generate(
     check_signature(item)?;
     let mut g = Gen::default();
     let mut wg_sizes = Vec::new();
+    g.attr = true;
     for s in &sizes {
         wg_sizes.push(g.expr_w(s)?.1);
     }
+    g.attr = false;
+    g.wg_x = wg_sizes[0].clone();
     let mut body = Vec::new();
     g.block(&item.block.stmts, 1, &mut body)?;
     let cuda = g.cuda(&name, &body);
@@ -116,6 +121,11 @@ struct Gen {
     vars: HashMap<String, Ty>,
     /// Shared arrays: name, length (CUDA, WGSL).
     shared: Vec<(String, String, String)>,
+    /// Lowering the attribute's workgroup sizes, where `WG` (the row and element kernels'
+    /// workgroup size, a constant of the wgpu header) may appear.
+    attr: bool,
+    /// The workgroup's x size, as WGSL (`global_x()` needs it).
+    wg_x: String,
 }
 
 const PROBLEM: [&str; 7] = ["m", "n", "k", "a_rs", "a_cs", "b_rs", "b_cs"];
@@ -343,8 +353,8 @@ impl Gen {
             }
             Expr::Path(p) => {
                 let name = ident(p)?;
-                if name == "TILE" {
-                    return Ok((Ty::U32, "TILE".into()));
+                if name == "TILE" || (name == "WG" && self.attr) {
+                    return Ok((Ty::U32, name));
                 }
                 if PROBLEM.contains(&name.as_str()) {
                     return Ok((Ty::U32, if wgsl { format!("p.{name}") } else { name }));
@@ -409,12 +419,21 @@ impl Gen {
                     return err(c.span(), "this call");
                 };
                 let name = ident(p)?;
+                // global_x(): the thread's index over the whole grid along x, with the grid's y
+                // rows of blocks after one another (the wgpu backend folds a long 1-D dispatch
+                // into y).
+                let global_w = format!("((wid.y * nwg.x + wid.x) * ({}) + lid.x)", self.wg_x);
                 let (t, cu, w) = match name.as_str() {
                     "zero" => (Ty::Elem, "(ELEM)0", "T(0)"),
                     "thread_x" => (Ty::U32, "threadIdx.x", "lid.x"),
                     "thread_y" => (Ty::U32, "threadIdx.y", "lid.y"),
                     "block_x" => (Ty::U32, "blockIdx.x", "wid.x"),
                     "block_y" => (Ty::U32, "blockIdx.y", "wid.y"),
+                    "global_x" => (
+                        Ty::U32,
+                        "((blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x)",
+                        global_w.as_str(),
+                    ),
                     _ => return err(c.span(), "this call"),
                 };
                 Ok((t, if wgsl { w.into() } else { cu.into() }))
@@ -450,7 +469,7 @@ impl Gen {
             s.push_str(&format!("var<workgroup> {sh}: array<T, {len}>;\n"));
         }
         s.push_str(&format!(
-            "\n@compute @workgroup_size({})\nfn main(@builtin(local_invocation_id) lid: vec3<u32>,\n        @builtin(workgroup_id) wid: vec3<u32>) {{\n",
+            "\n@compute @workgroup_size({})\nfn main(@builtin(local_invocation_id) lid: vec3<u32>,\n        @builtin(workgroup_id) wid: vec3<u32>,\n        @builtin(num_workgroups) nwg: vec3<u32>) {{\n",
             sizes.join(", ")
         ));
         for l in body {

@@ -384,6 +384,8 @@ kernel_tests! {
     sweep_single_block => "single-block",
     sweep_tiled => "tiled",
     sweep_tiled_async => "tiled-async",
+    sweep_row_rs => "row@rs",
+    sweep_ele_rs => "ele@rs",
     sweep_naive_rs => "naive@rs",
     sweep_tiled_rs => "tiled@rs",
     sweep_blocktile_1d => "blocktile-1d",

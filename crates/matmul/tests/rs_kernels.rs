@@ -28,6 +28,10 @@ fn generated_code_is_pinned() {
     golden("naive.wgsl", rs_kernels::naive::WGSL);
     golden("tiled.cu", rs_kernels::tiled::CUDA);
     golden("tiled.wgsl", rs_kernels::tiled::WGSL);
+    golden("row.cu", rs_kernels::row::CUDA);
+    golden("row.wgsl", rs_kernels::row::WGSL);
+    golden("ele.cu", rs_kernels::ele::CUDA);
+    golden("ele.wgsl", rs_kernels::ele::WGSL);
 }
 
 /// The Rust each kernel was written in, as `matmul show --lang rust` prints it: its comment,
@@ -48,6 +52,9 @@ fn the_rust_source_is_found() {
     assert!(rs_kernels::source_of("naive@rs")
         .unwrap()
         .contains("fn naive("));
+    assert!(rs_kernels::source_of("ele@rs")
+        .unwrap()
+        .contains("global_x()"));
     assert_eq!(rs_kernels::source_of("tiled"), None);
     assert_eq!(rs_kernels::source_of("wgmma@rs"), None);
 }

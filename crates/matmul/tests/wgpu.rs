@@ -247,6 +247,24 @@ fn sweep_wgpu_tiled() {
     not(matmul_require_wgpu),
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
+fn sweep_wgpu_row_rs() {
+    sweep("wgpu-row@rs");
+}
+
+#[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
+fn sweep_wgpu_ele_rs() {
+    sweep("wgpu-ele@rs");
+}
+
+#[test]
+#[cfg_attr(
+    not(matmul_require_wgpu),
+    ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
+)]
 fn sweep_wgpu_naive_rs() {
     sweep("wgpu-naive@rs");
 }

@@ -55,6 +55,9 @@ const WGMMA_TF32: TcTile = TcTile::new(128, 256, 32, 4, 384).with_store_boxes(2)
 /// consumer warpgroup), 32 of K per stage, 3 stages of 64 KB (A and B, big and small).
 const WGMMA_3XTF32: TcTile = TcTile::new(128, 128, 32, 3, 384);
 const ALL: &[DType] = &DType::ALL;
+/// The origins of the kernels written once in Rust (registry/rs_kernels.rs).
+const SAREK_RS: &str = "seeds 000/003 (Sarek's let%kernel), written once in Rust";
+const JUDGE_RS: &str = "seed 001 (Judge Girl CUDA-MATMUL), written once in Rust";
 const SEED_001: &str = "seed 001 (Judge Girl CUDA-MATMUL)";
 const SEED_002: &str = "seeds 002/004 (Mojo GPU puzzles)";
 const SIMT_LADDER: &str = "SIMT ladder (this crate)";
@@ -187,7 +190,32 @@ pub static KERNELS: &[KernelSpec] = &[
         implementation: cu!("09_tiled_async.cu", Geometry::Tile2d { tile: 16 }),
     },
     rs_kernel(
+        "row@rs",
+        JUDGE_RS,
+        "Judge Girl's ROW written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as CUDA C++: 02_row.cu's algorithm, K in chunks of 16",
+        Traffic::RowTimesColumn,
+        CudaSource {
+            file: "rs_kernels.rs (row, generated)",
+            text: rs_kernels::row::CUDA,
+            entry: Some("row_rs"),
+            ..cu_source!("02_row.cu", Geometry::RowPerThread { threads: 64 })
+        },
+    ),
+    rs_kernel(
+        "ele@rs",
+        JUDGE_RS,
+        "Judge Girl's ELE written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as CUDA C++: 04_ele.cu's algorithm, K in chunks of 16",
+        Traffic::RowTimesColumn,
+        CudaSource {
+            file: "rs_kernels.rs (ele, generated)",
+            text: rs_kernels::ele::CUDA,
+            entry: Some("ele_rs"),
+            ..cu_source!("04_ele.cu", Geometry::ElementPerThread { threads: 256 })
+        },
+    ),
+    rs_kernel(
         "naive@rs",
+        SAREK_RS,
         "naive written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as CUDA C++: 06_naive.cu's algorithm, K in chunks of 16",
         Traffic::RowTimesColumn,
         CudaSource {
@@ -199,6 +227,7 @@ pub static KERNELS: &[KernelSpec] = &[
     ),
     rs_kernel(
         "tiled@rs",
+        SAREK_RS,
         "Sarek's tiled kernel written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]: shared arrays, supersteps), generated as CUDA C++: 08_tiled.cu's algorithm",
         Traffic::Tiled,
         CudaSource {
@@ -525,6 +554,30 @@ pub static KERNELS: &[KernelSpec] = &[
         },
     ),
     wgsl(
+        "wgpu-row@rs",
+        "Judge Girl's ROW written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as WGSL: wgpu-row's algorithm",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "rs_kernels.rs (row, generated)",
+            text: rs_kernels::row::WGSL,
+            shape: WgslShape::Row { threads: 64 },
+            twins: &["row@rs"],
+        },
+    ),
+    wgsl(
+        "wgpu-ele@rs",
+        "Judge Girl's ELE written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as WGSL: wgpu-ele's algorithm",
+        Traffic::RowTimesColumn,
+        &[],
+        WgslSource {
+            file: "rs_kernels.rs (ele, generated)",
+            text: rs_kernels::ele::WGSL,
+            shape: WgslShape::Element { threads: 256 },
+            twins: &["ele@rs"],
+        },
+    ),
+    wgsl(
         "wgpu-naive@rs",
         "naive written once in Rust (registry/rs_kernels.rs, #[matmul_macros::kernel]), generated as WGSL: wgpu-naive's algorithm",
         Traffic::RowTimesColumn,
@@ -597,9 +650,10 @@ pub static KERNELS: &[KernelSpec] = &[
 ];
 
 /// A registry entry for a CUDA kernel written once in Rust (registry/rs_kernels.rs): f32 and
-/// u32, Sarek's origin.
+/// u32.
 const fn rs_kernel(
     name: &'static str,
+    origin: &'static str,
     summary: &'static str,
     traffic: Traffic,
     src: CudaSource,
@@ -607,7 +661,7 @@ const fn rs_kernel(
     KernelSpec {
         name,
         aliases: &[],
-        origin: "seeds 000/003 (Sarek's let%kernel), written once in Rust",
+        origin,
         summary,
         backend: BackendKind::Cuda,
         dtypes: SIMT,

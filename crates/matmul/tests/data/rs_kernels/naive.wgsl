@@ -2,7 +2,8 @@
 
 @compute @workgroup_size(TILE, TILE)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = wid.y * TILE + lid.y;
     let j = wid.x * TILE + lid.x;
     if (i < p.m && j < p.n) {

@@ -4,7 +4,8 @@ var<workgroup> tile_b: array<T, TILE * TILE>;
 
 @compute @workgroup_size(TILE, TILE)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
     let tx = lid.x;
     let ty = lid.y;
     let i = wid.y * TILE + ty;
