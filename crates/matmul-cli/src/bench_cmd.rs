@@ -156,7 +156,7 @@ fn bench_user(args: &BenchArgs) -> CliResult {
             ))
         }
     };
-    let kernel = byok_cmd::build(&args.user, dtype)?;
+    let kernel = byok_cmd::build(&args.user, dtype, args.backend)?;
     let shapes: Vec<(usize, usize, usize)> = if !args.shapes.is_empty() {
         args.shapes.iter().map(|s| (s.m, s.n, s.k)).collect()
     } else if !args.sizes.is_empty() {

@@ -1,5 +1,6 @@
 //! Bring your own kernel (docs/own-kernels.md): `matmul run --kernel-file`, `matmul bench
-//! --kernel-file` and `matmul new-kernel`.
+//! --kernel-file` and `matmul new-kernel`. A kernel written in Rust (`.rs`, docs/rust-kernels.md)
+//! is generated into CUDA C++ or WGSL for the backend that runs it when the file is read.
 //!
 //! A user's kernel never runs in the process the user started: that process re-executes itself
 //! (the same arguments, [`CHILD_ENV`] set) and supervises the child. The child compiles,
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use matmul::user::{Expr, Lang, UserKernel};
 use matmul::verify;
-use matmul::{AnyMatrix, Backend, DType, Init, Inputs, Op, Problem};
+use matmul::{AnyMatrix, Backend, BackendChoice, DType, Init, Inputs, Op, Problem};
 
 use crate::cli_error::{CliError, CliResult};
 
@@ -40,10 +41,13 @@ pub const CHECK_SHAPES: &[(usize, usize, usize)] = &[
 #[derive(Args, Clone, Default)]
 pub struct UserKernelArgs {
     /// A kernel of your own: a .cu (CUDA C++, NVRTC) or .wgsl (wgpu) file with the ABI of
-    /// docs/own-kernels.md; run in a child process under a watchdog.
+    /// docs/own-kernels.md, or a .rs file in the Rust subset of docs/rust-kernels.md (generated
+    /// for the backend: CUDA when a device is present, else wgpu; --backend picks); run in a child
+    /// process under a watchdog.
     #[arg(long, value_name = "PATH")]
     pub kernel_file: Option<String>,
-    /// Its entry point (default: the file's stem, `-` as `_`, for .cu; `main` for .wgsl).
+    /// Its entry point (default: the file's stem, `-` as `_`, for .cu; `main` for .wgsl; a .rs
+    /// kernel's is its function).
     #[arg(long, requires = "kernel_file")]
     pub entry: Option<String>,
     /// A define for the kernel file, repeatable: NVRTC's -D for .cu, `const NAME = VALUE;` for
@@ -51,14 +55,12 @@ pub struct UserKernelArgs {
     #[arg(short = 'D', value_name = "NAME=VALUE", requires = "kernel_file")]
     pub define: Vec<String>,
     /// Blocks (.cu) or workgroups (.wgsl) along x[,y[,z]]: expressions of M, N, K and integer
-    /// defines with + - * / % ( ) ceil floor cdiv min max.
-    #[arg(
-        long,
-        requires = "kernel_file",
-        default_value = "cdiv(N,16),cdiv(M,16)"
-    )]
-    pub grid: String,
-    /// Threads per block x[,y[,z]] (.cu only; WGSL sets @workgroup_size in the shader).
+    /// defines with + - * / % ( ) ceil floor cdiv min max (default: cdiv(N,16),cdiv(M,16); for
+    /// .rs, cdiv(N,X),cdiv(M,Y) of its #[kernel(X, Y)], docs/rust-kernels.md).
+    #[arg(long, requires = "kernel_file")]
+    pub grid: Option<String>,
+    /// Threads per block x[,y[,z]] (.cu only; WGSL sets @workgroup_size in the shader, a .rs
+    /// kernel's attribute sets both; default 16,16).
     #[arg(long, requires = "kernel_file")]
     pub block: Option<String>,
     /// Dynamic shared memory in bytes, an expression (.cu only; default 0).
@@ -90,9 +92,19 @@ pub fn in_child() -> bool {
     std::env::var_os(CHILD_ENV).is_some()
 }
 
-/// Reads the kernel file and builds the kernel for `dtype`; every problem with the command line
-/// (an unreadable file, a bad extension, expression or define) is an input error (exit 2).
-pub fn build(args: &UserKernelArgs, dtype: DType) -> CliResult<UserKernel> {
+/// Whether `args` name a kernel written in Rust (a `.rs` file), which `--backend` may place.
+pub fn is_rust(args: &UserKernelArgs) -> bool {
+    args.kernel_file
+        .as_deref()
+        .is_some_and(|p| Lang::of_path(p).ok() == Some(Lang::Rust))
+}
+
+/// Reads the kernel file and builds the kernel for `dtype` on `backend` (a `.rs` kernel is
+/// generated here for CUDA or wgpu: `auto` is CUDA when the driver reports a device, else wgpu);
+/// every problem with the command line (an unreadable file, a bad extension, expression or
+/// define, a Rust kernel outside the subset: `file.rs:LINE:COL: message`) is an input error
+/// (exit 2).
+pub fn build(args: &UserKernelArgs, dtype: DType, backend: BackendChoice) -> CliResult<UserKernel> {
     let path = args
         .kernel_file
         .clone()
@@ -104,24 +116,69 @@ pub fn build(args: &UserKernelArgs, dtype: DType) -> CliResult<UserKernel> {
             matmul::error::quoted(&path)
         ))
     })?;
-    let entry = match (&args.entry, lang) {
-        (Some(e), _) => e.clone(),
-        (None, Lang::Wgsl) => "main".to_string(),
-        (None, Lang::Cuda) => std::path::Path::new(&path)
-            .file_stem()
-            .map(|s| s.to_string_lossy().replace('-', "_"))
-            .unwrap_or_default(),
-    };
+    let fits = matches!(
+        (lang, backend),
+        (_, BackendChoice::Auto)
+            | (Lang::Cuda, BackendChoice::Cuda)
+            | (Lang::Wgsl, BackendChoice::Wgpu)
+            | (Lang::Rust, BackendChoice::Cuda | BackendChoice::Wgpu)
+    );
+    if !fits {
+        return Err(CliError::input(format!(
+            "--backend {} does not go with a {} kernel (a .cu file runs on CUDA, a .wgsl file on wgpu, a .rs file on either)",
+            backend.name(),
+            lang.name()
+        )));
+    }
     if lang == Lang::Wgsl && (args.block.is_some() || args.shared.is_some()) {
         return Err(CliError::input(
             "--block and --shared apply to .cu kernels: a WGSL kernel sets @workgroup_size and declares var<workgroup> itself",
         ));
     }
-    let mut defines = Vec::new();
+    let mut defines: Vec<(String, String)> = Vec::new();
     for d in &args.define {
         let (k, v) = d.split_once('=').unwrap_or((d.as_str(), "1"));
         defines.push((k.trim().to_string(), v.trim().to_string()));
     }
+    let (entry, grid, block) = match lang {
+        Lang::Rust => {
+            let given = [
+                (args.entry.is_some(), "--entry"),
+                (args.block.is_some(), "--block"),
+                (args.shared.is_some(), "--shared"),
+            ];
+            if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
+                return Err(CliError::input(format!(
+                    "{opt} does not apply to a .rs kernel: its #[kernel(X, Y)] attribute sets the block, its function is the entry, its shared arrays are static (docs/rust-kernels.md)"
+                )));
+            }
+            let g = matmul::user::generate_rust(&path, &text)?;
+            // The constants it names, at their defaults unless -D gives them.
+            for (name, value) in matmul::user::RUST_CONSTANTS {
+                if g.constants.iter().any(|c| c == name) && !defines.iter().any(|(k, _)| k == name)
+                {
+                    defines.push((name.to_string(), value.to_string()));
+                }
+            }
+            let (grid, block) = matmul::user::rust_launch(&g);
+            (g.name, args.grid.clone().unwrap_or(grid), block)
+        }
+        _ => {
+            let entry = match (&args.entry, lang) {
+                (Some(e), _) => e.clone(),
+                (None, Lang::Wgsl) => "main".to_string(),
+                (None, _) => std::path::Path::new(&path)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().replace('-', "_"))
+                    .unwrap_or_default(),
+            };
+            let grid = args
+                .grid
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GRID.to_string());
+            (entry, grid, args.block.clone().unwrap_or("16,16".into()))
+        }
+    };
     let dims = |what: &str, text: &str| {
         Expr::parse_dims(text).map_err(|why| CliError::input(format!("{what} `{text}`: {why}")))
     };
@@ -132,8 +189,8 @@ pub fn build(args: &UserKernelArgs, dtype: DType) -> CliResult<UserKernel> {
         entry,
         dtype,
         defines,
-        grid: dims("--grid", &args.grid)?,
-        block: dims("--block", args.block.as_deref().unwrap_or("16,16"))?,
+        grid: dims("--grid", &grid)?,
+        block: dims("--block", &block)?,
         shared: Expr::parse(args.shared.as_deref().unwrap_or("0")).map_err(|why| {
             CliError::input(format!(
                 "--shared `{}`: {why}",
@@ -143,8 +200,20 @@ pub fn build(args: &UserKernelArgs, dtype: DType) -> CliResult<UserKernel> {
         zero_c: args.zero_c,
     };
     kernel.validate()?;
-    Ok(kernel)
+    if lang != Lang::Rust {
+        return Ok(kernel);
+    }
+    let target = match backend {
+        BackendChoice::Cuda => Lang::Cuda,
+        BackendChoice::Wgpu => Lang::Wgsl,
+        _ if matmul::cuda::list_devices().is_ok_and(|d| !d.is_empty()) => Lang::Cuda,
+        _ => Lang::Wgsl,
+    };
+    Ok(kernel.generated_for(target)?)
 }
+
+/// The grid of a .cu or .wgsl kernel when --grid is not given: one 16×16 block per 16×16 tile of C.
+const DEFAULT_GRID: &str = "cdiv(N,16),cdiv(M,16)";
 
 /// The parent's side: re-executes this binary with the same arguments as a child, kills it
 /// when an armed wait outlives its limit, and exits with the child's status.
@@ -284,7 +353,7 @@ impl Watchdog {
 fn expected_seconds(kernel: &UserKernel, problem: &Problem) -> f64 {
     let rate = match kernel.lang {
         Lang::Cuda => 1e11,
-        Lang::Wgsl => 1e9,
+        Lang::Wgsl | Lang::Rust => 1e9,
     };
     problem.flops() / rate
 }
@@ -317,6 +386,12 @@ impl Device {
                 }
             },
             Lang::Wgsl => Device::Wgpu(Box::new(matmul::WgpuBackend::new()?)),
+            Lang::Rust => {
+                return Err(CliError::failure(format!(
+                    "{}: a Rust kernel runs once generated for a backend",
+                    kernel.path
+                )))
+            }
         })
     }
 
@@ -481,7 +556,7 @@ fn run_inner(
             launch.shared,
             if kernel.zero_c { ", C zeroed" } else { "" }
         ),
-        Lang::Wgsl => println!(
+        Lang::Wgsl | Lang::Rust => println!(
             "launch   {:?} workgroups{}",
             launch.grid,
             if kernel.zero_c { ", C zeroed" } else { "" }
@@ -572,13 +647,21 @@ pub fn record_name(kernel: &UserKernel) -> String {
     format!("{}{file}", matmul_bench::KERNEL_FILE_PREFIX)
 }
 
-/// The launch options of `args` in command-line form, for the report.
-fn launch_options(args: &UserKernelArgs) -> Vec<String> {
+/// The launch options of `args` in command-line form, for the report: those given, and the grid
+/// `kernel` runs with.
+fn launch_options(args: &UserKernelArgs, kernel: &UserKernel) -> Vec<String> {
     let mut out = Vec::new();
     for d in &args.define {
         out.extend(["-D".to_string(), d.clone()]);
     }
-    out.extend(["--grid".to_string(), args.grid.clone()]);
+    let grid = args.grid.clone().unwrap_or_else(|| {
+        let mut dims: Vec<String> = kernel.grid.iter().map(|e| e.to_string()).collect();
+        while dims.len() > 1 && dims.last().is_some_and(|d| d == "1") {
+            dims.pop();
+        }
+        dims.join(",")
+    });
+    out.extend(["--grid".to_string(), grid]);
     if let Some(b) = &args.block {
         out.extend(["--block".to_string(), b.clone()]);
     }
@@ -658,7 +741,7 @@ fn bench_inner(args: &UserKernelArgs, kernel: &UserKernel, plan: &BenchPlan) -> 
     dev.compile(kernel)?;
     let iters = plan.iters.unwrap_or(match kernel.lang {
         Lang::Cuda => 50,
-        Lang::Wgsl => 5,
+        Lang::Wgsl | Lang::Rust => 5,
     });
     println!("device   {}", dev.describe());
     // The user's kernel first, then ours and the vendor's, on the same device.
@@ -697,13 +780,13 @@ fn bench_inner(args: &UserKernelArgs, kernel: &UserKernel, plan: &BenchPlan) -> 
         name: record_name(kernel),
         file: matmul_bench::KernelFile {
             path: kernel.path.clone(),
-            lang: match kernel.lang {
-                Lang::Cuda => "cuda",
-                Lang::Wgsl => "wgsl",
-            }
-            .into(),
+            // The file's language: `rust` for a .rs kernel, whichever code it was generated into.
+            lang: Lang::of_path(&kernel.path)
+                .unwrap_or(kernel.lang)
+                .name()
+                .into(),
             entry: kernel.entry.clone(),
-            options: launch_options(args),
+            options: launch_options(args, kernel),
         },
     });
     config.external = Some(matmul_bench::External(user.clone()));
@@ -792,14 +875,19 @@ fn bench_inner(args: &UserKernelArgs, kernel: &UserKernel, plan: &BenchPlan) -> 
 /// `matmul new-kernel`'s arguments.
 #[derive(Args)]
 pub struct NewKernelArgs {
-    /// The kernel's name (an identifier): the file NAME.cu or NAME.wgsl and, for CUDA, its entry.
+    /// The kernel's name (an identifier): the file NAME.cu, NAME.wgsl or NAME.rs and, for CUDA and
+    /// Rust, its entry.
     name: String,
     /// f32 or u32.
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// Write a WGSL stub instead of CUDA C++.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rust")]
     wgsl: bool,
+    /// Write a stub in the Rust subset of docs/rust-kernels.md (generated for CUDA or wgpu when it
+    /// runs) instead of CUDA C++.
+    #[arg(long)]
+    rust: bool,
     /// The directory to write it in.
     #[arg(long, default_value = ".")]
     dir: std::path::PathBuf,
@@ -833,7 +921,18 @@ pub fn new_kernel(args: NewKernelArgs) -> CliResult {
             args.dtype
         )));
     }
-    let ext = if args.wgsl { "wgsl" } else { "cu" };
+    let lang = if args.rust {
+        Lang::Rust
+    } else if args.wgsl {
+        Lang::Wgsl
+    } else {
+        Lang::Cuda
+    };
+    let ext = match lang {
+        Lang::Cuda => "cu",
+        Lang::Wgsl => "wgsl",
+        Lang::Rust => "rs",
+    };
     let path = args.dir.join(format!("{}.{ext}", args.name));
     if path.exists() && !args.force {
         return Err(CliError::input(format!(
@@ -841,7 +940,16 @@ pub fn new_kernel(args: NewKernelArgs) -> CliResult {
             path.display()
         )));
     }
-    let text = stub(&args.name, args.dtype, args.wgsl);
+    let text = stub(&args.name, args.dtype, lang);
+    if lang == Lang::Rust {
+        // A name the generated code takes for itself (`main`, `int`, ...) cannot name the kernel.
+        matmul::user::generate_rust(&path.display().to_string(), &text).map_err(|e| {
+            CliError::input(format!(
+                "new-kernel {}: {e}",
+                matmul::error::quoted(&args.name)
+            ))
+        })?;
+    }
     std::fs::write(&path, text)
         .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))?;
     let p = path.display();
@@ -854,9 +962,41 @@ pub fn new_kernel(args: NewKernelArgs) -> CliResult {
     Ok(())
 }
 
-/// The text of a starter kernel.
-pub fn stub(name: &str, dtype: DType, wgsl: bool) -> String {
-    if wgsl {
+/// The text of a starter kernel in `lang`.
+pub fn stub(name: &str, dtype: DType, lang: Lang) -> String {
+    if lang == Lang::Rust {
+        return format!(
+            "// {name}: your matmul kernel in Rust, {dtype}: the subset of docs/rust-kernels.md, which matmul
+// generates into CUDA C++ (on a CUDA device, or --backend cuda) or WGSL (--backend wgpu).
+// Puzzle: C (M×N) = A (M×K) · B (K×N). Fill in the body.
+//
+// In scope, all u32: m, n, k (M, N, K); a_rs, a_cs, b_rs, b_cs, the operands' strides; TILE
+// (-D TILE=..., 16 by default). Element (i, l) of A is a[i * a_rs + l * a_cs], element (l, j) of
+// B is b[l * b_rs + j * b_cs] (the strides make --transpose-a/-b free: never assume a_cs == 1);
+// C is dense: c[i * n + j].
+// The subset: let, let mut, =, +=, -=, *=, if / else, for v in lo..hi, c[i] = e; integer
+// literals, + - * / %, comparisons, &&, ||, !; a[i], b[i], zero() (T's zero); thread_x(),
+// thread_y(), block_x(), block_y(), global_x(); let s = shared::<T>(LEN); and superstep() (a
+// barrier). A value that reads an element or is zero() is of the element type T, else u32;
+// mixing them is an error, reported at its line and column.
+// Launch: #[kernel(X, Y)] is the block (workgroup) and the default grid cdiv(N,X),cdiv(M,Y), so
+// thread (x, y) of the grid owns C[y][x]. C arrives poisoned (NaN / 0xDEADBEEF): write every
+// element you own, and none past the edges.
+// Run: matmul run --kernel-file {name}.rs --dtype {dtype} -m 100 -n 120 -k 70 --check-shapes
+
+#[kernel(TILE, TILE)]
+fn {name}(a: &[T], b: &[T], c: &mut [T]) {{
+    let i = block_y() * TILE + thread_y(); // the row of C this thread owns
+    let j = block_x() * TILE + thread_x(); // its column
+    if i < m && j < n {{
+        let mut acc = zero();
+        // TODO: for l in 0..k, add A[i][l] * B[l][j] to acc; then store acc in c[i * n + j].
+    }}
+}}
+"
+        );
+    }
+    if lang == Lang::Wgsl {
         format!(
             "// {name}: your matmul kernel in WGSL, {dtype} (docs/own-kernels.md).
 // Puzzle: C (M×N) = A (M×K) · B (K×N). Fill in the body of `main`.

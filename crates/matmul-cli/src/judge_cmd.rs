@@ -172,12 +172,14 @@ pub fn judge(args: JudgeArgs) -> CliResult {
     let generator: Generator = args.generator.into();
     // A u32 kernel of your own (docs/own-kernels.md), run in a supervised child.
     if args.user.kernel_file.is_some() {
-        if !args.kernel.eq_ignore_ascii_case("auto") || args.backend != BackendChoice::Auto {
+        let backend_given =
+            args.backend != BackendChoice::Auto && !crate::byok_cmd::is_rust(&args.user);
+        if !args.kernel.eq_ignore_ascii_case("auto") || backend_given {
             return Err(CliError::input(
-                "--kernel and --backend do not apply to --kernel-file",
+                "--kernel and --backend do not apply to --kernel-file (--backend does to a .rs kernel)",
             ));
         }
-        let kernel = crate::byok_cmd::build(&args.user, matmul::DType::U32)?;
+        let kernel = crate::byok_cmd::build(&args.user, matmul::DType::U32, args.backend)?;
         if !crate::byok_cmd::in_child() {
             return crate::byok_cmd::supervise(&kernel);
         }

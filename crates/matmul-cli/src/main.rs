@@ -66,10 +66,11 @@ enum Command {
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Soak(soak_cmd::SoakArgs),
     /// A kernel's source as the backends get it: CUDA C++ with its -D parameters, the whole WGSL
-    /// shader, or for a kernel written once in Rust (NAME@rs) the Rust it was generated from.
+    /// shader, for a kernel written once in Rust (NAME@rs) the Rust it was generated from, or a
+    /// CUDA kernel's PTX with ptxas's registers and spills (--lang ptx).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     Show(show_cmd::ShowArgs),
-    /// Write a starter kernel of your own (CUDA or WGSL) for `run --kernel-file` (docs/own-kernels.md).
+    /// Write a starter kernel of your own (CUDA, WGSL or Rust) for `run --kernel-file` (docs/own-kernels.md).
     #[command(after_help = cli_error::EXIT_STATUSES)]
     NewKernel(byok_cmd::NewKernelArgs),
 }

@@ -160,14 +160,17 @@ pub fn run(args: RunArgs) -> CliResult {
                 (!args.kernel.eq_ignore_ascii_case("auto"), "--kernel"),
                 (args.tile.is_some(), "--tile"),
                 (args.tiling.is_some(), "--tiling"),
-                (args.backend != BackendChoice::Auto, "--backend"),
+                (
+                    args.backend != BackendChoice::Auto && !crate::byok_cmd::is_rust(&args.user),
+                    "--backend",
+                ),
             ];
             if let Some((_, opt)) = other.iter().find(|(given, _)| *given) {
                 return Err(CliError::input(format!(
-                    "{opt} does not apply to --kernel-file (the file's extension picks CUDA or wgpu; -D, --grid and --block set the launch)"
+                    "{opt} does not apply to --kernel-file (the file's extension picks CUDA or wgpu, --backend too for a .rs kernel; -D, --grid and --block set the launch)"
                 )));
             }
-            let kernel = crate::byok_cmd::build(&args.user, args.dtype)?;
+            let kernel = crate::byok_cmd::build(&args.user, args.dtype, args.backend)?;
             kernel.check_problem(&problem)?;
             kernel.launch(&problem)?;
             if !crate::byok_cmd::in_child() {

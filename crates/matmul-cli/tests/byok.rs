@@ -5,77 +5,12 @@
 //! The CUDA files compile with NVRTC alone; running them needs a GPU (scripts/gpu-byok.sh runs
 //! the same on the GPU host). As in the matmul crate (its build.rs), the tests that need an
 //! adapter, NVRTC or a GPU are `#[ignore]`d unless built with CI=true or MATMUL_REQUIRE_WGPU=1,
-//! MATMUL_REQUIRE_NVRTC=1 or MATMUL_REQUIRE_GPU=1 respectively, and fail without it under the
-//! same variable at run time.
+//! MATMUL_REQUIRE_NVRTC=1 or MATMUL_REQUIRE_GPU=1 respectively; run anyway without it, they fail.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn examples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/kernels")
-}
-
-fn ex(name: &str) -> String {
-    examples().join(name).to_string_lossy().into_owned()
-}
-
-fn matmul(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_matmul"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Whether a wgpu adapter opens; without one a test run with `--include-ignored` prints SKIP and
-/// returns, unless CI=true or MATMUL_REQUIRE_WGPU=1 (then it fails).
-fn wgpu_ok() -> bool {
-    match matmul::WgpuBackend::new() {
-        Ok(_) => true,
-        Err(e) => {
-            let required = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-                || std::env::var("MATMUL_REQUIRE_WGPU").as_deref() == Ok("1");
-            assert!(!required, "no wgpu adapter: {e}");
-            println!("SKIP: {e}");
-            false
-        }
-    }
-}
-
-fn nvrtc_ok() -> bool {
-    match matmul::cuda::nvrtc_version() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("MATMUL_REQUIRE_NVRTC").as_deref() != Ok("1"),
-                "MATMUL_REQUIRE_NVRTC=1 but NVRTC cannot be loaded: {e}"
-            );
-            println!("SKIP: {e}");
-            false
-        }
-    }
-}
-
-fn gpu_ok() -> bool {
-    match matmul::CudaBackend::new(0) {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("MATMUL_REQUIRE_GPU").as_deref() != Ok("1"),
-                "MATMUL_REQUIRE_GPU=1 but no GPU: {e}"
-            );
-            println!("SKIP: {e}");
-            false
-        }
-    }
-}
+mod common;
+use common::{ex, matmul, need_gpu, need_nvrtc, need_wgpu, temp_dir, text};
 
 #[test]
 #[cfg_attr(
@@ -83,9 +18,7 @@ fn gpu_ok() -> bool {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn wgsl_examples_verify() {
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let naive = ex("naive.wgsl");
     let tiled = ex("tiled.wgsl");
     let runs: Vec<Vec<&str>> = vec![
@@ -162,9 +95,7 @@ fn wgsl_examples_verify() {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn wgsl_bench_places_the_kernel_beside_ours() {
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let f = ex("tiled.wgsl");
     let dir = temp_dir("bench");
     let out_dir = dir.to_string_lossy().into_owned();
@@ -238,10 +169,9 @@ fn wgsl_bench_places_the_kernel_beside_ours() {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn judge_runs_a_users_u32_kernel() {
-    if !wgpu_ok() {
-        return;
-    }
-    let cases = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/public.in");
+    need_wgpu();
+    let cases =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/public.in");
     let cases = cases.to_string_lossy().into_owned();
     // A generous watchdog: lavapipe on a loaded CI machine runs the 1024³ case slowly.
     let o = matmul(&[
@@ -277,9 +207,7 @@ fn judge_runs_a_users_u32_kernel() {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn wgsl_syntax_error_shows_naga_log_exit_2() {
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let f = ex("broken/syntax.wgsl");
     let o = matmul(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
     let (_, err) = text(&o);
@@ -294,9 +222,7 @@ fn wgsl_syntax_error_shows_naga_log_exit_2() {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn wgsl_wrong_result_fails_verification_exit_1() {
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let f = ex("broken/wrong.wgsl");
     let o = matmul(&[
         "run",
@@ -321,9 +247,7 @@ fn wgsl_wrong_result_fails_verification_exit_1() {
     ignore = "needs a wgpu adapter (lavapipe will do): MATMUL_REQUIRE_WGPU=1 cargo test, or -- --include-ignored"
 )]
 fn wgsl_endless_loop_is_stopped_by_the_watchdog() {
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let f = ex("broken/endless.wgsl");
     let start = Instant::now();
     // llvmpipe ends any loop after 65535 iterations per invocation: a large grid keeps it busy.
@@ -360,7 +284,10 @@ fn bad_command_lines_are_input_errors() {
             vec!["--kernel-file", "/nonexistent/x.cu"],
             "/nonexistent/x.cu",
         ),
-        (vec!["--kernel-file", "x.txt"], ".cu (CUDA C++) or .wgsl"),
+        (
+            vec!["--kernel-file", "x.txt"],
+            ".cu (CUDA C++), .wgsl (WGSL) or .rs",
+        ),
         (
             vec!["--kernel-file", &naive, "--grid", "N +"],
             "--grid `N +`",
@@ -395,13 +322,6 @@ fn bad_command_lines_are_input_errors() {
     }
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("matmul-byok-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
 #[test]
 #[cfg_attr(
     not(matmul_require_wgpu),
@@ -420,9 +340,7 @@ fn new_kernel_wgsl_stub_compiles_and_fails_until_filled_in() {
             .code(),
         Some(2)
     );
-    if !wgpu_ok() {
-        return;
-    }
+    need_wgpu();
     let f = dir.join("mine.wgsl").to_string_lossy().into_owned();
     let o = matmul(&[
         "run",
@@ -472,9 +390,7 @@ fn new_kernel_wgsl_stub_compiles_and_fails_until_filled_in() {
     ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
 )]
 fn cuda_files_compile_with_nvrtc() {
-    if !nvrtc_ok() {
-        return;
-    }
+    need_nvrtc();
     let dir = temp_dir("cu");
     let d = dir.to_string_lossy().into_owned();
     assert_eq!(
@@ -517,9 +433,7 @@ fn cuda_files_compile_with_nvrtc() {
     ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored (scripts/gpu-byok.sh runs the same)"
 )]
 fn cuda_examples_verify_and_time() {
-    if !gpu_ok() {
-        return;
-    }
+    need_gpu();
     let (naive, tiled) = (ex("naive.cu"), ex("tiled.cu"));
     let out_dir = temp_dir("cuda-bench").to_string_lossy().into_owned();
     for args in [
@@ -601,9 +515,7 @@ fn cuda_examples_verify_and_time() {
     ignore = "needs a CUDA GPU: MATMUL_REQUIRE_GPU=1 cargo test, or -- --include-ignored (scripts/gpu-byok.sh runs the same)"
 )]
 fn cuda_broken_kernels_fail_cleanly() {
-    if !gpu_ok() {
-        return;
-    }
+    need_gpu();
     for (file, code, want) in [
         ("broken/syntax.cu", 2, "syntax.cu(10)"),
         ("broken/oob.cu", 1, "ILLEGAL_ADDRESS"), // cudarc: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, ...)

@@ -1,8 +1,10 @@
-//! Bring your own kernel: a user's CUDA C++ or WGSL matmul kernel, outside the registry, with
-//! the ABI of ours (docs/own-kernels.md). A [`UserKernel`] is a value built at run time: its
+//! Bring your own kernel: a user's CUDA C++, WGSL or Rust matmul kernel, outside the registry,
+//! with the ABI of ours (docs/own-kernels.md). A [`UserKernel`] is a value built at run time: its
 //! source, entry point, dtype, `-D` defines and launch geometry, the geometry given as small
 //! arithmetic expressions of `M`, `N`, `K` and the integer defines ([`Expr`]; no code is ever
-//! evaluated). [`CudaBackend::user_run`](crate::CudaBackend::user_run) and
+//! evaluated). A kernel written in the Rust subset of docs/rust-kernels.md is generated
+//! ([`UserKernel::generated_for`]) into CUDA C++ or WGSL with that ABI before it runs.
+//! [`CudaBackend::user_run`](crate::CudaBackend::user_run) and
 //! [`WgpuBackend::user_run`](crate::WgpuBackend::user_run) (and their `user_time`) run it with C
 //! poisoned (or zeroed, `zero_c`) as they run ours.
 
@@ -20,23 +22,69 @@ pub enum Lang {
     Cuda,
     /// WGSL (`.wgsl`), run by the wgpu backend.
     Wgsl,
+    /// The Rust subset of `#[matmul_macros::kernel]` (`.rs`, docs/rust-kernels.md): generated
+    /// into CUDA C++ or WGSL ([`UserKernel::generated_for`]) for the backend that runs it.
+    Rust,
 }
 
 impl Lang {
-    /// The language of a file named `path` (`.cu` or `.wgsl`).
+    /// The language of a file named `path` (`.cu`, `.wgsl` or `.rs`).
     pub fn of_path(path: &str) -> Result<Lang> {
         let lower = path.to_ascii_lowercase();
         if lower.ends_with(".cu") {
             Ok(Lang::Cuda)
         } else if lower.ends_with(".wgsl") {
             Ok(Lang::Wgsl)
+        } else if lower.ends_with(".rs") {
+            Ok(Lang::Rust)
         } else {
             Err(Error::Invalid(format!(
-                "--kernel-file {}: the file must end in .cu (CUDA C++) or .wgsl (WGSL)",
+                "--kernel-file {}: the file must end in .cu (CUDA C++), .wgsl (WGSL) or .rs (Rust, docs/rust-kernels.md)",
                 crate::error::quoted(path)
             )))
         }
     }
+
+    /// Its name in reports: `cuda`, `wgsl` or `rust`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Cuda => "cuda",
+            Lang::Wgsl => "wgsl",
+            Lang::Rust => "rust",
+        }
+    }
+}
+
+/// A kernel written in Rust (docs/rust-kernels.md), generated: `path` names the file in the
+/// error, `file.rs:LINE:COL: message` (an [`Error::Invalid`]).
+pub fn generate_rust(path: &str, text: &str) -> Result<matmul_kernelgen::Generated> {
+    matmul_kernelgen::generate_from_str(text).map_err(|e| Error::Invalid(format!("{path}:{e}")))
+}
+
+/// The constants a Rust kernel may name and their values when no `-D` gives them: `TILE` (the
+/// tile edge, 16) and `WG` (the row and element kernels' workgroup size, 256).
+pub const RUST_CONSTANTS: [(&str, &str); 2] = [("TILE", "16"), ("WG", "256")];
+
+/// A Rust kernel's launch when the command line gives none, as (grid, block) expressions: the
+/// attribute's workgroup `(X, Y)` as the block, and a grid of `cdiv(N,X),cdiv(M,Y)` blocks, one
+/// thread per element of C (the 2-D kernels: `naive`, `tiled`). A kernel that calls
+/// `global_x()` counts its threads along x over the whole grid: one thread per element of C,
+/// `cdiv(M*N,X)` blocks, folded into y past 65535 (what `global_x()` unfolds).
+pub fn rust_launch(g: &matmul_kernelgen::Generated) -> (String, String) {
+    let wrap = |e: &str| {
+        if e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            e.to_string()
+        } else {
+            format!("({e})")
+        }
+    };
+    let (x, y) = (wrap(&g.workgroup.0), wrap(&g.workgroup.1));
+    let grid = if g.global_x {
+        format!("min(cdiv(M*N,{x}),65535),cdiv(cdiv(M*N,{x}),65535)")
+    } else {
+        format!("cdiv(N,{x}),cdiv(M,{y})")
+    };
+    (grid, format!("{x},{y}"))
 }
 
 /// A user's kernel and how to launch it.
@@ -46,7 +94,7 @@ pub struct UserKernel {
     pub path: String,
     /// The file's text.
     pub text: String,
-    /// CUDA or WGSL.
+    /// CUDA, WGSL, or Rust (to be generated into one of them before it runs).
     pub lang: Lang,
     /// The entry point (`__global__` function, or WGSL `@compute` function).
     pub entry: String,
@@ -105,6 +153,30 @@ impl UserKernel {
             }
         }
         Ok(())
+    }
+
+    /// A Rust kernel (`lang` [`Lang::Rust`]) generated for `target` ([`Lang::Cuda`] or
+    /// [`Lang::Wgsl`]): the same kernel, its text the generated code with the own-kernel ABI, its
+    /// entry the function's name (CUDA) or `main` (WGSL). A generation error names the file's
+    /// line and column.
+    pub fn generated_for(&self, target: Lang) -> Result<UserKernel> {
+        if self.lang != Lang::Rust || target == Lang::Rust {
+            return Err(Error::Invalid(format!(
+                "{}: only a Rust kernel is generated, into CUDA or WGSL",
+                self.path
+            )));
+        }
+        let g = generate_rust(&self.path, &self.text)?;
+        let (text, entry) = match target {
+            Lang::Cuda => (g.own_cuda, g.name),
+            _ => (g.own_wgsl, "main".to_string()),
+        };
+        Ok(UserKernel {
+            text,
+            entry,
+            lang: target,
+            ..self.clone()
+        })
     }
 
     /// The variables expressions see: M, N, K and every define whose value is an integer.
@@ -555,6 +627,56 @@ mod tests {
         let dims = Expr::parse_dims("ceil(N/16), max(M,1)").unwrap();
         assert_eq!(dims[1].eval(&vars()).unwrap(), 17.0);
         assert_eq!(dims[2].eval(&vars()).unwrap(), 1.0);
+    }
+
+    /// A `.rs` file is a Rust kernel, generated for either backend with the own-kernel ABI; its
+    /// default launch comes from the attribute; an error names the file, line and column.
+    #[test]
+    fn a_rust_kernel_is_generated_for_either_backend() {
+        assert_eq!(Lang::of_path("dir/x.RS").unwrap(), Lang::Rust);
+        let text = "// t\n#[kernel(TILE, TILE)]\nfn t(a: &[T], b: &[T], c: &mut [T]) {\n    c[0] = zero();\n}\n";
+        let g = generate_rust("t.rs", text).unwrap();
+        assert_eq!(
+            rust_launch(&g),
+            ("cdiv(N,TILE),cdiv(M,TILE)".into(), "TILE,TILE".into())
+        );
+        let e = |s: &str| Expr::parse(s).unwrap();
+        let kernel = UserKernel {
+            path: "t.rs".into(),
+            text: text.into(),
+            lang: Lang::Rust,
+            entry: "t".into(),
+            dtype: DType::F32,
+            defines: vec![("TILE".into(), "16".into())],
+            grid: [e("cdiv(N,TILE)"), e("cdiv(M,TILE)"), e("1")],
+            block: [e("TILE"), e("TILE"), e("1")],
+            shared: e("0"),
+            zero_c: false,
+        };
+        let cuda = kernel.generated_for(Lang::Cuda).unwrap();
+        assert_eq!((cuda.lang, cuda.entry.as_str()), (Lang::Cuda, "t"));
+        assert!(
+            cuda.text.contains("__global__ void t(const ELEM*"),
+            "{}",
+            cuda.text
+        );
+        let wgsl = kernel.generated_for(Lang::Wgsl).unwrap();
+        assert_eq!((wgsl.lang, wgsl.entry.as_str()), (Lang::Wgsl, "main"));
+        assert!(wgsl.wgsl_text().contains("const TILE = 16;"));
+        assert!(cuda.generated_for(Lang::Wgsl).is_err());
+
+        let ele = "#[kernel(WG, 1)]\nfn e(a: &[T], b: &[T], c: &mut [T]) {\n    let i = global_x();\n    if i < m * n {\n        c[i] = zero();\n    }\n}\n";
+        let g = generate_rust("e.rs", ele).unwrap();
+        assert_eq!(
+            rust_launch(&g),
+            (
+                "min(cdiv(M*N,WG),65535),cdiv(cdiv(M*N,WG),65535)".into(),
+                "WG,1".into()
+            )
+        );
+        let bad = ele.replace("c[i] = zero();", "loop {}");
+        let err = generate_rust("e.rs", &bad).unwrap_err().to_string();
+        assert!(err.starts_with("e.rs:5:9: kernel: this statement"), "{err}");
     }
 
     #[test]

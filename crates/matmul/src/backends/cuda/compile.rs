@@ -384,20 +384,7 @@ pub fn compile_source_with_options(
 ) -> Result<Compiled> {
     let version = nvrtc_version()?;
     let source = format!("{PRELUDE}#line 1 \"{name}\"\n{text}");
-    let mut options = vec![
-        format!("--gpu-architecture={arch}"),
-        "--ptxas-options=-v".to_string(),
-        "--generate-line-info".to_string(),
-        "--std=c++17".to_string(),
-    ];
-    if version >= (12, 9) {
-        // NVRTC's own cache (12.9+) skips ptxas on a PTX it has seen, and then the log has no
-        // resource report (two TILEs that do not change the PTX, two threads compiling one
-        // kernel). This module caches CUBINs itself.
-        options.push("--no-cache".to_string());
-    }
-    options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
-    options.extend(extra.iter().cloned());
+    let options = nvrtc_options(version, arch, defines, extra);
     let key = cache_key(&source, &options, version, arch);
     let stem = cache_stem(name, arch, key);
     if let Some((cubin, log)) = cache.load(&stem) {
@@ -413,7 +400,7 @@ pub fn compile_source_with_options(
             from_disk_cache: true,
         });
     }
-    let (cubin, log) = nvrtc_compile(name, &source, &options)?;
+    let (cubin, log, _) = nvrtc_compile(name, &source, &options, false)?;
     cache.store(&stem, &cubin, &log);
     Ok(Compiled {
         name: name.to_string(),
@@ -426,6 +413,76 @@ pub fn compile_source_with_options(
         key,
         from_disk_cache: false,
     })
+}
+
+/// Every NVRTC option of a compile for `arch`: the usual ones, the `-D` defines, then `extra`.
+fn nvrtc_options(
+    version: (u32, u32),
+    arch: &str,
+    defines: &[(String, String)],
+    extra: &[String],
+) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--ptxas-options=-v".to_string(),
+        "--generate-line-info".to_string(),
+        "--std=c++17".to_string(),
+    ];
+    if version >= (12, 9) {
+        // NVRTC's own cache (12.9+) skips ptxas on a PTX it has seen, and then the log has no
+        // resource report (two TILEs that do not change the PTX, two threads compiling one
+        // kernel). This module caches CUBINs itself.
+        options.push("--no-cache".to_string());
+    }
+    options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    options.extend(extra.iter().cloned());
+    options
+}
+
+/// Registry kernel `kernel`'s PTX for `types` with the tile or tiling of `opts`, for `arch`
+/// (`matmul show --lang ptx`): the same source, defines and options as a launch's build, compiled
+/// now (the disk cache keeps CUBINs, not PTX), with the [`Compiled`] whose `functions` hold
+/// ptxas's report.
+pub fn ptx(
+    kernel: &KernelSpec,
+    types: impl Into<Types>,
+    opts: &RunOptions,
+    arch: &str,
+) -> Result<(String, Compiled)> {
+    let defines = kernel_defines(kernel, types, opts)?;
+    let src = kernel.cuda_source().expect("checked by the defines' maker");
+    let extra = kernel_options(kernel, opts)?;
+    let (ptx, mut compiled) = ptx_source(src.file, &src.full_text(), &defines, &extra, arch)?;
+    compiled.name = kernel.name.to_string();
+    Ok((ptx, compiled))
+}
+
+/// Any CUDA C++ source's PTX for `arch`, with the [`Compiled`] of the same compile (its ptxas
+/// report); options as [`compile_source_with_options`]'s.
+pub fn ptx_source(
+    name: &str,
+    text: &str,
+    defines: &[(String, String)],
+    extra: &[String],
+    arch: &str,
+) -> Result<(String, Compiled)> {
+    let version = nvrtc_version()?;
+    let source = format!("{PRELUDE}#line 1 \"{name}\"\n{text}");
+    let options = nvrtc_options(version, arch, defines, extra);
+    let key = cache_key(&source, &options, version, arch);
+    let (cubin, log, ptx) = nvrtc_compile(name, &source, &options, true)?;
+    let compiled = Compiled {
+        name: name.to_string(),
+        arch: arch.to_string(),
+        options,
+        nvrtc_version: version,
+        functions: parse_ptxas(&log),
+        cubin,
+        log,
+        key,
+        from_disk_cache: false,
+    };
+    Ok((ptx.unwrap_or_default(), compiled))
 }
 
 /// Destroys an NVRTC program however compilation ends.
@@ -447,8 +504,13 @@ fn c_chars_to_string(chars: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Runs NVRTC; returns (CUBIN, log).
-fn nvrtc_compile(name: &str, source: &str, options: &[String]) -> Result<(Vec<u8>, String)> {
+/// Runs NVRTC; returns (CUBIN, log, and with `want_ptx` the PTX).
+fn nvrtc_compile(
+    name: &str,
+    source: &str,
+    options: &[String],
+    want_ptx: bool,
+) -> Result<(Vec<u8>, String, Option<String>)> {
     libs::nvrtc()?;
     let invalid = |what: &str| Error::Invalid(format!("{what} of `{name}` contains a NUL byte"));
     let c_source = CString::new(source).map_err(|_| invalid("the source"))?;
@@ -488,7 +550,14 @@ fn nvrtc_compile(name: &str, source: &str, options: &[String]) -> Result<(Vec<u8
             message: format!("NVRTC returned no CUBIN for options {}", options.join(" ")),
         });
     }
-    Ok((cubin, log))
+    let ptx = if want_ptx {
+        // SAFETY: the program compiled; cudarc sizes the buffer from nvrtcGetPTXSize.
+        let chars = unsafe { nvrtc::get_ptx(prog.0) }.ctx(|| format!("nvrtcGetPTX({name})"))?;
+        Some(c_chars_to_string(&chars))
+    } else {
+        None
+    };
+    Ok((cubin, log, ptx))
 }
 
 fn is_elf(bytes: &[u8]) -> bool {

@@ -41,7 +41,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStrea
 use compile::Build;
 pub use compile::{
     arch_for, compile, compile_source, compile_source_with_options, compile_with_cache,
-    nvrtc_version, CompileInfo, Compiled, DiskCache,
+    nvrtc_version, ptx, ptx_source, CompileInfo, Compiled, DiskCache,
 };
 pub use device::{list_devices, DeviceInfo};
 pub use int8::{cublaslt_int8_refusal, CUBLASLT_WORKSPACE_BYTES};

@@ -2,19 +2,20 @@
 extern "C" __global__ void ele_rs(const ELEM* __restrict__ a, const ELEM* __restrict__ b, ELEM* __restrict__ c,
     int M, int N, int K, int A_RS, int A_CS, int B_RS, int B_CS)
 {
-    const unsigned m = M, n = N, k = K, a_rs = A_RS, a_cs = A_CS, b_rs = B_RS, b_cs = B_CS;
-    const unsigned idx = ((blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x);
+    const int m = M, n = N, k = K, a_rs = A_RS, a_cs = A_CS, b_rs = B_RS, b_cs = B_CS;
+    const int idx = ((blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x);
     if (idx < m * n) {
-        const unsigned i = idx / n;
-        const unsigned j = idx % n;
+        const int i = idx / n;
+        const int j = idx % n;
         ELEM acc = (ELEM)0;
-        for (unsigned l0 = 0u; l0 < (k + 15u) / 16u; l0++) {
-            for (unsigned u = 0u; u < 16u; u++) {
-                const unsigned l = l0 * 16u + u;
-                if (l < k) {
-                    acc += a[i * a_rs + l * a_cs] * b[l * b_rs + j * b_cs];
-                }
+        for (int l0 = 0; l0 < k / 16; l0++) {
+            for (int u = 0; u < 16; u++) {
+                const int l = l0 * 16 + u;
+                acc += a[i * a_rs + l * a_cs] * b[l * b_rs + j * b_cs];
             }
+        }
+        for (int l = k / 16 * 16; l < k; l++) {
+            acc += a[i * a_rs + l * a_cs] * b[l * b_rs + j * b_cs];
         }
         c[idx] = acc;
     }

@@ -9,13 +9,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         let i = idx / p.n;
         let j = idx % p.n;
         var acc = T(0);
-        for (var l0 = 0u; l0 < (p.k + 15u) / 16u; l0++) {
+        for (var l0 = 0u; l0 < p.k / 16u; l0++) {
             for (var u = 0u; u < 16u; u++) {
                 let l = l0 * 16u + u;
-                if (l < p.k) {
-                    acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
-                }
+                acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
             }
+        }
+        for (var l = p.k / 16u * 16u; l < p.k; l++) {
+            acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
         }
         c[idx] = acc;
     }

@@ -2,17 +2,17 @@
 extern "C" __global__ void tiled_rs(const ELEM* __restrict__ a, const ELEM* __restrict__ b, ELEM* __restrict__ c,
     int M, int N, int K, int A_RS, int A_CS, int B_RS, int B_CS)
 {
-    const unsigned m = M, n = N, k = K, a_rs = A_RS, a_cs = A_CS, b_rs = B_RS, b_cs = B_CS;
+    const int m = M, n = N, k = K, a_rs = A_RS, a_cs = A_CS, b_rs = B_RS, b_cs = B_CS;
     __shared__ ELEM tile_a[TILE * TILE];
     __shared__ ELEM tile_b[TILE * TILE];
-    const unsigned tx = threadIdx.x;
-    const unsigned ty = threadIdx.y;
-    const unsigned i = blockIdx.y * TILE + ty;
-    const unsigned j = blockIdx.x * TILE + tx;
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    const int i = blockIdx.y * TILE + ty;
+    const int j = blockIdx.x * TILE + tx;
     ELEM acc = (ELEM)0;
-    for (unsigned t = 0u; t < (k + TILE - 1u) / TILE; t++) {
-        const unsigned la = t * TILE + tx;
-        const unsigned lb = t * TILE + ty;
+    for (int t = 0; t < (k + TILE - 1) / TILE; t++) {
+        const int la = t * TILE + tx;
+        const int lb = t * TILE + ty;
         ELEM av = (ELEM)0;
         if (i < m && la < k) {
             av = a[i * a_rs + la * a_cs];
@@ -24,7 +24,7 @@ extern "C" __global__ void tiled_rs(const ELEM* __restrict__ a, const ELEM* __re
         tile_a[ty * TILE + tx] = av;
         tile_b[ty * TILE + tx] = bv;
         __syncthreads();
-        for (unsigned q = 0u; q < TILE; q++) {
+        for (int q = 0; q < TILE; q++) {
             acc += tile_a[ty * TILE + q] * tile_b[q * TILE + tx];
         }
         __syncthreads();
