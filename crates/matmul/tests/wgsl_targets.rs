@@ -65,18 +65,25 @@ fn every_wgsl_shader_translates_to_msl_and_hlsl() {
             // Cooperative matrices: validated with the capability (wgpu translates them for
             // Vulkan, and for Metal at 8×8 only), and written as SPIR-V, what the Vulkan
             // adapters that offer them take.
-            let what = format!("{} f16", kernel.name);
+            // Every pipeline variant: each staging of op(A) and op(B).
             let caps = naga::valid::Capabilities::COOPERATIVE_MATRIX
-                | naga::valid::Capabilities::SHADER_FLOAT16;
-            match validate(&what, &wgsl::text(src, DType::F16, 0), caps).and_then(|(m, i)| {
-                naga::back::spv::write_vec(&m, &i, &Default::default(), None)
-                    .map_err(|e| format!("{what}: SPIR-V: {e}"))
-            }) {
-                Ok(words) => {
-                    assert!(words.len() > 100, "{what}: {} SPIR-V words", words.len());
-                    coop.push(what);
+                | naga::valid::Capabilities::SHADER_FLOAT16
+                | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            for sa in wgsl::Staging::ALL {
+                for sb in wgsl::Staging::ALL {
+                    let what = format!("{} f16 {sa:?}/{sb:?}", kernel.name);
+                    let text = wgsl::text_for(src, DType::F16, 0, Some((sa, sb)));
+                    match validate(&what, &text, caps).and_then(|(m, i)| {
+                        naga::back::spv::write_vec(&m, &i, &Default::default(), None)
+                            .map_err(|e| format!("{what}: SPIR-V: {e}"))
+                    }) {
+                        Ok(words) => {
+                            assert!(words.len() > 100, "{what}: {} SPIR-V words", words.len());
+                            coop.push(what);
+                        }
+                        Err(e) => failures.push(e),
+                    }
                 }
-                Err(e) => failures.push(e),
             }
             continue;
         }
@@ -133,8 +140,8 @@ fn every_wgsl_shader_translates_to_msl_and_hlsl() {
         done.len(),
         coop.len()
     );
-    assert_eq!(coop, ["wgpu-coopmat f16"]);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(coop.len(), 9, "{coop:?}");
     // 5 registry kernels × 2 dtypes (× 2 tiles for the tiled ones) and 2 examples × 2.
     assert!(
         done.len() >= 14,

@@ -1,8 +1,9 @@
 // naive (seeds 000/003, Mojo p16 --naive) in WGSL: TILE×TILE workgroups, one invocation per
-// output, x along the columns of C and y along its rows, row and column from global memory.
-// The K loop runs in chunks of 16 (a constant trip count the driver can unroll, the tail
-// masked): llvmpipe (lavapipe) stops any loop after 65535 iterations per invocation, counted over
-// all its entries, so a plain K loop would stop at K = 65535 (ROW: N·K); see docs/wgpu.md.
+// output, x along the columns of C and y along its rows, row and column from global memory. The K
+// loop runs in whole chunks of 16 (a constant trip count the driver unrolls, its loads issued
+// together), then the last K mod 16 one by one: llvmpipe (lavapipe) stops any loop after 65535
+// iterations per invocation, counted over all its entries, so a plain K loop would stop at K =
+// 65535 (ROW: N·K); see docs/wgpu.md.
 @compute @workgroup_size(TILE, TILE)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.y;
@@ -11,13 +12,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     var acc = T(0);
-    for (var l0 = 0u; l0 < p.k; l0 += 16u) {
+    let whole = p.k / 16u * 16u;
+    for (var l0 = 0u; l0 < whole; l0 += 16u) {
         for (var u = 0u; u < 16u; u++) {
             let l = l0 + u;
-            if (l < p.k) {
-                acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
-            }
+            acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
         }
+    }
+    for (var l = whole; l < p.k; l++) {
+        acc += ld_a(i * p.a_rs + l * p.a_cs) * ld_b(l * p.b_rs + j * p.b_cs);
     }
     c[i * p.n + j] = acc;
 }

@@ -259,9 +259,12 @@ impl WgslShape {
             WgslShape::Tiled { .. } => 2 * (tile as usize).pow(2) * 4,
             // regtile.wgsl pads A's rows by four elements (one vec4).
             WgslShape::RegTile { bm, bn, bk, .. } => (bm + 4 + bn) as usize * bk as usize * 4,
-            // f16 A and B stages, and a 16×16 f32 scratch per subgroup for C's edges.
+            // Two stages of f16 A and B, their rows padded by 8 halves in either orientation,
+            // and a 16×16 f32 scratch per subgroup (C's edges).
             WgslShape::CoopMat { bm, bn, bk } => {
-                ((bm + bn) * bk) as usize * 2 + (self.invocations(0) / 32) as usize * 256 * 4
+                let a = (bm * (bk + 8)).max(bk * (bm + 8)) as usize;
+                let b = (bk * (bn + 8)).max(bn * (bk + 8)) as usize;
+                2 * (a + b) * 2 + (self.invocations(0) / 32) as usize * 256 * 4
             }
             _ => 0,
         }

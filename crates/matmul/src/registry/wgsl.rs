@@ -36,10 +36,62 @@ fn loaders(dtype: DType) -> String {
     )
 }
 
+/// How the cooperative-matrix kernel stages an operand's tile, fixed per pipeline (a constant
+/// of its header, so the driver compiles one path: chosen at run time, the same kernel ran at
+/// half the speed on an H200).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Staging {
+    /// 16-byte runs along the operand's rows (A along K: op N; B along N: op N).
+    Rows,
+    /// 16-byte runs along its columns (A along M: op T; B along K: op T).
+    Columns,
+    /// Element by element through the strides (a dimension that is not a multiple of 8).
+    Elements,
+}
+
+impl Staging {
+    /// The staging of an operand whose element (r, c) is at `r·rs + c·cs`, of `rows` × `cols`.
+    fn of(rs: usize, cs: usize, rows: usize, cols: usize) -> Staging {
+        if cs == 1 && rs.is_multiple_of(8) && cols.is_multiple_of(8) {
+            Staging::Rows
+        } else if rs == 1 && cs.is_multiple_of(8) && rows.is_multiple_of(8) {
+            Staging::Columns
+        } else {
+            Staging::Elements
+        }
+    }
+
+    /// Every staging.
+    pub const ALL: [Staging; 3] = [Staging::Rows, Staging::Columns, Staging::Elements];
+
+    fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+/// What a kernel's pipeline is specialised on besides dtype and tile: the cooperative-matrix
+/// kernel's staging of op(A) and op(B); `None` for every other kernel.
+pub fn variant(src: &WgslSource, problem: &crate::problem::Problem) -> Option<(Staging, Staging)> {
+    if !matches!(src.shape, WgslShape::CoopMat { .. }) {
+        return None;
+    }
+    let (a, b) = (problem.a_strides(), problem.b_strides());
+    Some((
+        Staging::of(a.row, a.col, problem.m, problem.k),
+        Staging::of(b.row, b.col, problem.k, problem.n),
+    ))
+}
+
 /// The full WGSL of `src` for `dtype` at tile edge `tile` (the shapes with one): f32 or u32;
 /// f16 and bf16 read as words and computed in f32 by the scalar kernels ([`loaders`]); f16 on
-/// the cooperative-matrix kernel.
-pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
+/// the cooperative-matrix kernel, whose staging of op(A) and op(B) is `variant` (row runs for
+/// both when `None`).
+pub fn text_for(
+    src: &WgslSource,
+    dtype: DType,
+    tile: u32,
+    variant: Option<(Staging, Staging)>,
+) -> String {
     let coop = matches!(src.shape, WgslShape::CoopMat { .. });
     let ty = match dtype {
         DType::U32 => "u32",
@@ -66,14 +118,23 @@ pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
             ));
         }
         WgslShape::CoopMat { bm, bn, bk } => {
+            let (a, b) = variant.unwrap_or((Staging::Rows, Staging::Rows));
             out.push_str(&format!(
-                "const BM: u32 = {bm}u;\nconst BN: u32 = {bn}u;\nconst BK: u32 = {bk}u;\n"
+                "const BM: u32 = {bm}u;\nconst BN: u32 = {bn}u;\nconst BK: u32 = {bk}u;\n\
+                 const A_STAGING: u32 = {}u; // {a:?}\nconst B_STAGING: u32 = {}u; // {b:?}\n",
+                a.code(),
+                b.code()
             ));
         }
     }
     if coop {
-        // f16 inputs, f32 C.
-        out.push_str(&PARAMS.replace("c: array<T>", "c: array<f32>"));
+        // f16 A and B read as 16-byte runs (eight halves), f32 C.
+        out.push_str(
+            &PARAMS
+                .replace("a: array<T>", "a: array<vec4<u32>>")
+                .replace("b: array<T>", "b: array<vec4<u32>>")
+                .replace("c: array<T>", "c: array<f32>"),
+        );
     } else if dtype.is_16_bit() {
         // A and B as arrays of u32 words (two elements each, the lower address in the low
         // half), C in f32; T, the compute type, is f32.
@@ -89,4 +150,9 @@ pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
     }
     out.push_str(src.text);
     out
+}
+
+/// [`text_for`] with the default variant.
+pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
+    text_for(src, dtype, tile, None)
 }

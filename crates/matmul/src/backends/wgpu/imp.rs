@@ -7,7 +7,7 @@ use std::time::Instant;
 use ::wgpu as wg;
 use wg::util::DeviceExt;
 
-use super::shaders;
+use super::shaders::{self, Staging};
 
 mod user;
 use crate::backend::{check_input_sets, check_inputs, Backend, Inputs, RunOptions};
@@ -137,7 +137,7 @@ struct Caps {
 }
 
 /// A compiled pipeline's key: the kernel's entry, the dtype and the tile (TPB) it was built for.
-type PipelineKey = (&'static str, DType, u32);
+type PipelineKey = (&'static str, DType, u32, Option<(Staging, Staging)>);
 
 /// The wgpu backend: WGSL kernels on the first adapter wgpu finds (a discrete GPU first), or the
 /// one whose name contains `WGPU_ADAPTER_NAME` (case-insensitive).
@@ -364,15 +364,18 @@ impl WgpuBackend {
         })
     }
 
-    /// The compiled pipeline of `kernel` for `dtype` at `tile`, cached; a WGSL error names the
-    /// kernel.
+    /// The compiled pipeline of `kernel` for `problem` at `tile` (its dtype and, for the
+    /// cooperative-matrix kernel, its operands' staging), cached; a WGSL error names the kernel.
     fn pipeline(
         &self,
         kernel: &'static KernelSpec,
-        dtype: DType,
+        problem: &Problem,
         tile: u32,
     ) -> Result<Arc<wg::ComputePipeline>> {
-        let key = (kernel.name, dtype, tile);
+        let src = Self::source(kernel)?;
+        let dtype = problem.dtype;
+        let variant = shaders::variant(src, problem);
+        let key = (kernel.name, dtype, tile, variant);
         if let Some(p) = self
             .pipelines
             .lock()
@@ -381,10 +384,12 @@ impl WgpuBackend {
         {
             return Ok(p.clone());
         }
-        let src = Self::source(kernel)?;
-        let text = shaders::text(src, dtype, tile);
+        let text = shaders::text_for(src, dtype, tile, variant);
         let label = format!("kernel `{}` ({}, {dtype})", kernel.name, src.file);
-        let pipeline = self.compile(&label, &text)?;
+        // SAFETY: the registry's kernels guard every global access by the problem's bounds and
+        // index workgroup memory within its declared sizes; each is verified against the CPU
+        // reference on awkward shapes with C poisoned (tests/wgpu.rs).
+        let pipeline = unsafe { self.compile_trusted(&label, &text) }?;
         let p = Arc::new(pipeline);
         self.pipelines
             .lock()
@@ -393,17 +398,41 @@ impl WgpuBackend {
         Ok(p)
     }
 
-    /// Compiles WGSL `text` (entry point `main`) into a compute pipeline; an error is an
+    /// Compiles WGSL `text` (entry point `main`) into a compute pipeline, with wgpu's run-time
+    /// checks (every index clamped into its array, every loop bounded); an error is an
     /// [`Error::Wgpu`] whose context names `label` (the kernel) and whose message is naga's.
     pub fn compile(&self, label: &str, text: &str) -> Result<wg::ComputePipeline> {
+        self.compile_with(label, text, None)
+    }
+
+    /// [`compile`](Self::compile) without wgpu's run-time checks: naga clamps every array index
+    /// and bounds every loop by default, which cost the cooperative-matrix kernel 2.3× and its
+    /// staged successor 3.4× on an H200 (docs/wgpu.md).
+    ///
+    /// # Safety
+    /// Every access of `text` must be in bounds and every loop must end, for every problem the
+    /// kernel is launched on.
+    unsafe fn compile_trusted(&self, label: &str, text: &str) -> Result<wg::ComputePipeline> {
+        self.compile_with(label, text, Some(wg::ShaderRuntimeChecks::unchecked()))
+    }
+
+    fn compile_with(
+        &self,
+        label: &str,
+        text: &str,
+        trusted: Option<wg::ShaderRuntimeChecks>,
+    ) -> Result<wg::ComputePipeline> {
         let context = format!("compiling {label} (WGSL)");
         self.scoped(&context, || {
-            let module = self
-                .device
-                .create_shader_module(wg::ShaderModuleDescriptor {
-                    label: Some(label),
-                    source: wg::ShaderSource::Wgsl(text.into()),
-                });
+            let desc = wg::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wg::ShaderSource::Wgsl(text.into()),
+            };
+            let module = match trusted {
+                // SAFETY: the caller of `compile_trusted` vouches for the shader.
+                Some(checks) => unsafe { self.device.create_shader_module_trusted(desc, checks) },
+                None => self.device.create_shader_module(desc),
+            };
             self.device
                 .create_compute_pipeline(&wg::ComputePipelineDescriptor {
                     label: Some(label),
@@ -470,8 +499,9 @@ impl WgpuBackend {
         ]
     }
 
-    /// A storage buffer holding `m`'s elements; 16-bit ones padded to whole 4-byte words (the
-    /// scalar kernels read them as `array<u32>`).
+    /// A storage buffer holding `m`'s elements; 16-bit ones padded with zeros to whole 16 bytes
+    /// (the scalar kernels read them as `array<u32>`, the cooperative-matrix kernel as
+    /// `array<vec4<u32>>`).
     fn upload(&self, what: &str, m: &AnyMatrix) -> wg::Buffer {
         let bytes: &[u8] = match m {
             AnyMatrix::F32(x) => as_bytes(&x.data),
@@ -480,10 +510,15 @@ impl WgpuBackend {
             AnyMatrix::Bf16(x) => as_bytes(&x.data),
         };
         let padded;
-        let contents = if bytes.len().is_multiple_of(4) {
+        let whole = if matches!(m, AnyMatrix::F16(_) | AnyMatrix::Bf16(_)) {
+            16
+        } else {
+            4
+        };
+        let contents = if bytes.len().is_multiple_of(whole) {
             bytes
         } else {
-            padded = [bytes, &[0u8; 2][..4 - bytes.len() % 4]].concat();
+            padded = [bytes, &vec![0u8; whole - bytes.len() % whole]].concat();
             &padded[..]
         };
         self.device
@@ -707,7 +742,7 @@ impl WgpuBackend {
         self.check(kernel, problem, opts)?;
         let kernel = crate::registry::find(kernel.name)?;
         let tile = Self::tile_of(kernel, &opts);
-        let pipeline = self.pipeline(kernel, problem.dtype, tile)?;
+        let pipeline = self.pipeline(kernel, problem, tile)?;
         let groups = self.dispatch(Self::source(kernel)?, problem, tile);
         Ok((pipeline, groups, self.params_buffer(problem)))
     }
