@@ -41,7 +41,7 @@ pub const README_SUITE_RUNS: [&str; 3] =
 /// The portable backend's runs the README's third table is rendered from, under
 /// [`BASELINES_DIR`]: the wgpu kernels through Vulkan, and the CUDA kernels (cuBLAS among them) on
 /// the same shapes in the same call (`scripts/gpu-wgpu.sh`).
-pub const README_WGPU_RUNS: [&str; 2] = ["h100-80gb-hbm3/wgpu", "h100-80gb-hbm3/wgpu-cuda"];
+pub const README_WGPU_RUNS: [&str; 2] = ["h200/wgpu", "h200/wgpu-cuda"];
 
 /// The wgpu table's columns.
 pub const README_WGPU_SIZES: &[usize] = &[1024, 2048, 4096, 8192];
@@ -232,8 +232,10 @@ pub fn wgpu_table(wgpu: &Report, cuda: &Report, sizes: &[usize]) -> String {
     }
     out.push_str(
         "\nTFLOP/s (u32: TOPS) from the median launch time; in brackets the share of cuBLAS's rate \
-         in the same call. WGSL has no asynchronous copies and no matrix instructions: \
-         [docs/wgpu.md](docs/wgpu.md) says what bounds it. The runs:\n\n",
+         (of its dtype) in the same call. WGSL has no asynchronous copies; its matrix instructions \
+         (cooperative matrices, f16 in `wgpu-coopmat`) are loaded and laid out by the driver, and \
+         the scalar kernels compute f16 and bf16 in f32: [docs/wgpu.md](docs/wgpu.md) says what \
+         bounds each. The runs:\n\n",
     );
     for report in [wgpu, cuda] {
         let s = &report.system;
