@@ -1,9 +1,11 @@
-//! Renders README.md's results table and multi-GPU scaling table from the runs of record under bench/baselines/.
+//! Renders the results tables from the runs of record under bench/baselines/: every table into
+//! docs/results.md, the square-size one into README.md, the multi-GPU scaling table into
+//! docs/results.md.
 //!
-//! `cargo run -p matmul-bench --example readme_table`            prints the section
-//! `cargo run -p matmul-bench --example readme_table -- --write` rewrites it in README.md
+//! `cargo run -p matmul-bench --example readme_table`            prints them
+//! `cargo run -p matmul-bench --example readme_table -- --write` rewrites them in place
 //!
-//! The test `tests/readme_table.rs` fails while README.md's section differs from this rendering.
+//! The test `tests/readme_table.rs` fails while a file's section differs from this rendering.
 
 use std::path::Path;
 
@@ -19,27 +21,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let table = record::readme_section(&root)?;
-    let scaling = multi::scaling_table(&multi::runs_of_record(&root)?);
+    let summary = record::summary_section(&root)?;
+    let tables = record::for_docs(&record::readme_section(&root)?);
+    let scaling = record::for_docs(&multi::scaling_table(&multi::runs_of_record(&root)?));
     if !write {
-        print!("{table}\n{scaling}");
+        print!("{summary}\n{tables}\n{scaling}");
         return Ok(());
     }
-    let path = root.join("README.md");
-    let readme = std::fs::read_to_string(&path)?;
-    let updated = record::splice(&readme, &table)?;
-    let updated = multi::splice(&updated, &scaling).ok_or_else(|| {
-        format!(
-            "README.md has no `{}` line followed by an `{}` line",
-            multi::BEGIN,
-            multi::END
-        )
+    let rewrite = |name: &str, f: &dyn Fn(&str) -> Result<String, String>| -> Result<(), String> {
+        let path = root.join(name);
+        let old = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
+        let new = f(&old).map_err(|e| format!("{name}: {e}"))?;
+        if new == old {
+            eprintln!("{name}: up to date");
+        } else {
+            std::fs::write(&path, new).map_err(|e| format!("{name}: {e}"))?;
+            eprintln!("{name}: rewritten");
+        }
+        Ok(())
+    };
+    rewrite("README.md", &|t| {
+        record::splice_summary(t, &summary).map_err(|e| e.to_string())
     })?;
-    if updated == readme {
-        eprintln!("README.md's results table is up to date");
-    } else {
-        std::fs::write(&path, updated)?;
-        eprintln!("README.md's results table rewritten");
-    }
+    rewrite(record::RESULTS_PAGE, &|t| {
+        let t = record::splice(t, &tables).map_err(|e| e.to_string())?;
+        multi::splice(&t, &scaling).ok_or_else(|| {
+            format!(
+                "no `{}` line followed by an `{}` line",
+                multi::BEGIN,
+                multi::END
+            )
+        })
+    })?;
     Ok(())
 }

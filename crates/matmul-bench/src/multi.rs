@@ -1,5 +1,5 @@
 //! A multi-GPU bench run (`matmul bench --gpus N`): its cases as JSON (`multi.json`) and Markdown
-//! (`multi.md`), and the README's scaling table rendered from the runs of record kept under
+//! (`multi.md`), and the scaling table (docs/results.md) rendered from the runs of record kept under
 //! `bench/baselines/<device>/multi-<N>gpu/` (see [`crate::record`] for the single-GPU runs).
 
 use std::fmt::Write as _;

@@ -1,13 +1,15 @@
 //! The run of record: the small benchmark reports kept in the repository under
 //! `bench/baselines/<device>/<ladder>/` (results.json without its per-launch samples, its
-//! roofline.svg and its ladder.svg), and the README's results table, rendered from them so the two cannot drift.
+//! roofline.svg and its ladder.svg), and the results tables (docs/results.md, and the README's
+//! square-size one), rendered from them so the two cannot drift.
 //!
 //! - [`write_baseline`] turns a `matmul bench` results.json into a run of record
 //!   (`cargo run -p matmul-bench --example baseline -- RESULTS.json DIR`).
-//! - [`readme_table`] renders the README's table from the runs in [`README_RUNS`];
-//!   [`splice`] puts it between [`BEGIN`] and [`END`] in README.md
-//!   (`cargo run -p matmul-bench --example readme_table -- --write`), and the test
-//!   `tests/readme_table.rs` fails when README.md's section differs from the rendering.
+//! - [`readme_section`] renders every table from the runs of record; [`splice`] puts it between
+//!   [`BEGIN`] and [`END`] in docs/results.md, and [`splice_summary`] the square-size table
+//!   ([`summary_section`]) between the README's summary markers
+//!   (`cargo run -p matmul-bench --example readme_table -- --write`); the test
+//!   `tests/readme_table.rs` fails when either differs from the rendering.
 //!
 //! Every number in the table is a field of a results.json (`rate_gops`, `vs_cublas`, the device
 //! line), rounded for print; nothing is typed by hand.
@@ -23,7 +25,7 @@ use crate::{Record, Report, Status};
 /// Where the runs of record live, relative to the repository root.
 pub const BASELINES_DIR: &str = "bench/baselines";
 
-/// The runs the README table is rendered from, as `<device>/<ladder>` under [`BASELINES_DIR`],
+/// The runs the square-size table is rendered from, as `<device>/<ladder>` under [`BASELINES_DIR`],
 /// in the order their dtypes appear in the table.
 pub const README_RUNS: &[&str] = &[
     "h100-80gb-hbm3/simt",
@@ -31,14 +33,14 @@ pub const README_RUNS: &[&str] = &[
     "h100-80gb-hbm3/tensor-cores",
 ];
 
-/// The shape-suite runs the README's second tables (`auto` against cuBLAS over a suite, per dtype
+/// The shape-suite runs the suite tables (`auto` against cuBLAS over a suite, per dtype
 /// and class) are rendered from, under [`BASELINES_DIR`]: on a GPU the project did not tune on
 /// (the H200) with the tune table of its class and without any table (`--no-tuned`, what a GPU
 /// never tuned gets), then on the H100.
 pub const README_SUITE_RUNS: [&str; 3] =
     ["h200/suite", "h200/suite-no-tuned", "h100-80gb-hbm3/suite"];
 
-/// The portable backend's runs the README's third table is rendered from, under
+/// The portable backend's runs its table is rendered from, under
 /// [`BASELINES_DIR`]: the wgpu kernels through Vulkan, and the CUDA kernels (cuBLAS among them) on
 /// the same shapes in the same call (`scripts/gpu-wgpu.sh`).
 pub const README_WGPU_RUNS: [&str; 2] = ["h200/wgpu", "h200/wgpu-cuda"];
@@ -56,7 +58,15 @@ pub const README_FP32_SIZES: &[usize] = &[2048, 4096, 8192];
 /// The table's columns: square products m = n = k of these sizes.
 pub const README_SIZES: &[usize] = &[1024, 2048, 4096, 8192, 16384];
 
-/// The marker lines around the generated section of README.md.
+/// The page that holds every generated results table (the README keeps the square-size one).
+pub const RESULTS_PAGE: &str = "docs/results.md";
+
+/// The marker lines around the README's generated square-size table.
+pub const SUMMARY_BEGIN: &str = "<!-- summary-table:begin -->";
+/// Its end.
+pub const SUMMARY_END: &str = "<!-- summary-table:end -->";
+
+/// The marker lines around the generated section of docs/results.md.
 pub const BEGIN: &str = "<!-- results-table:begin -->";
 /// See [`BEGIN`].
 pub const END: &str = "<!-- results-table:end -->";
@@ -105,8 +115,24 @@ pub fn load_readme_runs(root: &Path) -> io::Result<Vec<Report>> {
         .collect()
 }
 
-/// The README's section, markers excluded, rendered from the runs of record under `root`: the
-/// square-size table, then the suite summaries of [`README_SUITE_RUNS`].
+/// The README's summary, markers excluded: the square-size table of the runs of record under
+/// `root` (docs/results.md has it again with every other table).
+pub fn summary_section(root: &Path) -> io::Result<String> {
+    Ok(readme_table(&load_readme_runs(root)?, README_SIZES))
+}
+
+/// Generated Markdown whose links are written from the repository root, relinked for a page in
+/// docs/ (`docs/x.md` → `x.md`, `bench/…` → `../bench/…`, likewise crates/ and lab/).
+pub fn for_docs(text: &str) -> String {
+    text.replace("](docs/", "](")
+        .replace("](bench/", "](../bench/")
+        .replace("](crates/", "](../crates/")
+        .replace("](lab/", "](../lab/")
+}
+
+/// The results page's section, markers excluded, rendered from the runs of record under `root`
+/// (links from the repository root: [`for_docs`] relinks it): the square-size table, the suite
+/// summaries of [`README_SUITE_RUNS`], the portable backend's table and the accuracy table.
 pub fn readme_section(root: &Path) -> io::Result<String> {
     let mut out = readme_table(&load_readme_runs(root)?, README_SIZES);
     for run in README_SUITE_RUNS {
@@ -487,43 +513,61 @@ pub fn readme_table(runs: &[Report], sizes: &[usize]) -> String {
     out
 }
 
-/// Why README.md's section could not be found.
+/// A generated section's marker lines were not found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingMarkers;
+pub struct MissingMarkers(pub &'static str, pub &'static str);
 
 impl std::fmt::Display for MissingMarkers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "README.md has no `{BEGIN}` line followed by an `{END}` line"
-        )
+        write!(f, "no `{}` line followed by an `{}` line", self.0, self.1)
     }
 }
 
 impl std::error::Error for MissingMarkers {}
 
-/// The byte range of the text between the marker lines (after `BEGIN`'s line, up to `END`).
-fn section_range(readme: &str) -> Result<std::ops::Range<usize>, MissingMarkers> {
-    let begin = readme.find(BEGIN).ok_or(MissingMarkers)?;
-    let start = readme[begin..]
+/// The byte range of the text between the marker lines (after `begin`'s line, up to `end`).
+fn section_range(
+    text: &str,
+    begin: &'static str,
+    end: &'static str,
+) -> Result<std::ops::Range<usize>, MissingMarkers> {
+    let missing = MissingMarkers(begin, end);
+    let b = text.find(begin).ok_or(missing.clone())?;
+    let start = text[b..]
         .find('\n')
-        .map(|i| begin + i + 1)
-        .ok_or(MissingMarkers)?;
-    let end = readme[start..]
-        .find(END)
-        .map(|i| start + i)
-        .ok_or(MissingMarkers)?;
-    Ok(start..end)
+        .map(|i| b + i + 1)
+        .ok_or(missing.clone())?;
+    let stop = text[start..].find(end).map(|i| start + i).ok_or(missing)?;
+    Ok(start..stop)
 }
 
-/// The text between README.md's marker lines.
-pub fn section(readme: &str) -> Result<&str, MissingMarkers> {
-    Ok(&readme[section_range(readme)?])
+/// The text between the results page's marker lines ([`BEGIN`], [`END`]).
+pub fn section(page: &str) -> Result<&str, MissingMarkers> {
+    Ok(&page[section_range(page, BEGIN, END)?])
 }
 
-/// README.md with the text between its marker lines replaced by `table`.
-pub fn splice(readme: &str, table: &str) -> Result<String, MissingMarkers> {
-    let range = section_range(readme)?;
+/// The text between the README's summary markers ([`SUMMARY_BEGIN`], [`SUMMARY_END`]).
+pub fn summary(readme: &str) -> Result<&str, MissingMarkers> {
+    Ok(&readme[section_range(readme, SUMMARY_BEGIN, SUMMARY_END)?])
+}
+
+/// `page` with the text between its [`BEGIN`] and [`END`] lines replaced by `table`.
+pub fn splice(page: &str, table: &str) -> Result<String, MissingMarkers> {
+    splice_between(page, BEGIN, END, table)
+}
+
+/// `readme` with the text between its summary markers replaced by `table`.
+pub fn splice_summary(readme: &str, table: &str) -> Result<String, MissingMarkers> {
+    splice_between(readme, SUMMARY_BEGIN, SUMMARY_END, table)
+}
+
+fn splice_between(
+    readme: &str,
+    begin: &'static str,
+    end: &'static str,
+    table: &str,
+) -> Result<String, MissingMarkers> {
+    let range = section_range(readme, begin, end)?;
     let mut out = String::with_capacity(readme.len() + table.len());
     out.push_str(&readme[..range.start]);
     out.push_str(table);
@@ -567,7 +611,7 @@ mod tests {
         let new = splice(&readme, "new\n").unwrap();
         assert_eq!(new, format!("a\n{BEGIN}\nnew\n{END}\nb\n"));
         assert_eq!(section(&new).unwrap(), "new\n");
-        assert_eq!(splice("no markers", "x"), Err(MissingMarkers));
-        assert_eq!(section(&format!("{END}\n{BEGIN}\n")), Err(MissingMarkers));
+        assert_eq!(splice("no markers", "x"), Err(MissingMarkers(BEGIN, END)));
+        assert_eq!(section(&format!("{END}\n{BEGIN}\n")), Err(MissingMarkers(BEGIN, END)));
     }
 }
