@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{ex, matmul, need_gpu, need_nvrtc, need_wgpu, temp_dir, text};
+use common::{ex, input_error, matmul, need_gpu, need_nvrtc, need_wgpu, temp_dir, text};
 
 #[test]
 #[cfg_attr(
@@ -209,9 +209,7 @@ fn judge_runs_a_users_u32_kernel() {
 fn wgsl_syntax_error_shows_naga_log_exit_2() {
     need_wgpu();
     let f = ex("broken/syntax.wgsl");
-    let o = matmul(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = input_error(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
     assert!(err.contains("syntax.wgsl:7:5"), "{err}");
     assert!(err.contains("expected `;`"), "{err}");
 }
@@ -315,9 +313,7 @@ fn bad_command_lines_are_input_errors() {
     ] {
         let mut a = vec!["run", "-m", "8", "-n", "8", "-k", "8"];
         a.extend(args.iter().copied());
-        let o = matmul(&a);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        let err = input_error(&a);
         assert!(err.contains(want), "{a:?}: {err}");
     }
 }
@@ -417,9 +413,7 @@ fn cuda_files_compile_with_nvrtc() {
     }
     // Without a GPU, `run` still reports the compile error (exit 2) with NVRTC's log.
     let f = ex("broken/syntax.cu");
-    let o = matmul(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = input_error(&["run", "--kernel-file", &f, "-m", "8", "-n", "8", "-k", "8"]);
     assert!(
         err.contains("syntax.cu(10): error: expected a \";\""),
         "{err}"

@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{ex, matmul, need_nvrtc as nvrtc, need_wgpu as adapter, temp_dir, text, write};
+use common::{
+    ex, input_error, matmul, need_nvrtc as nvrtc, need_wgpu as adapter, temp_dir, text, write,
+};
 
 /// The registry's 1-D kernels (`global_x()`, `#[kernel(WG, 1)]`) as kernel files.
 fn registry_source(kernel: &str) -> &'static str {
@@ -45,9 +47,7 @@ fn a_malformed_rust_kernel_is_exit_2_at_its_line() {
         vec!["bench", "--kernel-file", &bad, "--sizes", "8"],
         vec!["judge", "--kernel-file", &bad, &cases],
     ] {
-        let o = matmul(&args);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let err = input_error(&args);
         assert!(
             err.contains("bad.rs:4:13: kernel: this literal is outside the kernel subset"),
             "{args:?}: {err}"
@@ -84,9 +84,7 @@ fn a_malformed_rust_kernel_is_exit_2_at_its_line() {
     ] {
         let mut a = vec!["run", "-m", "8", "-n", "8", "-k", "8"];
         a.extend(args.iter().copied());
-        let o = matmul(&a);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        let err = input_error(&a);
         assert!(err.contains(want), "{a:?}: {err}");
     }
 
@@ -142,9 +140,7 @@ fn show_ptx_refuses_what_it_cannot_show() {
             "--arch applies to --lang ptx",
         ),
     ] {
-        let o = matmul(&args);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let err = input_error(&args);
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }

@@ -33,6 +33,14 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// The binary run with `args` must exit 2 (an input error); its stderr.
+pub fn input_error(args: &[&str]) -> String {
+    let o = matmul(args);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    err
+}
+
 /// A fresh, empty temporary directory for test `tag`.
 pub fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("matmul-cli-{tag}-{}", std::process::id()));
