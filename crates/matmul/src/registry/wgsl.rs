@@ -156,3 +156,48 @@ pub fn text_for(
 pub fn text(src: &WgslSource, dtype: DType, tile: u32) -> String {
     text_for(src, dtype, tile, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::{Op, Problem};
+
+    fn coopmat() -> &'static WgslSource {
+        crate::registry::find("wgpu-coopmat")
+            .unwrap()
+            .wgsl_source()
+            .unwrap()
+    }
+
+    /// The cooperative-matrix kernel's staging follows each operand's contiguous dimension, and
+    /// falls back to elements where a row's stride is not a multiple of 8 halves.
+    #[test]
+    fn staging_follows_the_contiguous_dimension() {
+        use Staging::*;
+        let v =
+            |m, n, k, a, b| variant(coopmat(), &Problem::new(m, n, k, DType::F16).with_ops(a, b));
+        assert_eq!(v(4096, 4096, 4096, Op::N, Op::N), Some((Rows, Rows)));
+        assert_eq!(v(4096, 4096, 4096, Op::T, Op::N), Some((Columns, Rows)));
+        assert_eq!(v(4096, 4096, 4096, Op::N, Op::T), Some((Rows, Columns)));
+        assert_eq!(v(4096, 4096, 4096, Op::T, Op::T), Some((Columns, Columns)));
+        // K = 4099: op N's A rows and op T's B columns are not 16-byte aligned.
+        assert_eq!(v(4096, 4096, 4099, Op::N, Op::N), Some((Elements, Rows)));
+        assert_eq!(
+            v(4096, 4096, 4099, Op::N, Op::T),
+            Some((Elements, Elements))
+        );
+        // M and N odd: only what strides by them leaves the runs.
+        assert_eq!(v(4095, 4097, 4096, Op::N, Op::N), Some((Rows, Elements)));
+        assert_eq!(v(4095, 4097, 4096, Op::T, Op::T), Some((Elements, Columns)));
+        // Every other kernel has one pipeline per dtype and tile.
+        let regtile = crate::registry::find("wgpu-regtile").unwrap();
+        let p = Problem::new(64, 64, 64, DType::F32);
+        assert_eq!(variant(regtile.wgsl_source().unwrap(), &p), None);
+        // The staging is a constant of the header.
+        let text = text_for(coopmat(), DType::F16, 0, Some((Columns, Elements)));
+        assert!(
+            text.contains("const A_STAGING: u32 = 1u;")
+                && text.contains("const B_STAGING: u32 = 2u;")
+        );
+    }
+}
