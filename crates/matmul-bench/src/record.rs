@@ -612,6 +612,9 @@ mod tests {
         assert_eq!(new, format!("a\n{BEGIN}\nnew\n{END}\nb\n"));
         assert_eq!(section(&new).unwrap(), "new\n");
         assert_eq!(splice("no markers", "x"), Err(MissingMarkers(BEGIN, END)));
-        assert_eq!(section(&format!("{END}\n{BEGIN}\n")), Err(MissingMarkers(BEGIN, END)));
+        assert_eq!(
+            section(&format!("{END}\n{BEGIN}\n")),
+            Err(MissingMarkers(BEGIN, END))
+        );
     }
 }
