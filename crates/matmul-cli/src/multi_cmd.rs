@@ -95,7 +95,9 @@ impl RankArgs {
                 .map_err(|e| CliError::input(e.to_string()))?;
             Some(found.ok_or_else(|| {
                 CliError::input(
-                    "--launched: no launcher's variables (RANK and WORLD_SIZE, SLURM_PROCID and                      SLURM_NTASKS, OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, or PMI_RANK and                      PMI_SIZE) are set",
+                    "--launched: no launcher's variables (RANK and WORLD_SIZE, SLURM_PROCID and \
+                     SLURM_NTASKS, OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, or PMI_RANK \
+                     and PMI_SIZE) are set",
                 )
             })?)
         } else {
@@ -118,18 +120,19 @@ impl RankArgs {
             .master
             .clone()
             .or(launch.as_ref().and_then(|l| l.master.clone()));
-        let rendezvous = match (&self.id_file, master) {
-            (Some(path), _) => multi::Rendezvous::File(path.clone()),
-            (None, Some(master)) => multi::Rendezvous::Tcp {
-                master,
-                bind: self.bind.clone(),
-            },
-            (None, None) => {
-                return Err(CliError::input(
-                    "one process per GPU needs a rendezvous: --id-file PATH (a file every rank                      sees) or --master HOST:PORT (rank 0 serves the id over TCP; with --launched,                      MASTER_ADDR and MASTER_PORT)",
-                ))
-            }
-        };
+        let rendezvous =
+            match (&self.id_file, master) {
+                (Some(path), _) => multi::Rendezvous::File(path.clone()),
+                (None, Some(master)) => multi::Rendezvous::Tcp {
+                    master,
+                    bind: self.bind.clone(),
+                },
+                (None, None) => return Err(CliError::input(
+                    "one process per GPU needs a rendezvous: --id-file PATH (a file every rank \
+                     sees) or --master HOST:PORT (rank 0 serves the id over TCP; with \
+                     --launched, MASTER_ADDR and MASTER_PORT)",
+                )),
+            };
         if self.bind.is_some() && !matches!(rendezvous, multi::Rendezvous::Tcp { .. }) {
             return Err(CliError::input(
                 "--bind applies to --master (a TCP rendezvous)",

@@ -201,7 +201,10 @@ impl WgpuBackend {
                     && c.ab_type == wg::CooperativeScalarType::F16
                     && c.cr_type == wg::CooperativeScalarType::F32
             });
-        let mut features = adapter.features() & wg::Features::TIMESTAMP_QUERY;
+        // Subgroup operations where offered: no registry kernel uses them, a user's WGSL kernel
+        // may (naga takes the subgroup builtins once the device has the feature).
+        let mut features =
+            adapter.features() & (wg::Features::TIMESTAMP_QUERY | wg::Features::SUBGROUP);
         if coop_f16 {
             features |= coop;
         }
