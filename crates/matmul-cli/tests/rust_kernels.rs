@@ -58,8 +58,17 @@ fn a_malformed_rust_kernel_is_exit_2_at_its_line() {
         "syntax.rs",
         "#[kernel(TILE, TILE)]\nfn s(a: &[T], b: &[T], c: &mut [T]) {\n    let x = ;\n}\n",
     );
+    let zero = write(
+        &dir,
+        "zero.rs",
+        "#[kernel(TILE, TILE)]\nfn z(a: &[T], b: &[T], c: &mut [T]) {\n    let s = shared::<T>(TILE - 16);\n}\n",
+    );
     let naive = ex("naive.rs");
     for (args, want) in [
+        (
+            vec!["--kernel-file", zero.as_str(), "--backend", "wgpu"],
+            "zero.rs:3:25: kernel: shared array `s`'s length `TILE - 16` is 0 with TILE = 16",
+        ),
         (vec!["--kernel-file", syntax.as_str()], "syntax.rs:3:"),
         (
             vec!["--kernel-file", &naive, "--block", "8,8"],

@@ -56,6 +56,130 @@ pub struct Generated {
     /// WGSL with the own-kernel ABI (docs/own-kernels.md): entry `main`; `T`, the constants and
     /// the bindings appended by matmul.
     pub own_wgsl: String,
+    /// The sizes that name `TILE` or `WG` (the workgroup's, the shared arrays' lengths): each must
+    /// be at least 1 once the constants' values are known ([`Generated::check_sizes`]).
+    pub sizes: Vec<Size>,
+}
+
+/// A constant expression of integers, `TILE` and `WG`, as the kernel wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Const {
+    /// An integer literal.
+    Int(u64),
+    /// `TILE` or `WG`.
+    Name(String),
+    /// `+ - * / %` (integer division, as in CUDA and WGSL).
+    Bin(char, Box<Const>, Box<Const>),
+}
+
+impl Const {
+    /// The value with the constants' values from `value`; `None` for an unknown constant, and
+    /// `Some(Err(()))` where it leaves u32 or divides by 0.
+    pub fn eval(&self, value: &dyn Fn(&str) -> Option<u64>) -> Option<Result<u64, ()>> {
+        Some(match self {
+            Const::Int(v) => Ok(*v),
+            Const::Name(n) => Ok(value(n)?),
+            Const::Bin(op, l, r) => {
+                let (l, r) = (l.eval(value)?, r.eval(value)?);
+                let (Ok(l), Ok(r)) = (l, r) else {
+                    return Some(Err(()));
+                };
+                let v = match op {
+                    '+' => l.checked_add(r),
+                    '-' => l.checked_sub(r),
+                    '*' => l.checked_mul(r),
+                    '/' => l.checked_div(r),
+                    _ => l.checked_rem(r),
+                };
+                v.filter(|&v| v <= u32::MAX as u64).ok_or(())
+            }
+        })
+    }
+
+    fn of(e: &Expr) -> Option<Const> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(i) => i.base10_parse().ok().map(Const::Int),
+                _ => None,
+            },
+            Expr::Path(p) => p.path.get_ident().map(|i| Const::Name(i.to_string())),
+            Expr::Paren(p) => Const::of(&p.expr),
+            Expr::Binary(b) => {
+                let op = match b.op {
+                    BinOp::Add(_) => '+',
+                    BinOp::Sub(_) => '-',
+                    BinOp::Mul(_) => '*',
+                    BinOp::Div(_) => '/',
+                    BinOp::Rem(_) => '%',
+                    _ => return None,
+                };
+                Some(Const::Bin(
+                    op,
+                    Box::new(Const::of(&b.left)?),
+                    Box::new(Const::of(&b.right)?),
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A size the kernel states: what it is, its expression and where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    /// "the workgroup's x size", "shared array `tile_a`'s length".
+    pub what: String,
+    /// As written (`TILE * TILE`).
+    pub text: String,
+    /// Its value once the constants are known.
+    pub value: Const,
+    /// Where it is written (1-based).
+    pub line: usize,
+    /// The column, from 1.
+    pub column: usize,
+}
+
+impl Generated {
+    /// Checks every size that names a constant against the constants' values (`TILE` = 16,
+    /// say): a size of 0, or one that leaves u32 or divides by 0, is an error at its place. A
+    /// constant `value` does not know is left to the compiler.
+    pub fn check_sizes(&self, value: &dyn Fn(&str) -> Option<u64>) -> Result<(), GenError> {
+        for s in &self.sizes {
+            let why = match s.value.eval(value) {
+                Some(Ok(0)) => "is 0",
+                Some(Err(())) => "leaves u32 or divides by 0",
+                _ => continue,
+            };
+            let names: Vec<String> = ["TILE", "WG"]
+                .iter()
+                .filter(|n| s.text.contains(*n))
+                .filter_map(|n| value(n).map(|v| format!("{n} = {v}")))
+                .collect();
+            return Err(GenError {
+                message: format!(
+                    "kernel: {} `{}` {why} with {} (it must be at least 1)",
+                    s.what,
+                    s.text,
+                    names.join(", ")
+                ),
+                line: s.line,
+                column: s.column,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn size(what: String, e: &Expr) -> Option<Size> {
+    let value = Const::of(e)?;
+    let start = e.span().start();
+    Some(Size {
+        what,
+        text: plain(e).ok()?,
+        value,
+        line: start.line.max(1),
+        column: start.column + 1,
+    })
 }
 
 /// Why a kernel file could not be generated: the message and where (1-based line and column,
@@ -178,8 +302,17 @@ fn generate_sized(
     }
     check_signature(item)?;
     let workgroup = (plain(&sizes[0])?, plain(&sizes[1])?);
+    for size in sizes {
+        at_least_one(size, "a workgroup size")?;
+    }
     let registry = emit(sizes, item, false)?;
     let own = emit(sizes, item, true)?;
+    let mut checked: Vec<Size> = ["x", "y"]
+        .iter()
+        .zip(sizes)
+        .filter_map(|(axis, e)| size(format!("the workgroup's {axis} size"), e))
+        .collect();
+    checked.extend(registry.sizes);
     Ok(Generated {
         name: item.sig.ident.to_string(),
         workgroup,
@@ -189,6 +322,7 @@ fn generate_sized(
         wgsl: registry.wgsl,
         own_cuda: own.cuda,
         own_wgsl: own.wgsl,
+        sizes: checked,
     })
 }
 
@@ -198,6 +332,7 @@ struct Emitted {
     wgsl: String,
     constants: Vec<String>,
     global_x: bool,
+    sizes: Vec<Size>,
 }
 
 fn emit(
@@ -225,6 +360,7 @@ fn emit(
         wgsl: g.wgsl(&name, &wg_sizes, &body),
         constants: g.constants,
         global_x: g.global_x,
+        sizes: g.sizes,
     })
 }
 
@@ -350,6 +486,46 @@ fn is_constant(e: &Expr) -> bool {
     }
 }
 
+/// The value of a constant expression of integer literals alone (`+ - * / %`, parentheses);
+/// `Ok(None)` where it names `TILE` or `WG` (known at launch: the launch checks it then), an
+/// error where it leaves u32 or divides by zero.
+fn literal_value(e: &Expr) -> syn::Result<Option<u64>> {
+    let out_of_range = |span: Span| wrong(span, "this constant leaves u32 or divides by 0".into());
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            Lit::Int(i) => int_literal(i).map(Some),
+            _ => Ok(None),
+        },
+        Expr::Paren(p) => literal_value(&p.expr),
+        Expr::Binary(b) => {
+            let (Some(x), Some(y)) = (literal_value(&b.left)?, literal_value(&b.right)?) else {
+                return Ok(None);
+            };
+            let v = match b.op {
+                BinOp::Add(_) => x.checked_add(y),
+                BinOp::Sub(_) => x.checked_sub(y),
+                BinOp::Mul(_) => x.checked_mul(y),
+                BinOp::Div(_) => x.checked_div(y),
+                BinOp::Rem(_) => x.checked_rem(y),
+                _ => return Ok(None),
+            };
+            match v {
+                Some(v) if v <= u32::MAX as u64 => Ok(Some(v)),
+                _ => out_of_range(b.span()),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Refuses a constant of literals (a workgroup size, a shared array's length) that is 0.
+fn at_least_one(e: &Expr, what: &str) -> syn::Result<()> {
+    match literal_value(e)? {
+        Some(0) => wrong(e.span(), format!("{what} is at least 1 (this is 0)")),
+        _ => Ok(()),
+    }
+}
+
 /// An integer literal's value: unsuffixed or `u32`, at most `u32::MAX`.
 fn int_literal(i: &syn::LitInt) -> syn::Result<u64> {
     if !matches!(i.suffix(), "" | "u32") {
@@ -429,6 +605,8 @@ struct Gen {
     constants: Vec<String>,
     /// Whether `global_x()` was called.
     global_x: bool,
+    /// The shared arrays' lengths, to check once the constants are known.
+    sizes: Vec<Size>,
 }
 
 const PROBLEM: [&str; 7] = ["m", "n", "k", "a_rs", "a_cs", "b_rs", "b_cs"];
@@ -537,6 +715,11 @@ impl Gen {
                                     "a shared array's length is a constant expression of integers and TILE".into(),
                                 );
                             }
+                            at_least_one(&call.args[0], "a shared array's length")?;
+                            self.sizes.extend(size(
+                                format!("shared array `{name}`'s length"),
+                                &call.args[0],
+                            ));
                             let (_, len) = self.expr(&call.args[0])?;
                             let (_, len_w) = self.expr_w(&call.args[0])?;
                             self.declare(
@@ -838,6 +1021,12 @@ impl Gen {
                     BinOp::Or(_) => "||",
                     _ => return outside(b.op.span(), "this operator"),
                 };
+                // What WGSL evaluates while compiling must be defined: no constant divisor of 0,
+                // no constant of literals outside u32.
+                if matches!(op, "/" | "%") && literal_value(&b.right)? == Some(0) {
+                    return wrong(b.right.span(), format!("`{op}` by 0"));
+                }
+                literal_value(e)?;
                 let (lt, l) = self.lower(&b.left, wgsl)?;
                 let (rt, r) = self.lower(&b.right, wgsl)?;
                 let ty = match op {

@@ -147,3 +147,54 @@ fn a_kernel_file_generates_and_places_its_errors() {
         assert_eq!(e.line, line, "{src}: {e}");
     }
 }
+
+/// What WGSL would evaluate while compiling is checked here first: a constant divisor of 0, a
+/// constant of literals outside u32, a literal size of 0, and (once the constants' values are
+/// known) a size that names TILE and comes to 0, each an error at its line and column.
+#[test]
+fn sizes_and_constants_wgsl_would_refuse_are_errors() {
+    let file = |attr: &str, body: &str| {
+        format!("#[kernel({attr})]\nfn k(a: &[T], b: &[T], c: &mut [T]) {{\n{body}\n}}\n")
+    };
+    for (src, what, line) in [
+        (file("TILE, 0", ""), "workgroup size is at least 1", 1),
+        (file("TILE, TILE", "    let x = m / 0;"), "`/` by 0", 3),
+        (
+            file("TILE, TILE", "    let x = m % (2 - 2);"),
+            "`%` by 0",
+            3,
+        ),
+        (
+            file("TILE, TILE", "    let x = m + 4294967295 * 2;"),
+            "leaves u32",
+            3,
+        ),
+        (
+            file("TILE, TILE", "    let s = shared::<T>(3 - 3);"),
+            "length is at least 1",
+            3,
+        ),
+    ] {
+        let e = generate_from_str(&src).unwrap_err();
+        assert!(e.message.contains(what), "{src}: {e}");
+        assert_eq!(e.line, line, "{src}: {e}");
+    }
+    let src = file(
+        "TILE, TILE",
+        "    let s = shared::<T>(TILE - 16);\n    let t = shared::<T>(TILE);",
+    );
+    let g = generate_from_str(&src).unwrap();
+    let at = |tile: u64| move |n: &str| (n == "TILE").then_some(tile);
+    assert!(g.check_sizes(&at(32)).is_ok());
+    let e = g.check_sizes(&at(16)).unwrap_err();
+    assert_eq!((e.line, e.column), (3, 25), "{e}");
+    assert!(
+        e.message
+            .contains("shared array `s`'s length `TILE - 16` is 0 with TILE = 16"),
+        "{e}"
+    );
+    let e = g.check_sizes(&at(8)).unwrap_err();
+    assert!(e.message.contains("leaves u32"), "{e}");
+    // A constant it is not told is left to the compiler.
+    assert!(g.check_sizes(&|_| None).is_ok());
+}

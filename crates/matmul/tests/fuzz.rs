@@ -124,3 +124,184 @@ proptest! {
         }
     }
 }
+
+/// The kernels written in the Rust subset that the mutations start from: the registry's four and
+/// the two example files.
+fn rust_kernel_sources() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = ["naive@rs", "tiled@rs", "ele@rs", "row@rs"]
+        .iter()
+        .map(|k| matmul::registry::rs_kernels::source_of(k).expect("a registry Rust kernel"))
+        .collect();
+    out.push(include_str!("../../../examples/kernels/naive.rs"));
+    out.push(include_str!("../../../examples/kernels/tiled.rs"));
+    out
+}
+
+/// Rust-ish tokens a mutation puts in: the subset's own words and some from outside it.
+const RUST_TOKENS: &[&str] = &[
+    "let",
+    "mut",
+    "for",
+    "in",
+    "if",
+    "else",
+    "while",
+    "loop",
+    "return",
+    "fn",
+    "0",
+    "1",
+    "16",
+    "4294967296",
+    "0..k",
+    "..",
+    "TILE",
+    "WG",
+    "m",
+    "n",
+    "k",
+    "a",
+    "b",
+    "c",
+    "i",
+    "j",
+    "l",
+    "acc",
+    "a_rs",
+    "b_cs",
+    "zero()",
+    "thread_x()",
+    "block_y()",
+    "global_x()",
+    "superstep()",
+    "shared::<T>(4)",
+    "shared::<u32>(4)",
+    "T",
+    "u32",
+    "f32",
+    "f16",
+    "1.5",
+    "as",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "<",
+    "<=",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "!",
+    "&",
+    "=",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    ";",
+    ",",
+    ":",
+    "::",
+    "'",
+    "\"",
+    "#",
+    "é",
+    "\n",
+];
+
+/// One edit of a kernel's text at a token boundary: delete, duplicate or replace a token, or
+/// insert one of [`RUST_TOKENS`].
+fn mutate(text: &str, edits: &[(usize, usize, usize)]) -> String {
+    // Tokens: runs of identifier characters, runs of whitespace, single other characters.
+    let mut tokens: Vec<String> = Vec::new();
+    for ch in text.chars() {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        match tokens.last_mut() {
+            Some(t) if word(ch) && t.chars().all(word) => t.push(ch),
+            Some(t) if ch.is_whitespace() && t.chars().all(char::is_whitespace) => t.push(ch),
+            _ => tokens.push(ch.to_string()),
+        }
+    }
+    for &(at, kind, pick) in edits {
+        if tokens.is_empty() {
+            break;
+        }
+        let at = at % tokens.len();
+        let new = RUST_TOKENS[pick % RUST_TOKENS.len()].to_string();
+        match kind % 4 {
+            0 => {
+                tokens.remove(at);
+            }
+            1 => {
+                let t = tokens[at].clone();
+                tokens.insert(at, t);
+            }
+            2 => tokens[at] = new,
+            _ => tokens.insert(at, new),
+        }
+    }
+    tokens.concat()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A kernel file in the Rust subset, mutated, as `--kernel-file` takes it (the constants at
+    /// their defaults): generating it never panics; what is refused names a line and column
+    /// within the file; what is accepted is WGSL that naga validates, for f32 and u32 (a
+    /// generated shader wgpu would refuse is a generator bug, not the user's).
+    #[test]
+    fn rust_kernel_mutations_are_errors_or_valid_wgsl(
+        base in 0usize..6,
+        edits in prop::collection::vec((any::<usize>(), any::<usize>(), any::<usize>()), 1..4),
+    ) {
+        use matmul::user::{Expr, Lang, UserKernel, RUST_CONSTANTS};
+        let src = rust_kernel_sources()[base];
+        let text = mutate(src, &edits);
+        for dtype in [DType::F32, DType::U32] {
+            let kernel = UserKernel {
+                path: "mutated.rs".into(),
+                text: text.clone(),
+                lang: Lang::Rust,
+                entry: String::new(),
+                dtype,
+                defines: RUST_CONSTANTS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                grid: std::array::from_fn(|_| Expr::constant(1)),
+                block: std::array::from_fn(|_| Expr::constant(1)),
+                shared: Expr::constant(0),
+                zero_c: false,
+            };
+            match kernel.generated_for(Lang::Wgsl) {
+                Err(e) => {
+                    let e = e.to_string();
+                    let place = e.split_once("mutated.rs:").map(|(_, rest)| rest).unwrap_or("");
+                    let mut parts = place.splitn(3, ':');
+                    let line: usize = parts.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+                    let column: usize = parts.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+                    let lines = text.lines().count().max(1);
+                    prop_assert!(line >= 1 && line <= lines + 1 && column >= 1, "no place in the file: {e}");
+                }
+                Ok(k) => {
+                    let wgsl = k.wgsl_text();
+                    let module = naga::front::wgsl::parse_str(&wgsl).map_err(|e| {
+                        TestCaseError::fail(format!("{dtype}: {}\n--- source\n{text}\n--- wgsl\n{wgsl}", e.emit_to_string(&wgsl)))
+                    })?;
+                    naga::valid::Validator::new(
+                        naga::valid::ValidationFlags::all(),
+                        naga::valid::Capabilities::empty(),
+                    )
+                    .validate(&module)
+                    .map_err(|e| TestCaseError::fail(format!("{dtype}: {e:?}\n--- source\n{text}\n--- wgsl\n{wgsl}")))?;
+                }
+            }
+        }
+    }
+}

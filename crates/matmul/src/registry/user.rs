@@ -167,6 +167,17 @@ impl UserKernel {
             )));
         }
         let g = generate_rust(&self.path, &self.text)?;
+        // Its sizes at the constants' values (-D, or the defaults the CLI adds): a size of 0
+        // is an error at its place in the file, not the compiler's on the generated code.
+        let value = |name: &str| {
+            self.defines
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        };
+        g.check_sizes(&value)
+            .map_err(|e| Error::Invalid(format!("{}:{e}", self.path)))?;
         let (text, entry) = match target {
             Lang::Cuda => (g.own_cuda, g.name),
             _ => (g.own_wgsl, "main".to_string()),
