@@ -305,3 +305,73 @@ proptest! {
         }
     }
 }
+
+/// The CUDA side of the property above, on a fixed sample (NVRTC takes a tenth of a second a
+/// kernel): the first 40 mutations the generator accepts, from a fixed sequence, compile with
+/// NVRTC for sm_90a, f32 and u32, with the own-kernel ABI's defines.
+#[test]
+#[cfg_attr(
+    not(matmul_require_nvrtc),
+    ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
+)]
+fn rust_kernel_mutations_that_generate_compile_with_nvrtc() {
+    use matmul::user::{Expr, Lang, UserKernel, RUST_CONSTANTS};
+    if let Err(e) = matmul::cuda::compile::nvrtc_version() {
+        assert!(
+            std::env::var_os("MATMUL_REQUIRE_NVRTC").is_none(),
+            "MATMUL_REQUIRE_NVRTC is set but NVRTC is missing: {e}"
+        );
+        panic!("needs libnvrtc (run with MATMUL_REQUIRE_NVRTC=1 where it is installed): {e}");
+    }
+    let sources = rust_kernel_sources();
+    let cache = matmul::cuda::DiskCache::disabled();
+    // xorshift64: the same sequence on every run.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as usize
+    };
+    let (mut compiled, mut tried) = (0, 0);
+    while compiled < 40 {
+        tried += 1;
+        assert!(
+            tried < 2000,
+            "only {compiled} of {tried} mutations generated"
+        );
+        let src = sources[next() % sources.len()];
+        let edits: Vec<_> = (0..1 + next() % 3)
+            .map(|_| (next(), next(), next()))
+            .collect();
+        let text = mutate(src, &edits);
+        for dtype in [DType::F32, DType::U32] {
+            let kernel = UserKernel {
+                path: "mutated.rs".into(),
+                text: text.clone(),
+                lang: Lang::Rust,
+                entry: String::new(),
+                dtype,
+                defines: RUST_CONSTANTS
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                grid: std::array::from_fn(|_| Expr::constant(1)),
+                block: std::array::from_fn(|_| Expr::constant(1)),
+                shared: Expr::constant(0),
+                zero_c: false,
+            };
+            let Ok(k) = kernel.generated_for(Lang::Cuda) else {
+                continue;
+            };
+            if let Err(e) =
+                matmul::cuda::compile_source(&k.path, &k.text, &k.cuda_defines(), "sm_90a", &cache)
+            {
+                panic!("{dtype}: {e}\n--- source\n{text}\n--- cuda\n{}", k.text);
+            }
+            if dtype == DType::U32 {
+                compiled += 1;
+            }
+        }
+    }
+}
