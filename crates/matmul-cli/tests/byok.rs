@@ -307,6 +307,10 @@ fn bad_command_lines_are_input_errors() {
             "not an identifier",
         ),
         (
+            vec!["--kernel-file", &naive, "-D", "T2=1", "-D", "T2=2"],
+            "-D T2 is given twice",
+        ),
+        (
             vec!["--kernel-file", &naive, "--dtype", "bf16"],
             "f32 or u32",
         ),

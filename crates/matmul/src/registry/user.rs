@@ -138,7 +138,12 @@ impl UserKernel {
                 crate::error::quoted(&self.entry)
             )));
         }
-        for (name, value) in &self.defines {
+        for (i, (name, value)) in self.defines.iter().enumerate() {
+            if self.defines[..i].iter().any(|(k, _)| k == name) {
+                return Err(Error::Invalid(format!(
+                    "-D {name} is given twice (one value per name)"
+                )));
+            }
             if !is_ident(name) {
                 return Err(Error::Invalid(format!(
                     "-D {}: the name is not an identifier",
@@ -675,6 +680,10 @@ mod tests {
         assert_eq!((wgsl.lang, wgsl.entry.as_str()), (Lang::Wgsl, "main"));
         assert!(wgsl.wgsl_text().contains("const TILE = 16;"));
         assert!(cuda.generated_for(Lang::Wgsl).is_err());
+        let mut twice = wgsl.clone();
+        twice.defines.push(("TILE".into(), "32".into()));
+        let err = twice.validate().unwrap_err().to_string();
+        assert!(err.contains("-D TILE is given twice"), "{err}");
 
         let ele = "#[kernel(WG, 1)]\nfn e(a: &[T], b: &[T], c: &mut [T]) {\n    let i = global_x();\n    if i < m * n {\n        c[i] = zero();\n    }\n}\n";
         let g = generate_rust("e.rs", ele).unwrap();
