@@ -309,6 +309,7 @@ proptest! {
 /// The CUDA side of the property above, on a fixed sample (NVRTC takes a tenth of a second a
 /// kernel): the first 40 mutations the generator accepts, from a fixed sequence, compile with
 /// NVRTC for sm_90a, f32 and u32, with the own-kernel ABI's defines.
+#[cfg(feature = "cuda")]
 #[test]
 #[cfg_attr(
     not(matmul_require_nvrtc),
