@@ -77,7 +77,8 @@ impl Const {
     /// `Some(Err(()))` where it leaves u32 or divides by 0.
     pub fn eval(&self, value: &dyn Fn(&str) -> Option<u64>) -> Option<Result<u64, ()>> {
         Some(match self {
-            Const::Int(v) => Ok(*v),
+            Const::Int(v) if *v <= u32::MAX as u64 => Ok(*v),
+            Const::Int(_) => Err(()),
             Const::Name(n) => Ok(value(n)?),
             Const::Bin(op, l, r) => {
                 let (l, r) = (l.eval(value)?, r.eval(value)?);
@@ -104,21 +105,11 @@ impl Const {
             },
             Expr::Path(p) => p.path.get_ident().map(|i| Const::Name(i.to_string())),
             Expr::Paren(p) => Const::of(&p.expr),
-            Expr::Binary(b) => {
-                let op = match b.op {
-                    BinOp::Add(_) => '+',
-                    BinOp::Sub(_) => '-',
-                    BinOp::Mul(_) => '*',
-                    BinOp::Div(_) => '/',
-                    BinOp::Rem(_) => '%',
-                    _ => return None,
-                };
-                Some(Const::Bin(
-                    op,
-                    Box::new(Const::of(&b.left)?),
-                    Box::new(Const::of(&b.right)?),
-                ))
-            }
+            Expr::Binary(b) => Some(Const::Bin(
+                arith(&b.op)?,
+                Box::new(Const::of(&b.left)?),
+                Box::new(Const::of(&b.right)?),
+            )),
             _ => None,
         }
     }
@@ -455,18 +446,25 @@ fn plain(e: &Expr) -> syn::Result<String> {
         },
         Expr::Paren(p) => Ok(format!("({})", plain(&p.expr)?)),
         Expr::Binary(b) => {
-            let op = match b.op {
-                BinOp::Add(_) => "+",
-                BinOp::Sub(_) => "-",
-                BinOp::Mul(_) => "*",
-                BinOp::Div(_) => "/",
-                BinOp::Rem(_) => "%",
-                _ => return not_constant(b.op.span()),
+            let Some(op) = arith(&b.op) else {
+                return not_constant(b.op.span());
             };
             Ok(format!("{} {op} {}", plain(&b.left)?, plain(&b.right)?))
         }
         e => not_constant(e.span()),
     }
+}
+
+/// `+ - * / %` as its character; None for any other operator.
+fn arith(op: &BinOp) -> Option<char> {
+    Some(match op {
+        BinOp::Add(_) => '+',
+        BinOp::Sub(_) => '-',
+        BinOp::Mul(_) => '*',
+        BinOp::Div(_) => '/',
+        BinOp::Rem(_) => '%',
+        _ => return None,
+    })
 }
 
 /// Whether `e` is a constant expression of integers and `TILE` (a shared array's length).
@@ -475,46 +473,19 @@ fn is_constant(e: &Expr) -> bool {
         Expr::Lit(l) => matches!(l.lit, Lit::Int(_)),
         Expr::Path(p) => p.path.is_ident("TILE"),
         Expr::Paren(p) => is_constant(&p.expr),
-        Expr::Binary(b) => {
-            matches!(
-                b.op,
-                BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_)
-            ) && is_constant(&b.left)
-                && is_constant(&b.right)
-        }
+        Expr::Binary(b) => arith(&b.op).is_some() && is_constant(&b.left) && is_constant(&b.right),
         _ => false,
     }
 }
 
 /// The value of a constant expression of integer literals alone (`+ - * / %`, parentheses);
-/// `Ok(None)` where it names `TILE` or `WG` (known at launch: the launch checks it then), an
-/// error where it leaves u32 or divides by zero.
+/// `Ok(None)` where it names anything (`TILE` and `WG` are known at launch: [`Generated::sizes`]),
+/// an error where it leaves u32 or divides by zero.
 fn literal_value(e: &Expr) -> syn::Result<Option<u64>> {
-    let out_of_range = |span: Span| wrong(span, "this constant leaves u32 or divides by 0".into());
-    match e {
-        Expr::Lit(l) => match &l.lit {
-            Lit::Int(i) => int_literal(i).map(Some),
-            _ => Ok(None),
-        },
-        Expr::Paren(p) => literal_value(&p.expr),
-        Expr::Binary(b) => {
-            let (Some(x), Some(y)) = (literal_value(&b.left)?, literal_value(&b.right)?) else {
-                return Ok(None);
-            };
-            let v = match b.op {
-                BinOp::Add(_) => x.checked_add(y),
-                BinOp::Sub(_) => x.checked_sub(y),
-                BinOp::Mul(_) => x.checked_mul(y),
-                BinOp::Div(_) => x.checked_div(y),
-                BinOp::Rem(_) => x.checked_rem(y),
-                _ => return Ok(None),
-            };
-            match v {
-                Some(v) if v <= u32::MAX as u64 => Ok(Some(v)),
-                _ => out_of_range(b.span()),
-            }
-        }
-        _ => Ok(None),
+    match Const::of(e).and_then(|c| c.eval(&|_| None)) {
+        None => Ok(None),
+        Some(Ok(v)) => Ok(Some(v)),
+        Some(Err(())) => wrong(e.span(), "this constant leaves u32 or divides by 0".into()),
     }
 }
 

@@ -251,6 +251,26 @@ fn mutate(text: &str, edits: &[(usize, usize, usize)]) -> String {
     tokens.concat()
 }
 
+/// `text` as `--kernel-file mutated.rs` takes it: a Rust kernel, the constants at their defaults.
+fn kernel_file(text: &str, dtype: DType) -> matmul::user::UserKernel {
+    use matmul::user::{Expr, Lang, UserKernel, RUST_CONSTANTS};
+    UserKernel {
+        path: "mutated.rs".into(),
+        text: text.to_string(),
+        lang: Lang::Rust,
+        entry: String::new(),
+        dtype,
+        defines: RUST_CONSTANTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        grid: std::array::from_fn(|_| Expr::constant(1)),
+        block: std::array::from_fn(|_| Expr::constant(1)),
+        shared: Expr::constant(0),
+        zero_c: false,
+    }
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -263,22 +283,11 @@ proptest! {
         base in 0usize..6,
         edits in prop::collection::vec((any::<usize>(), any::<usize>(), any::<usize>()), 1..4),
     ) {
-        use matmul::user::{Expr, Lang, UserKernel, RUST_CONSTANTS};
+        use matmul::user::Lang;
         let src = rust_kernel_sources()[base];
         let text = mutate(src, &edits);
         for dtype in [DType::F32, DType::U32] {
-            let kernel = UserKernel {
-                path: "mutated.rs".into(),
-                text: text.clone(),
-                lang: Lang::Rust,
-                entry: String::new(),
-                dtype,
-                defines: RUST_CONSTANTS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-                grid: std::array::from_fn(|_| Expr::constant(1)),
-                block: std::array::from_fn(|_| Expr::constant(1)),
-                shared: Expr::constant(0),
-                zero_c: false,
-            };
+            let kernel = kernel_file(&text, dtype);
             match kernel.generated_for(Lang::Wgsl) {
                 Err(e) => {
                     let e = e.to_string();
@@ -316,7 +325,7 @@ proptest! {
     ignore = "needs libnvrtc: MATMUL_REQUIRE_NVRTC=1 cargo test, or -- --include-ignored"
 )]
 fn rust_kernel_mutations_that_generate_compile_with_nvrtc() {
-    use matmul::user::{Expr, Lang, UserKernel, RUST_CONSTANTS};
+    use matmul::user::Lang;
     if let Err(e) = matmul::cuda::compile::nvrtc_version() {
         assert!(
             std::env::var_os("MATMUL_REQUIRE_NVRTC").is_none(),
@@ -347,21 +356,7 @@ fn rust_kernel_mutations_that_generate_compile_with_nvrtc() {
             .collect();
         let text = mutate(src, &edits);
         for dtype in [DType::F32, DType::U32] {
-            let kernel = UserKernel {
-                path: "mutated.rs".into(),
-                text: text.clone(),
-                lang: Lang::Rust,
-                entry: String::new(),
-                dtype,
-                defines: RUST_CONSTANTS
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                grid: std::array::from_fn(|_| Expr::constant(1)),
-                block: std::array::from_fn(|_| Expr::constant(1)),
-                shared: Expr::constant(0),
-                zero_c: false,
-            };
+            let kernel = kernel_file(&text, dtype);
             let Ok(k) = kernel.generated_for(Lang::Cuda) else {
                 continue;
             };
