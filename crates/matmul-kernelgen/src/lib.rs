@@ -56,8 +56,9 @@ pub struct Generated {
     /// WGSL with the own-kernel ABI (docs/own-kernels.md): entry `main`; `T`, the constants and
     /// the bindings appended by matmul.
     pub own_wgsl: String,
-    /// The sizes that name `TILE` or `WG` (the workgroup's, the shared arrays' lengths): each must
-    /// be at least 1 once the constants' values are known ([`Generated::check_sizes`]).
+    /// The workgroup's sizes and the shared arrays' lengths: each must be at least 1 once the
+    /// values of the constants they name are known ([`Generated::check_sizes`]; a size of
+    /// literals alone is checked while generating).
     pub sizes: Vec<Size>,
 }
 
@@ -66,7 +67,7 @@ pub struct Generated {
 pub enum Const {
     /// An integer literal.
     Int(u64),
-    /// `TILE` or `WG`.
+    /// A name: `TILE` or `WG` in a size (any other name has no value here).
     Name(String),
     /// `+ - * / %` (integer division, as in CUDA and WGSL).
     Bin(char, Box<Const>, Box<Const>),
@@ -95,6 +96,19 @@ impl Const {
                 v.filter(|&v| v <= u32::MAX as u64).ok_or(())
             }
         })
+    }
+
+    /// The names it uses, in order, once each.
+    fn names(&self, out: &mut Vec<String>) {
+        match self {
+            Const::Int(_) => {}
+            Const::Name(n) if !out.contains(n) => out.push(n.clone()),
+            Const::Name(_) => {}
+            Const::Bin(_, l, r) => {
+                l.names(out);
+                r.names(out);
+            }
+        }
     }
 
     fn of(e: &Expr) -> Option<Const> {
@@ -141,9 +155,10 @@ impl Generated {
                 Some(Err(())) => "leaves u32 or divides by 0",
                 _ => continue,
             };
-            let names: Vec<String> = ["TILE", "WG"]
+            let mut names = Vec::new();
+            s.value.names(&mut names);
+            let names: Vec<String> = names
                 .iter()
-                .filter(|n| s.text.contains(*n))
                 .filter_map(|n| value(n).map(|v| format!("{n} = {v}")))
                 .collect();
             return Err(GenError {

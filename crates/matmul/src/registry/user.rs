@@ -177,7 +177,6 @@ impl UserKernel {
         let value = |name: &str| {
             self.defines
                 .iter()
-                .rev()
                 .find(|(k, _)| k == name)
                 .and_then(|(_, v)| v.trim().parse::<u64>().ok())
         };
